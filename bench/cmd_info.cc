@@ -1,0 +1,72 @@
+// railbench info: what this build contains and what this host offers.
+#include <filesystem>
+#include <fstream>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "bench/commands.h"
+#include "bench/transport_factory.h"
+
+#ifdef RAILBENCH_HAVE_OFI
+#include "transports/ofi/ofi_transport.h"
+#endif
+
+namespace railbench {
+
+namespace {
+
+std::string read_first_line(const std::filesystem::path& p) {
+  std::ifstream in(p);
+  std::string line;
+  std::getline(in, line);
+  return line;
+}
+
+// Verbs devices from sysfs, so `info` works in builds without the verbs transport and
+// on hosts whose kernel has no RDMA (it then says so).
+void print_rdma_devices() {
+  const std::filesystem::path root = "/sys/class/infiniband";
+  std::error_code ec;
+  if (!std::filesystem::exists(root, ec)) {
+    fmt::print(
+        "verbs devices: none (no /sys/class/infiniband: this kernel has no RDMA, or no RDMA device; "
+        "see scripts/rxe-vm for soft-RoCE)\n");
+    return;
+  }
+  bool any = false;
+  for (const auto& dev : std::filesystem::directory_iterator(root, ec)) {
+    for (const auto& port : std::filesystem::directory_iterator(dev.path() / "ports", ec)) {
+      any = true;
+      fmt::print("verbs device {} port {}: state {}, rate {}, link layer {}\n", dev.path().filename().string(),
+                 port.path().filename().string(), read_first_line(port.path() / "state"),
+                 read_first_line(port.path() / "rate"), read_first_line(port.path() / "link_layer"));
+    }
+  }
+  if (!any) fmt::print("verbs devices: none\n");
+}
+
+}  // namespace
+
+int run_info() {
+  fmt::print("railbench {}\n", RAILBENCH_VERSION);
+  fmt::print("transports built in: {}\n", fmt::join(built_transports(), ", "));
+#ifdef RAILBENCH_HAVE_MPI
+  fmt::print("bootstraps: mpi, tcp (RAILBENCH_ROOT), single\n");
+#else
+  fmt::print("bootstraps: tcp (RAILBENCH_ROOT), single (built without MPI)\n");
+#endif
+  fmt::print("memory kinds: host (this build has no CUDA memory support yet)\n");
+#ifdef RAILBENCH_HAVE_OFI
+  fmt::print("libfabric {}: providers offering RDM endpoints on this host:\n", ofi::libfabric_version());
+  fmt::print("  {:<16} {:<10} {:<24} {:<4} {:<7} {}\n", "provider", "domain", "fabric", "rma", "tagged", "mr_mode");
+  for (const auto& p : ofi::list_providers()) {
+    fmt::print("  {:<16} {:<10} {:<24} {:<4} {:<7} {}\n", p.provider, p.domain, p.fabric, p.rma ? "yes" : "no",
+               p.tagged ? "yes" : "no", p.mr_mode.empty() ? "-" : p.mr_mode);
+  }
+#endif
+  print_rdma_devices();
+  return 0;
+}
+
+}  // namespace railbench

@@ -1,0 +1,14 @@
+// Subcommand entry points. Each returns the process exit code: 0 success, 1 a check
+// failed (#wrong > 0); errors are thrown (see main.cc for their exit codes).
+#pragma once
+
+#include "bench/options.h"
+#include "lib/bootstrap.h"
+
+namespace railbench {
+
+int run_sendrecv(Bootstrap& bootstrap, const CommonOptions& common, const SendRecvOptions& options);
+int run_allreduce(Bootstrap& bootstrap, const CommonOptions& common, const AllReduceOptions& options);
+int run_info();
+
+}  // namespace railbench

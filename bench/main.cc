@@ -1,0 +1,136 @@
+// railbench: one binary, one subcommand per pattern.
+//
+// Exit codes: 0 success; 1 a run failed (check found wrong data, a peer timed out, a
+// transport error); 2 bad input (command line, config, environment).
+#include <cstdio>
+#include <cstdlib>
+
+#include <fmt/format.h>
+#include <CLI/CLI.hpp>
+
+#include "bench/commands.h"
+#include "bench/run_context.h"
+#include "lib/errors.h"
+
+using namespace railbench;
+
+namespace {
+
+int exit_code(ErrorCode code) {
+  return code == ErrorCode::usage ? 2 : 1;
+}
+
+// Before the bootstrap exists: only the first rank of an mpirun job prints, so a bad
+// command line gives one line rather than one per rank.
+bool first_rank_by_environment() {
+  for (const char* var : {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "RAILBENCH_RANK"}) {
+    if (const char* v = std::getenv(var)) return std::atoi(v) == 0;
+  }
+  return true;
+}
+
+void add_common(CLI::App* app, CommonOptions& o) {
+  app->add_option("-t,--transport", o.transport, "Transport[:provider]: ofi, ofi:tcp, ofi:shm, ofi:verbs, ofi:efa")
+      ->capture_default_str();
+  app->add_option("-b,--min-bytes", o.min_bytes, "Smallest message size (8, 4K, 1M, 1G)");
+  app->add_option("-e,--max-bytes", o.max_bytes, "Largest message size");
+  app->add_option("-f,--step-factor", o.step_factor, "Multiply the size by this between steps")->capture_default_str();
+  app->add_option("-i,--step-bytes", o.step_bytes, "Add this many bytes between steps instead of -f");
+  app->add_option("-n,--iters", o.iters, "Timed iterations per size");
+  app->add_option("-w,--warmup-iters", o.warmup_iters, "Untimed iterations before timing");
+  app->add_flag("-c,--check", o.check, "Verify the data and count wrong elements");
+  app->add_option("--json", o.json_path, "Write results (JSON, schema in README) to this file after every size");
+  app->add_option("--rails", o.rails, "Rails: a count (2) or names (eth0,eth1 / mlx5_0,mlx5_1)");
+  app->add_option("--timeout", o.timeout_s, "Seconds without progress from a peer before failing")
+      ->capture_default_str();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"railbench: RDMA collective benchmarks and fabric validation"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", RAILBENCH_VERSION);
+
+  CommonOptions common;
+  for (int i = 0; i < argc; ++i) common.argv.emplace_back(argv[i]);
+
+  SendRecvOptions sr;
+  auto* sendrecv = app.add_subcommand("sendrecv", "Point-to-point latency and bandwidth between every pair of ranks");
+  add_common(sendrecv, common);
+  sendrecv->add_option("--verb", sr.verb, "send (two-sided), write (RDMA write) or read (RDMA read)")
+      ->capture_default_str();
+  sendrecv->add_option("--window", sr.window, "Messages in flight per bandwidth iteration")->capture_default_str();
+  sendrecv->add_option("--bw-iters", sr.bw_iters, "Timed bandwidth windows per direction")->capture_default_str();
+  sendrecv->add_flag("--all-pairs", sr.all_pairs, "Print every pair at every size (default when <= 8 pairs)");
+
+  AllReduceOptions ar;
+  auto* allreduce = app.add_subcommand("allreduce", "All-reduce with nccl-tests columns (size, time, algbw, busbw)");
+  add_common(allreduce, common);
+  allreduce->add_option("-d,--datatype", ar.datatype, "f32, f64, f16, bf16, i32, i64, u8")->capture_default_str();
+  allreduce->add_option("-o,--op", ar.op, "sum, prod, min, max")->capture_default_str();
+  allreduce->add_option("--algo", ar.algo, "Algorithm: ring")->capture_default_str();
+  allreduce->add_option("--slice-bytes", ar.slice_bytes, "Pipeline slice of the ring")->capture_default_str();
+
+  auto* info = app.add_subcommand("info", "What this build contains and which providers and devices this host has");
+
+  // CLI11 calls a stray word "extra arguments"; name the real problem.
+  auto is_subcommand = [&](const char* word) {
+    for (const auto* sub : app.get_subcommands([](CLI::App*) { return true; }))
+      if (sub->check_name(word)) return true;
+    return false;
+  };
+  if (argc > 1 && argv[1][0] != '-' && !is_subcommand(argv[1])) {
+    if (first_rank_by_environment()) {
+      fmt::print(stderr, "railbench: error: unknown subcommand '{}': use one of sendrecv, allreduce, info\n", argv[1]);
+    }
+    return 2;
+  }
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    if (first_rank_by_environment()) {
+      fmt::print(stderr, "railbench: error: {} (see railbench --help)\n", e.what());
+    }
+    return 2;
+  }
+
+  if (info->parsed()) return run_info();
+  if (common.timeout_s <= 0) {
+    if (first_rank_by_environment()) {
+      fmt::print(stderr, "railbench: error: --timeout {} must be a positive number of seconds\n", common.timeout_s);
+    }
+    return 2;
+  }
+
+  std::unique_ptr<Bootstrap> bootstrap;
+  try {
+    bootstrap = make_bootstrap_from_environment(common.timeout_s);
+    if (sendrecv->parsed()) return run_sendrecv(*bootstrap, common, sr);
+    if (allreduce->parsed()) return run_allreduce(*bootstrap, common, ar);
+  } catch (const AgreedError& e) {
+    // Every rank saw it: say it once, and let every rank end normally (MPI_Finalize).
+    if (bootstrap ? bootstrap->rank() == 0 : first_rank_by_environment()) {
+      fmt::print(stderr, "railbench: error: {}\n", e.what());
+    }
+    return exit_code(e.code());
+  } catch (const std::exception& e) {
+    const auto* err = dynamic_cast<const Error*>(&e);
+    const int code = err ? exit_code(err->code()) : 1;
+    fmt::print(stderr, "railbench: {}: {}\n", err ? "error" : "internal error", e.what());
+    std::fflush(stderr);
+    std::fflush(stdout);
+    // Other ranks may be waiting on this one: end the whole job rather than leave them
+    // to run into their own timeouts. Results already written stay on disk.
+    if (bootstrap && bootstrap->size() > 1) bootstrap->abort(code);
+    return code;
+  }
+  return 0;
+}

@@ -1,0 +1,39 @@
+// Command-line options shared by the subcommands, nccl-tests compatible where they overlap.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace railbench {
+
+struct CommonOptions {
+  std::string transport = "ofi";  // -t: "ofi", "ofi:tcp", "ofi:shm", ...
+  std::string min_bytes;          // -b (subcommand default when empty)
+  std::string max_bytes;          // -e
+  uint64_t step_factor = 2;       // -f
+  uint64_t step_bytes = 0;        // -i (fixed increment instead of -f)
+  int iters = -1;                 // -n (subcommand default when < 0)
+  int warmup_iters = -1;          // -w
+  bool check = false;             // -c
+  std::string json_path;          // --json
+  std::string rails;              // --rails: a count ("2") or names ("eth0,eth1")
+  double timeout_s = 60;          // --timeout: no progress from a peer for this long fails
+  std::vector<std::string> argv;  // the command line, recorded in the results
+};
+
+struct SendRecvOptions {
+  std::string verb = "send";  // send, write, read
+  int window = 64;            // messages in flight per bandwidth iteration
+  int bw_iters = 20;          // timed bandwidth iterations (windows) per direction
+  bool all_pairs = false;     // print every pair at every size
+};
+
+struct AllReduceOptions {
+  std::string datatype = "f32";
+  std::string op = "sum";
+  std::string algo = "ring";
+  uint64_t slice_bytes = 1 << 20;
+};
+
+}  // namespace railbench

@@ -1,0 +1,194 @@
+#include "bench/pair_test.h"
+
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "collectives/check.h"
+#include "lib/bandwidth.h"
+#include "lib/clock.h"
+#include "lib/errors.h"
+
+namespace railbench {
+
+// Message order on each (peer, rail) channel matters: receives match sends FIFO, so
+// every exchange below posts its receives in exactly the order the peer sends:
+//   ready token, data x window (send verb only), done/finished token.
+
+Verb parse_verb(const std::string& s) {
+  if (s == "send") return Verb::send;
+  if (s == "write") return Verb::write;
+  if (s == "read") return Verb::read;
+  throw UsageError(fmt::format("unknown --verb '{}': use send, write or read", s));
+}
+
+const char* to_string(Verb v) {
+  switch (v) {
+    case Verb::send: return "send";
+    case Verb::write: return "write";
+    case Verb::read: return "read";
+  }
+  return "unknown";
+}
+
+PairTest::PairTest(Progress& progress, const PairBuffers& buffers, Verb verb, bool check)
+    : p_(progress), b_(buffers), verb_(verb), check_(check), rank_(progress.transport().rank()) {}
+
+void PairTest::wait_ids(const std::vector<uint64_t>& ids, const char* what) {
+  for (uint64_t id : ids) p_.wait(id, what);
+}
+
+void PairTest::post_window(int peer, int rail, size_t bytes, int window, std::vector<uint64_t>& ids) {
+  ids.clear();
+  for (int k = 0; k < window; ++k) {
+    switch (verb_) {
+      case Verb::send: ids.push_back(p_.send(peer, rail, src(bytes))); break;
+      case Verb::write: {
+        const RemoteSpan to{&b_.peer_dst[peer], 0};
+        // The last write carries an immediate: it lands after the others (ordered
+        // writes), so the target knows the whole window has arrived.
+        ids.push_back(k + 1 < window ? p_.write(peer, rail, src(bytes), to)
+                                     : p_.write_imm(peer, rail, src(bytes), to, static_cast<uint32_t>(k)));
+        break;
+      }
+      case Verb::read: ids.push_back(p_.read(peer, rail, dst(bytes), RemoteSpan{&b_.peer_src[peer], 0})); break;
+    }
+  }
+}
+
+std::vector<double> PairTest::latency(int peer, int rail, size_t bytes, int warmup, int iters, bool leader) {
+  std::vector<double> samples;
+  samples.reserve(static_cast<size_t>(iters));
+  const int total = warmup + iters;
+  auto record = [&](int it, Clock::time_point t0, Clock::time_point t1, double divisor) {
+    if (it >= warmup) samples.push_back(seconds_between(t0, t1) * 1e6 / divisor);
+  };
+
+  if (verb_ == Verb::send) {
+    if (leader) {
+      for (int it = 0; it < total; ++it) {
+        const uint64_t r = p_.recv(peer, rail, dst(bytes));
+        const auto t0 = Clock::now();
+        p_.send(peer, rail, src(bytes));
+        p_.wait(r, "a ping-pong reply");
+        record(it, t0, Clock::now(), 2.0);
+      }
+    } else {
+      uint64_t r = p_.recv(peer, rail, dst(bytes));
+      for (int it = 0; it < total; ++it) {
+        p_.wait(r, "a ping-pong request");
+        // Post the next receive before replying, so the leader's next ping has a home.
+        if (it + 1 < total) r = p_.recv(peer, rail, dst(bytes));
+        p_.send(peer, rail, src(bytes));
+      }
+    }
+  } else if (verb_ == Verb::write) {
+    const RemoteSpan to{&b_.peer_dst[peer], 0};
+    for (int it = 0; it < total; ++it) {
+      if (leader) {
+        const auto t0 = Clock::now();
+        p_.write_imm(peer, rail, src(bytes), to, static_cast<uint32_t>(it));
+        p_.wait_imm(peer, "a ping-pong write reply");
+        record(it, t0, Clock::now(), 2.0);
+      } else {
+        p_.wait_imm(peer, "a ping-pong write request");
+        p_.write_imm(peer, rail, src(bytes), to, static_cast<uint32_t>(it));
+      }
+    }
+  } else {
+    // A read is a round trip by itself; the target only has to drive progress until
+    // the leader says it has finished.
+    if (leader) {
+      for (int it = 0; it < total; ++it) {
+        const auto t0 = Clock::now();
+        const uint64_t id = p_.read(peer, rail, dst(bytes), RemoteSpan{&b_.peer_src[peer], 0});
+        p_.wait(id, "a read");
+        record(it, t0, Clock::now(), 1.0);
+      }
+      p_.send(peer, rail, send_token());
+    } else {
+      p_.wait(p_.recv(peer, rail, recv_token()), "the end of the read latency test");
+    }
+  }
+  p_.wait_all("ping-pong completions");
+  return samples;
+}
+
+std::vector<double> PairTest::stream(int peer, int rail, size_t bytes, int window, int warmup, int iters, int from,
+                                     uint32_t seed, uint64_t* wrong) {
+  const bool sender = from == rank_;
+  // Reads are initiated by the data's receiver; sends and writes by its sender.
+  const bool initiator = (verb_ == Verb::read) ? !sender : sender;
+  std::vector<double> samples;
+  std::vector<uint64_t> ids;
+  const int total = warmup + iters;
+
+  if (check_) {
+    if (sender)
+      fill_bytes(rank_, seed, b_.src->data(), bytes);
+    else
+      std::memset(b_.dst->data(), 0xA5, bytes);  // anything not delivered shows up
+  }
+
+  for (int w = 0; w < total; ++w) {
+    if (initiator) {
+      const uint64_t ready = p_.recv(peer, rail, recv_token());
+      uint64_t done = 0;
+      if (verb_ != Verb::read) done = p_.recv(peer, rail, recv_token());
+      p_.wait(ready, "the peer's ready token");
+      const auto t0 = Clock::now();
+      post_window(peer, rail, bytes, window, ids);
+      wait_ids(ids, "a bandwidth window");
+      if (verb_ != Verb::read) p_.wait(done, "the peer's acknowledgement of a window");
+      const auto t1 = Clock::now();
+      if (w >= warmup) samples.push_back(gbps(static_cast<double>(bytes) * window, seconds_between(t0, t1)));
+      if (verb_ == Verb::read) p_.send(peer, rail, send_token());
+    } else {
+      ids.clear();
+      if (verb_ == Verb::send) {
+        for (int k = 0; k < window; ++k) ids.push_back(p_.recv(peer, rail, dst(bytes)));
+      }
+      uint64_t finished = 0;
+      if (verb_ == Verb::read) finished = p_.recv(peer, rail, recv_token());
+      p_.send(peer, rail, send_token());
+      if (verb_ == Verb::send) wait_ids(ids, "a bandwidth window of sends");
+      if (verb_ == Verb::write) p_.wait_imm(peer, "the last write of a bandwidth window");
+      if (verb_ == Verb::read)
+        p_.wait(finished, "the peer's end of a read window");
+      else
+        p_.send(peer, rail, send_token());
+    }
+    p_.wait_all("bandwidth window completions");
+  }
+  if (check_ && wrong && !sender) *wrong += count_wrong_bytes(from, seed, b_.dst->data(), bytes);
+  return samples;
+}
+
+std::vector<double> PairTest::bidirectional(int peer, int rail, size_t bytes, int window, int warmup, int iters) {
+  std::vector<double> samples;
+  std::vector<uint64_t> mine, theirs;
+  for (int w = 0; w < warmup + iters; ++w) {
+    const uint64_t ready = p_.recv(peer, rail, recv_token());
+    theirs.clear();
+    if (verb_ == Verb::send) {
+      for (int k = 0; k < window; ++k) theirs.push_back(p_.recv(peer, rail, dst(bytes)));
+    }
+    const uint64_t done = p_.recv(peer, rail, recv_token());
+    p_.send(peer, rail, send_token());
+    p_.wait(ready, "the peer's ready token");
+    const auto t0 = Clock::now();
+    post_window(peer, rail, bytes, window, mine);
+    wait_ids(mine, "a bidirectional window");
+    if (verb_ == Verb::send) wait_ids(theirs, "the peer's half of a bidirectional window");
+    if (verb_ == Verb::write) p_.wait_imm(peer, "the peer's last write of a bidirectional window");
+    // Done means "your data arrived" for send/write and "I finished reading" for read.
+    p_.send(peer, rail, send_token());
+    p_.wait(done, "the peer's end of a bidirectional window");
+    const auto t1 = Clock::now();
+    if (w >= warmup) samples.push_back(gbps(2.0 * static_cast<double>(bytes) * window, seconds_between(t0, t1)));
+    p_.wait_all("bidirectional window completions");
+  }
+  return samples;
+}
+
+}  // namespace railbench

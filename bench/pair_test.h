@@ -1,0 +1,61 @@
+// Point-to-point measurements between two ranks on one rail: ping-pong latency and
+// windowed bandwidth in either direction or both. Both ranks of the pair call the same
+// method at the same time; the lower rank leads.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "lib/progress.h"
+#include "lib/transport.h"
+
+namespace railbench {
+
+enum class Verb : uint8_t { send, write, read };
+Verb parse_verb(const std::string& s);  // throws UsageError
+const char* to_string(Verb v);
+
+// Registered buffers and every rank's remote keys, shared by all pair tests.
+struct PairBuffers {
+  const MemoryRegion* src = nullptr;     // what this rank sends / writes / lets peers read
+  const MemoryRegion* dst = nullptr;     // where peers' data lands / reads land
+  const MemoryRegion* tokens = nullptr;  // small control messages (ready / done)
+  std::vector<RemoteKey> peer_src;       // per rank: its src (read verb)
+  std::vector<RemoteKey> peer_dst;       // per rank: its dst (write verb)
+};
+
+class PairTest {
+ public:
+  PairTest(Progress& progress, const PairBuffers& buffers, Verb verb, bool check);
+
+  // Ping-pong; the leader returns one sample per timed iteration in microseconds:
+  // RTT/2 for send and write (as perftest), the whole round trip for read.
+  std::vector<double> latency(int peer, int rail, size_t bytes, int warmup, int iters, bool leader);
+
+  // `from` streams windows of `window` messages to `to` (the other rank of the pair is
+  // `peer`). The rank that initiates the operations times them and returns GB/s per
+  // window; the other returns nothing. With check on, the data's receiver adds
+  // mismatching bytes to *wrong.
+  std::vector<double> stream(int peer, int rail, size_t bytes, int window, int warmup, int iters, int from,
+                             uint32_t seed, uint64_t* wrong);
+
+  // Both directions at once; each rank returns GB/s per window counting both directions.
+  std::vector<double> bidirectional(int peer, int rail, size_t bytes, int window, int warmup, int iters);
+
+ private:
+  LocalSpan src(size_t bytes) const { return LocalSpan{b_.src, 0, bytes}; }
+  LocalSpan dst(size_t bytes) const { return LocalSpan{b_.dst, 0, bytes}; }
+  LocalSpan send_token() const { return LocalSpan{b_.tokens, 0, 8}; }
+  LocalSpan recv_token() const { return LocalSpan{b_.tokens, 8, 8}; }
+  // Posts `window` data operations as initiator; returns their ids.
+  void post_window(int peer, int rail, size_t bytes, int window, std::vector<uint64_t>& ids);
+  void wait_ids(const std::vector<uint64_t>& ids, const char* what);
+
+  Progress& p_;
+  PairBuffers b_;
+  Verb verb_;
+  bool check_;
+  int rank_;
+};
+
+}  // namespace railbench

@@ -1,0 +1,150 @@
+#include "bench/run_context.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <set>
+
+#include <fmt/format.h>
+
+namespace railbench {
+
+using nlohmann::json;
+
+namespace {
+
+std::string local_hostname() {
+  char buf[256] = {};
+  if (::gethostname(buf, sizeof(buf) - 1) != 0) return "unknown";
+  return buf;
+}
+
+}  // namespace
+
+RunContext::RunContext(Bootstrap& bootstrap, const CommonOptions& options, std::string command)
+    : options_(options), command_(std::move(command)), bootstrap_(bootstrap) {
+  rank_ = bootstrap_.rank();
+  size_ = bootstrap_.size();
+  hosts_ = bootstrap_.all_gather_strings(local_hostname());
+  stderr_tty_ = ::isatty(STDERR_FILENO) != 0;
+}
+
+RunContext::~RunContext() {
+  // Progress refers to the transport: release it first.
+  progress_.reset();
+  transport_.reset();
+}
+
+bool RunContext::all_on_one_host() const {
+  return num_hosts() == 1;
+}
+
+int RunContext::num_hosts() const {
+  return static_cast<int>(std::set(hosts_.begin(), hosts_.end()).size());
+}
+
+std::string RunContext::peer_name(int rank) const {
+  if (rank < 0 || rank >= size_) return fmt::format("rank {}", rank);
+  return fmt::format("rank {} ({})", rank, hosts_[rank]);
+}
+
+void RunContext::agree(const std::function<void()>& step) {
+  std::string failure;
+  ErrorCode code = ErrorCode::usage;
+  try {
+    step();
+  } catch (const Error& e) {
+    failure = e.what();
+    code = e.code();
+  } catch (const std::exception& e) {
+    failure = e.what();
+    code = ErrorCode::transport;
+  }
+  const auto codes = bootstrap_.all_gather_value<int>(failure.empty() ? -1 : static_cast<int>(code));
+  if (std::all_of(codes.begin(), codes.end(), [](int c) { return c < 0; })) return;
+  const auto texts = bootstrap_.all_gather_strings(failure);
+  std::vector<int> failed;
+  for (int r = 0; r < size_; ++r)
+    if (codes[r] >= 0) failed.push_back(r);
+  const bool same_everywhere = static_cast<int>(failed.size()) == size_ &&
+                               std::all_of(texts.begin(), texts.end(), [&](const auto& t) { return t == texts[0]; });
+  std::string message;
+  if (same_everywhere) {
+    message = texts[0];
+  } else {
+    for (int r : failed) message += fmt::format("{}{}: {}", message.empty() ? "" : "; ", peer_name(r), texts[r]);
+  }
+  throw AgreedError(static_cast<ErrorCode>(codes[failed.front()]), message);
+}
+
+void RunContext::open_transport() {
+  agree([&] {
+    spec_ = parse_transport_spec(options_.transport, options_.rails);
+    transport_ = make_transport(spec_, rank_, size_, all_on_one_host());
+  });
+  transport_->connect_all(bootstrap_);
+  std::vector<std::string> names;
+  for (int r = 0; r < size_; ++r) names.push_back(peer_name(r));
+  progress_ = std::make_unique<Progress>(*transport_, options_.timeout_s, std::move(names));
+
+  json rails = json::array();
+  for (int i = 0; i < transport_->num_rails(); ++i) {
+    RailInfo info = transport_->rail_info(i);
+    rails.push_back(json{{"index", i},
+                         {"name", info.name},
+                         {"fabric", info.fabric},
+                         {"address", info.address},
+                         {"link_gbps", info.link_gbps},
+                         {"mtu", info.mtu}});
+  }
+  for (const auto& s : bootstrap_.all_gather_strings(rails.dump())) rank_rails_.push_back(json::parse(s));
+}
+
+json RunContext::results_header(json config) const {
+  json ranks = json::array();
+  for (int r = 0; r < size_; ++r) {
+    json entry{{"rank", r}, {"host", hosts_[r]}};
+    if (static_cast<size_t>(r) < rank_rails_.size()) entry["rails"] = rank_rails_[r];
+    ranks.push_back(std::move(entry));
+  }
+  json transport;
+  if (transport_) {
+    const auto& c = transport_->caps();
+    transport = json{{"name", transport_->name()},
+                     {"provider", transport_->provider()},
+                     {"rails", transport_->num_rails()},
+                     {"caps",
+                      {{"send_recv", c.send_recv},
+                       {"write", c.write},
+                       {"read", c.read},
+                       {"write_with_imm", c.write_with_imm},
+                       {"native_collectives", c.native_collectives},
+                       {"device_memory", c.device_memory},
+                       {"max_msg_size", c.max_msg_size}}}};
+  }
+  config["transport"] = options_.transport;
+  config["rails"] = options_.rails;
+  config["timeout_s"] = options_.timeout_s;
+  config["check"] = options_.check;
+  return json{{"command", command_},
+              {"argv", options_.argv},
+              {"config", std::move(config)},
+              {"world", {{"size", size_}, {"hosts", num_hosts()}, {"bootstrap", bootstrap_.kind()}, {"ranks", ranks}}},
+              {"transport", std::move(transport)}};
+}
+
+void RunContext::print(const std::string& line) const {
+  if (!is_root()) return;
+  std::fputs(line.c_str(), stdout);
+  std::fputc('\n', stdout);
+  std::fflush(stdout);
+}
+
+void RunContext::progress_note(const std::string& line) const {
+  if (!is_root() || !stderr_tty_) return;
+  fmt::print(stderr, "\r{:<78}", line);
+  std::fflush(stderr);
+}
+
+}  // namespace railbench

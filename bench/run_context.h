@@ -1,0 +1,75 @@
+// Everything a subcommand needs around its measurement: the bootstrap, hosts, the
+// transport and its Progress, and agreement between ranks on setup errors.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "bench/options.h"
+#include "bench/transport_factory.h"
+#include "lib/bootstrap.h"
+#include "lib/errors.h"
+#include "lib/progress.h"
+#include "lib/transport.h"
+
+namespace railbench {
+
+// A setup error every rank knows about: rank 0 prints it once and all ranks exit
+// normally with the same code, instead of aborting the job.
+struct AgreedError : Error {
+  AgreedError(ErrorCode code, const std::string& what) : Error(code, what) {}
+};
+
+class RunContext {
+ public:
+  // Borrows the bootstrap, which main owns so that it can end the job after errors.
+  RunContext(Bootstrap& bootstrap, const CommonOptions& options, std::string command);
+  ~RunContext();
+
+  Bootstrap& bootstrap() { return bootstrap_; }
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+  bool is_root() const { return rank_ == 0; }
+  const std::vector<std::string>& hosts() const { return hosts_; }
+  bool all_on_one_host() const;
+  int num_hosts() const;
+  std::string peer_name(int rank) const;
+
+  // Runs a local setup step on every rank; if it fails on any rank, every rank throws
+  // the same AgreedError naming the ranks and hosts where it failed. `step` must not
+  // communicate (a rank that failed would not take part).
+  void agree(const std::function<void()>& step);
+
+  // Opens the transport named by -t/--rails (agreed), connects all peers, and makes
+  // the Progress engine with the run's timeout.
+  void open_transport();
+  Transport& transport() { return *transport_; }
+  Progress& progress() { return *progress_; }
+  const TransportSpec& transport_spec() const { return spec_; }
+
+  // The results header: command, argv, config, world and transport.
+  nlohmann::json results_header(nlohmann::json config) const;
+
+  // rank 0 only: a line to stdout (tables), flushed so a later failure keeps it.
+  void print(const std::string& line) const;
+  // Progress on long sweeps: stderr, rank 0, only when stderr is a terminal.
+  void progress_note(const std::string& line) const;
+
+ private:
+  CommonOptions options_;
+  std::string command_;
+  Bootstrap& bootstrap_;
+  int rank_ = 0, size_ = 1;
+  std::vector<std::string> hosts_;
+  TransportSpec spec_;
+  std::unique_ptr<Transport> transport_;
+  std::unique_ptr<Progress> progress_;
+  std::vector<nlohmann::json> rank_rails_;  // per rank: its rails as JSON
+  bool stderr_tty_ = false;
+};
+
+}  // namespace railbench

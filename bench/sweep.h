@@ -1,0 +1,27 @@
+// Sizes and iteration counts of a sweep, from the common options and a subcommand's defaults.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "bench/options.h"
+
+namespace railbench {
+
+struct Sweep {
+  std::vector<uint64_t> sizes;
+  int iters = 0;
+  int warmup = 0;
+};
+
+struct SweepDefaults {
+  const char* min_bytes;
+  const char* max_bytes;
+  int iters;
+  int warmup;
+};
+
+// Throws UsageError for sizes that do not parse, -b > -e, bad factors or counts.
+Sweep make_sweep(const CommonOptions& options, const SweepDefaults& defaults);
+
+}  // namespace railbench

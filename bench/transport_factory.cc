@@ -1,0 +1,78 @@
+#include "bench/transport_factory.h"
+
+#include <algorithm>
+#include <charconv>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "lib/errors.h"
+
+#ifdef RAILBENCH_HAVE_OFI
+#include "transports/ofi/ofi_transport.h"
+#endif
+
+namespace railbench {
+
+std::vector<std::string> built_transports() {
+  std::vector<std::string> out;
+#ifdef RAILBENCH_HAVE_OFI
+  out.push_back("ofi");
+#endif
+  return out;
+}
+
+TransportSpec parse_transport_spec(const std::string& transport, const std::string& rails) {
+  TransportSpec spec;
+  auto colon = transport.find(':');
+  spec.name = transport.substr(0, colon);
+  if (colon != std::string::npos) spec.provider = transport.substr(colon + 1);
+  const auto built = built_transports();
+  if (std::find(built.begin(), built.end(), spec.name) == built.end()) {
+    throw UsageError(fmt::format("unknown transport '{}': this build has {} (e.g. -t ofi:tcp, -t ofi:shm)", transport,
+                                 fmt::join(built, ", ")));
+  }
+  if (colon != std::string::npos && spec.provider.empty()) {
+    throw UsageError(fmt::format("transport '{}' names no provider after ':': e.g. -t ofi:tcp", transport));
+  }
+  if (!rails.empty()) {
+    int n = 0;
+    auto [ptr, ec] = std::from_chars(rails.data(), rails.data() + rails.size(), n);
+    if (ec == std::errc() && ptr == rails.data() + rails.size()) {
+      if (n < 1) throw UsageError(fmt::format("--rails {} must be 1 or more", rails));
+      spec.num_rails = n;
+    } else {
+      size_t start = 0;
+      while (start <= rails.size()) {
+        size_t comma = rails.find(',', start);
+        std::string name = rails.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+        if (name.empty())
+          throw UsageError(fmt::format("--rails '{}' has an empty name: e.g. --rails eth0,eth1", rails));
+        spec.rail_names.push_back(name);
+        if (comma == std::string::npos) break;
+        start = comma + 1;
+      }
+      spec.num_rails = static_cast<int>(spec.rail_names.size());
+    }
+  }
+  return spec;
+}
+
+std::unique_ptr<Transport> make_transport(const TransportSpec& spec, int rank, int world_size, bool all_on_one_host) {
+#ifdef RAILBENCH_HAVE_OFI
+  if (spec.name == "ofi") {
+    ofi::OfiOptions o;
+    o.provider = spec.provider;
+    o.domains = spec.rail_names;
+    o.num_rails = spec.num_rails;
+    o.all_ranks_on_one_host = all_on_one_host;
+    return ofi::make_transport(o, rank, world_size);
+  }
+#endif
+  (void)rank;
+  (void)world_size;
+  (void)all_on_one_host;
+  throw UsageError(fmt::format("transport '{}' is not built into this railbench", spec.name));
+}
+
+}  // namespace railbench

@@ -1,0 +1,29 @@
+// Builds a Transport from "-t name[:provider]" and "--rails". The only place above
+// transports/ that knows the concrete transports.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "lib/transport.h"
+
+namespace railbench {
+
+struct TransportSpec {
+  std::string name;      // "ofi"
+  std::string provider;  // "tcp", "shm", "" (auto)
+  int num_rails = 1;
+  std::vector<std::string> rail_names;  // explicit domains/devices, empty: auto
+};
+
+// Parses -t and --rails; throws UsageError naming the valid forms.
+TransportSpec parse_transport_spec(const std::string& transport, const std::string& rails);
+
+// all_on_one_host feeds provider auto-selection (shm when every rank shares a host).
+std::unique_ptr<Transport> make_transport(const TransportSpec& spec, int rank, int world_size, bool all_on_one_host);
+
+// Transports compiled into this build, e.g. {"ofi"}.
+std::vector<std::string> built_transports();
+
+}  // namespace railbench

@@ -1,0 +1,26 @@
+// Data patterns for -c. Inputs are small integers chosen so that every reduction is
+// exact in every type for modest rank counts (sums up to 7n, products of 1s and 2s), so
+// a wrong element is a real fault, not rounding; a tolerance scaled by the type's
+// epsilon and the rank count covers larger jobs where floating order matters.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "lib/datatype.h"
+
+namespace railbench {
+
+// Fills rank `rank`'s input of `count` elements for reduction `op`; `seed` changes the
+// pattern between sizes and runs so stale data is caught.
+void fill_input(DataType type, ReduceOp op, int rank, uint32_t seed, void* buf, size_t count);
+
+// Counts elements of `result` that differ from the reduction of every rank's input
+// (recomputed here, since inputs are deterministic).
+uint64_t count_wrong_allreduce(DataType type, ReduceOp op, int nranks, uint32_t seed, const void* result, size_t count);
+
+// Byte pattern for point-to-point checks: depends on sender, seed and offset.
+void fill_bytes(int sender, uint32_t seed, void* buf, size_t len);
+uint64_t count_wrong_bytes(int sender, uint32_t seed, const void* buf, size_t len);
+
+}  // namespace railbench

@@ -1,0 +1,76 @@
+// Out-of-band exchange of small messages between ranks: addresses, keys, results.
+// Every wait has a deadline; a rank that does not arrive is named when possible.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace railbench {
+
+class Bootstrap {
+ public:
+  virtual ~Bootstrap() = default;
+
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+  virtual std::string kind() const = 0;  // "mpi", "tcp", "threads", "single"
+
+  // Every rank contributes `in` (same length on every rank); `out` receives
+  // size() * in.size() bytes, rank r's block at offset r * in.size().
+  virtual void all_gather(std::span<const std::byte> in, std::span<std::byte> out) = 0;
+  virtual void barrier() = 0;
+
+  // Ends every rank of the job after an error that other ranks may not have seen
+  // (MPI_Abort under MPI), so nothing is left waiting. Never returns.
+  [[noreturn]] virtual void abort(int code) noexcept;
+
+  // Seconds each wait may take before it fails with a TimeoutError.
+  void set_timeout(double seconds) { timeout_s_ = seconds; }
+  double timeout() const { return timeout_s_; }
+
+  // ---- helpers built on all_gather ----
+
+  // Blocks of different lengths: returns one vector per rank.
+  std::vector<std::vector<uint8_t>> all_gather_v(std::span<const uint8_t> in);
+  std::vector<std::string> all_gather_strings(const std::string& s);
+  // One value per rank.
+  template <class T>
+  std::vector<T> all_gather_value(const T& v) {
+    std::vector<T> out(size());
+    all_gather(std::as_bytes(std::span<const T>(&v, 1)), std::as_writable_bytes(std::span<T>(out)));
+    return out;
+  }
+
+ protected:
+  double timeout_s_ = 60.0;
+};
+
+// A rank count and rank for a run inside one process (tests): `size` threads share
+// one ThreadGroup and each builds its Bootstrap from it.
+class ThreadGroup;
+std::shared_ptr<ThreadGroup> make_thread_group(int size);
+std::unique_ptr<Bootstrap> make_thread_bootstrap(std::shared_ptr<ThreadGroup> group, int rank);
+
+// Rendezvous over TCP for launchers without MPI: RAILBENCH_RANK, RAILBENCH_WORLD_SIZE,
+// RAILBENCH_ROOT=host:port (rank 0 listens there).
+std::unique_ptr<Bootstrap> make_tcp_bootstrap(int rank, int size, const std::string& root, double timeout_s);
+
+// A world of one rank (run without a launcher).
+std::unique_ptr<Bootstrap> make_single_bootstrap();
+
+// MPI_COMM_WORLD; calls MPI_Init if nobody has and MPI_Finalize when destroyed.
+// Only in builds with MPI.
+std::unique_ptr<Bootstrap> make_mpi_bootstrap();
+
+// Picks the bootstrap from the environment: mpirun/srun variables -> MPI (if built in),
+// RAILBENCH_ROOT -> TCP, otherwise a single rank.
+std::unique_ptr<Bootstrap> make_bootstrap_from_environment(double timeout_s);
+
+// True when this process was started by mpirun/srun (checked before MPI_Init).
+bool launched_by_mpi();
+
+}  // namespace railbench

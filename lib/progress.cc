@@ -1,0 +1,153 @@
+#include "lib/progress.h"
+
+#include <sched.h>
+
+#include <fmt/format.h>
+
+namespace railbench {
+
+Progress::Progress(Transport& transport, double timeout_s, std::vector<std::string> peer_names)
+    : t_(transport),
+      timeout_s_(timeout_s),
+      peer_names_(std::move(peer_names)),
+      slots_(kSlots),
+      outstanding_by_peer_(static_cast<size_t>(std::max(transport.world_size(), 1)), 0),
+      batch_(64) {}
+
+std::string Progress::peer_name(int peer) const {
+  if (peer >= 0 && static_cast<size_t>(peer) < peer_names_.size()) return peer_names_[peer];
+  return fmt::format("rank {}", peer);
+}
+
+void Progress::reserve_slot(uint64_t id, int peer) {
+  if (peer < 0 || peer >= t_.world_size()) {
+    throw TransportError(
+        fmt::format("rank {}: operation addressed to rank {}, outside 0..{}", t_.rank(), peer, t_.world_size() - 1));
+  }
+  // The slot is reused every kSlots operations; the old one must have finished.
+  const Slot& old = slots_[id & kMask];
+  if (!old.done) wait(old.id, "a free operation slot");
+}
+
+void Progress::fail_post(int peer, OpKind kind) {
+  throw TransportError(fmt::format("rank {}: posting {} to {} failed: {}", t_.rank(), to_string(kind), peer_name(peer),
+                                   t_.last_error()));
+}
+
+void Progress::check_post_deadline(Clock::time_point idle_since, int peer, OpKind kind) {
+  if (seconds_between(idle_since, Clock::now()) < timeout_s_) return;
+  throw TimeoutError(
+      fmt::format("rank {}: could not post {} to {} for {:.0f} s: the transport stayed out of "
+                  "resources ({} operations outstanding)",
+                  t_.rank(), to_string(kind), peer_name(peer), timeout_s_, outstanding_));
+}
+
+size_t Progress::poll_once() {
+  const size_t n = t_.poll(batch_);
+  for (size_t i = 0; i < n; ++i) {
+    const Completion& c = batch_[i];
+    if (c.status != Status::ok) {
+      throw TransportError(fmt::format("rank {}: {} with {} on rail {} failed: {}", t_.rank(), to_string(c.op),
+                                       peer_name(c.peer), c.rail, t_.last_error()));
+    }
+    if (c.op == OpKind::remote_write_imm) {
+      imms_.push_back(c);
+      continue;
+    }
+    Slot& s = slots_[c.wr_id & kMask];
+    if (s.id != c.wr_id || s.done) continue;  // not ours: ignore rather than corrupt state
+    s.done = true;
+    s.bytes = c.bytes;
+    --outstanding_;
+    --outstanding_by_peer_[s.peer];
+  }
+  return n;
+}
+
+template <class Pred>
+void Progress::wait_until(Pred pred, const char* what, int focus_peer) {
+  Clock::time_point idle_since = Clock::now();
+  for (uint32_t idle = 0; !pred();) {
+    if (poll_once() > 0) {
+      idle = 0;
+      idle_since = Clock::now();
+      continue;
+    }
+    ++idle;
+    // Spin first (lowest latency); past that, check the clock and let other ranks
+    // sharing this core run, or an oversubscribed host crawls.
+    if ((idle & 255) == 0) {
+      if (seconds_between(idle_since, Clock::now()) >= timeout_s_) fail_timeout(what, focus_peer);
+      if (idle >= 4096) sched_yield();
+    }
+  }
+}
+
+void Progress::fail_timeout(const char* what, int focus_peer) {
+  std::string pending;
+  for (size_t p = 0; p < outstanding_by_peer_.size(); ++p) {
+    if (outstanding_by_peer_[p] == 0) continue;
+    std::string kinds;
+    for (const Slot& s : slots_) {
+      if (!s.done && s.peer == static_cast<int>(p)) {
+        const char* k = to_string(s.kind);
+        if (kinds.find(k) == std::string::npos) kinds += fmt::format("{}{}", kinds.empty() ? "" : "/", k);
+      }
+    }
+    pending += fmt::format("{}{} ({} {} outstanding)", pending.empty() ? "" : ", ", peer_name(static_cast<int>(p)),
+                           outstanding_by_peer_[p], kinds);
+  }
+  if (pending.empty() && focus_peer >= 0) pending = peer_name(focus_peer);
+  throw TimeoutError(
+      fmt::format("rank {}: timed out after {:.0f} s without progress waiting for {} from {} (is "
+                  "that peer alive and its link up? raise --timeout for very slow links)",
+                  t_.rank(), timeout_s_, what, pending.empty() ? "an unknown peer" : pending));
+}
+
+bool Progress::done(uint64_t wr_id) const {
+  const Slot& s = slots_[wr_id & kMask];
+  return s.id != wr_id || s.done;  // a reused slot means wr_id finished long ago
+}
+
+size_t Progress::bytes(uint64_t wr_id) const {
+  const Slot& s = slots_[wr_id & kMask];
+  return s.id == wr_id ? s.bytes : 0;
+}
+
+void Progress::wait(uint64_t wr_id, const char* what) {
+  const Slot& s = slots_[wr_id & kMask];
+  wait_until([&] { return done(wr_id); }, what, s.id == wr_id ? s.peer : -1);
+}
+
+void Progress::wait_all(const char* what) {
+  wait_until([&] { return outstanding_ == 0; }, what, -1);
+}
+
+uint32_t Progress::wait_imm(int expected_peer, const char* what) {
+  wait_until([&] { return !imms_.empty(); }, what, expected_peer);
+  uint32_t imm = imms_.front().imm;
+  imms_.pop_front();
+  return imm;
+}
+
+uint64_t Progress::send(int peer, int rail, const LocalSpan& src) {
+  return post(peer, OpKind::send, [&](uint64_t id) { return t_.post_send(peer, rail, src, id); });
+}
+
+uint64_t Progress::recv(int peer, int rail, const LocalSpan& dst) {
+  return post(peer, OpKind::recv, [&](uint64_t id) { return t_.post_recv(peer, rail, dst, id); });
+}
+
+uint64_t Progress::write(int peer, int rail, const LocalSpan& src, const RemoteSpan& dst) {
+  return post(peer, OpKind::write, [&](uint64_t id) { return t_.post_write(peer, rail, src, dst, id); });
+}
+
+uint64_t Progress::write_imm(int peer, int rail, const LocalSpan& src, const RemoteSpan& dst, uint32_t imm) {
+  return post(peer, OpKind::write, [&](uint64_t id) { return t_.post_write_imm(peer, rail, src, dst, imm, id); });
+}
+
+uint64_t Progress::read(int peer, int rail, const LocalSpan& dst, const RemoteSpan& src) {
+  return post(peer, OpKind::read, [&](uint64_t id) { return t_.post_read(peer, rail, dst, src, id); });
+}
+
+}  // namespace railbench

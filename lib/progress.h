@@ -1,0 +1,98 @@
+// Blocking helpers over a Transport's non-blocking data path. Every wait has a
+// deadline; when a peer stops answering, the TimeoutError names it and what was
+// outstanding. The deadline is one of inactivity: it restarts whenever any operation
+// completes, so a long transfer that keeps moving never times out.
+#pragma once
+
+#include <deque>
+#include <string>
+#include <vector>
+
+#include "lib/clock.h"
+#include "lib/errors.h"
+#include "lib/transport.h"
+
+namespace railbench {
+
+class Progress {
+ public:
+  // peer_names[r], when given, is how rank r is named in errors (e.g. "rank 3 (node07)").
+  Progress(Transport& transport, double timeout_s, std::vector<std::string> peer_names = {});
+
+  Transport& transport() { return t_; }
+  double timeout() const { return timeout_s_; }
+
+  // Posts one operation through `post(wr_id) -> Status`, polling while the transport
+  // answers retry. Returns the wr_id to wait on.
+  template <class PostFn>
+  uint64_t post(int peer, OpKind kind, PostFn&& post_fn) {
+    const uint64_t id = next_id_;
+    reserve_slot(id, peer);
+    Clock::time_point idle_since = Clock::now();
+    for (uint32_t spins = 0;; ++spins) {
+      Status s = post_fn(id);
+      if (s == Status::ok) break;
+      if (s == Status::error) fail_post(peer, kind);
+      if (poll_once() > 0) idle_since = Clock::now();
+      if ((spins & 255) == 255) check_post_deadline(idle_since, peer, kind);
+    }
+    ++next_id_;
+    Slot& slot = slots_[id & kMask];
+    slot = Slot{id, peer, kind, false, 0};
+    ++outstanding_;
+    ++outstanding_by_peer_[peer];
+    return id;
+  }
+
+  uint64_t send(int peer, int rail, const LocalSpan& src);
+  uint64_t recv(int peer, int rail, const LocalSpan& dst);
+  uint64_t write(int peer, int rail, const LocalSpan& src, const RemoteSpan& dst);
+  uint64_t write_imm(int peer, int rail, const LocalSpan& src, const RemoteSpan& dst, uint32_t imm);
+  uint64_t read(int peer, int rail, const LocalSpan& dst, const RemoteSpan& src);
+
+  // Non-blocking: has `wr_id` completed? (does not drive progress)
+  bool done(uint64_t wr_id) const;
+  // Bytes a completed receive delivered.
+  size_t bytes(uint64_t wr_id) const;
+  void wait(uint64_t wr_id, const char* what);
+  void wait_all(const char* what);
+  // Waits for the next remote write-with-imm notification and returns its imm.
+  uint32_t wait_imm(int expected_peer, const char* what);
+
+  // Polls the transport once; returns how many completions it handled.
+  size_t poll_once();
+  size_t outstanding() const { return outstanding_; }
+
+ private:
+  static constexpr uint64_t kSlots = 1 << 16;  // most operations in flight at once
+  static constexpr uint64_t kMask = kSlots - 1;
+
+  struct Slot {
+    uint64_t id = ~0ULL;
+    int peer = -1;
+    OpKind kind = OpKind::send;
+    bool done = true;
+    size_t bytes = 0;
+  };
+
+  void reserve_slot(uint64_t id, int peer);
+  [[noreturn]] void fail_post(int peer, OpKind kind);
+  void check_post_deadline(Clock::time_point idle_since, int peer, OpKind kind);
+  // Polls until pred() holds; TimeoutError after timeout_s_ without any completion.
+  template <class Pred>
+  void wait_until(Pred pred, const char* what, int focus_peer);
+  [[noreturn]] void fail_timeout(const char* what, int focus_peer);
+  std::string peer_name(int peer) const;
+
+  Transport& t_;
+  double timeout_s_;
+  std::vector<std::string> peer_names_;
+  std::vector<Slot> slots_;
+  std::vector<size_t> outstanding_by_peer_;
+  std::vector<Completion> batch_;
+  std::deque<Completion> imms_;
+  uint64_t next_id_ = 1;
+  size_t outstanding_ = 0;
+};
+
+}  // namespace railbench

@@ -1,0 +1,24 @@
+// Message sizes as users type them (8, 4K, 1M, 1G) and nccl-tests style sweeps.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace railbench {
+
+// Parses "8", "4K", "4k", "4KB", "1M", "1MiB", "1G": K/M/G are powers of 1024, as in
+// nccl-tests and perftest. Throws UsageError naming the text and the accepted forms.
+uint64_t parse_size(std::string_view text);
+
+// "4K", "1M", "1.5M": the shortest exact binary-prefix spelling, else plain bytes.
+std::string format_size(uint64_t bytes);
+
+// nccl-tests sweep: min, min*factor, ... while <= max (so max is measured only when a
+// step lands on it, as in nccl-tests). factor must be >= 2 unless min == max;
+// step_bytes, when non-zero, replaces the factor by a fixed increment (nccl-tests -i).
+std::vector<uint64_t> size_sweep(uint64_t min_bytes, uint64_t max_bytes, uint64_t factor, uint64_t step_bytes = 0);
+
+}  // namespace railbench

@@ -1,0 +1,180 @@
+// The one interface every transport (ofi, verbs, nccl) implements.
+//
+// Control path (setup) may throw railbench::Error subclasses with actionable messages.
+// Data path (post_*, poll) never throws and never blocks: it answers a Status, and
+// progress happens only inside poll(), as in UCX uct. Blocking helpers with deadlines
+// live in lib/progress.h.
+//
+// Send/recv matching is FIFO per (peer, rail): the n-th send from A to B on a rail
+// lands in the n-th receive B posted for A on that rail. This is what an RC queue pair
+// gives, what NCCL send/recv gives, and what ofi gives with the sender's rank as tag.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "lib/datatype.h"
+
+namespace railbench {
+
+class Bootstrap;
+
+// Data-path outcome. `retry` means "no resources now": call poll() and post again.
+enum class Status : uint8_t { ok, retry, error };
+
+enum class MemoryKind : uint8_t { host, cuda, cuda_host };
+const char* to_string(MemoryKind kind);
+
+// What a transport offers. Algorithms check these, never the transport's name.
+struct Capabilities {
+  bool send_recv = false;           // two-sided, FIFO per (peer, rail)
+  bool write = false;               // one-sided RDMA write
+  bool read = false;                // one-sided RDMA read
+  bool write_with_imm = false;      // write that raises a completion with 32-bit data at the target
+  bool native_collectives = false;  // e.g. NCCL: all-reduce etc. run inside the transport
+  bool device_memory = false;       // can register GPU memory
+  bool ordered_writes = false;      // writes (and a trailing write-with-imm) land in post order
+  size_t max_msg_size = 0;          // larger transfers must be split by the caller
+  size_t inject_size = 0;           // sends up to this size are copied at post time
+};
+
+// One NIC / libfabric domain / verbs port.
+struct RailInfo {
+  std::string name;      // domain or device name, e.g. "eth0", "mlx5_0:1", "shm"
+  std::string fabric;    // fabric or subnet, e.g. "192.0.2.0/24"
+  std::string address;   // human-readable local address on this rail
+  double link_gbps = 0;  // link speed in Gb/s, 0 when the transport cannot tell
+  int mtu = 0;           // active MTU in bytes, 0 when unknown
+};
+
+// The remote view of one registered buffer: base address and key per rail, serialized
+// to bytes for the out-of-band exchange.
+struct RailKey {
+  uint64_t addr = 0;  // what the target expects as remote address for offset 0
+  uint64_t key = 0;
+  bool operator==(const RailKey&) const = default;
+};
+
+struct RemoteKey {
+  uint64_t length = 0;
+  std::vector<RailKey> rails;
+
+  std::vector<uint8_t> serialize() const;
+  static RemoteKey deserialize(std::span<const uint8_t> bytes);  // throws on a short blob
+  bool operator==(const RemoteKey&) const = default;
+};
+
+// A registered buffer, released when destroyed (RAII). Transports subclass it to keep
+// their per-rail handles (fid_mr, ibv_mr).
+class MemoryRegion {
+ public:
+  MemoryRegion(void* data, size_t length, MemoryKind kind) : data_(data), length_(length), kind_(kind) {}
+  virtual ~MemoryRegion() = default;
+  MemoryRegion(const MemoryRegion&) = delete;
+  MemoryRegion& operator=(const MemoryRegion&) = delete;
+
+  void* data() const { return data_; }
+  size_t length() const { return length_; }
+  MemoryKind kind() const { return kind_; }
+  std::byte* at(size_t offset) const { return static_cast<std::byte*>(data_) + offset; }
+
+  virtual RemoteKey remote_key() const = 0;
+
+ private:
+  void* data_;
+  size_t length_;
+  MemoryKind kind_;
+};
+
+enum class OpKind : uint8_t { send, recv, write, read, remote_write_imm, collective };
+const char* to_string(OpKind kind);
+
+// One finished operation, as returned by poll().
+struct Completion {
+  uint64_t wr_id = 0;  // the caller's id from post_*; 0 for remote_write_imm
+  int peer = -1;       // -1 when the transport cannot tell (remote_write_imm on some providers)
+  int rail = 0;
+  OpKind op = OpKind::send;
+  Status status = Status::ok;
+  size_t bytes = 0;  // received bytes for recv
+  uint32_t imm = 0;  // immediate data for remote_write_imm
+};
+
+// Local side of a transfer: a registered region and a byte range in it.
+struct LocalSpan {
+  const MemoryRegion* mr = nullptr;
+  size_t offset = 0;
+  size_t length = 0;
+};
+
+// Remote side of a one-sided transfer.
+struct RemoteSpan {
+  const RemoteKey* key = nullptr;
+  size_t offset = 0;
+};
+
+enum class CollectiveKind : uint8_t { all_reduce, all_gather, reduce_scatter, all_to_all };
+
+// Arguments of a native collective, in nccl-tests terms: `count` is elements per rank
+// of the all-reduce buffer, of each all-gather contribution, of each reduce-scatter
+// result, and of each all-to-all block.
+struct CollectiveOp {
+  CollectiveKind kind = CollectiveKind::all_reduce;
+  LocalSpan send;
+  LocalSpan recv;
+  size_t count = 0;
+  DataType dtype = DataType::f32;
+  ReduceOp op = ReduceOp::sum;
+};
+
+class Transport {
+ public:
+  virtual ~Transport() = default;
+
+  virtual std::string name() const = 0;      // "ofi", "verbs", "nccl"
+  virtual std::string provider() const = 0;  // "tcp;ofi_rxm", "shm", "rxe0", ...
+  virtual const Capabilities& caps() const = 0;
+  virtual int rank() const = 0;
+  virtual int world_size() const = 0;
+  virtual int num_rails() const = 0;
+  virtual RailInfo rail_info(int rail) const = 0;
+
+  // ---- control path (may throw) ----
+
+  // Opaque bytes a peer needs to reach this rank on `rail`.
+  virtual std::vector<uint8_t> local_address(int rail) const = 0;
+  // Makes `peer` reachable on `rail` from its address blob.
+  virtual void connect(int peer, int rail, std::span<const uint8_t> remote_address) = 0;
+  // Exchanges address blobs over the bootstrap and connects every peer on every rail.
+  // Transports with a handshake of their own (NCCL) override it.
+  virtual void connect_all(Bootstrap& bootstrap);
+  // Registers [data, data+length) on every rail for local and remote access.
+  virtual std::unique_ptr<MemoryRegion> register_memory(void* data, size_t length, MemoryKind kind) = 0;
+
+  // ---- data path (never throws, never blocks) ----
+  // Unsupported operations (see caps()) answer Status::error.
+
+  virtual Status post_send(int peer, int rail, const LocalSpan& src, uint64_t wr_id) = 0;
+  virtual Status post_recv(int peer, int rail, const LocalSpan& dst, uint64_t wr_id) = 0;
+  virtual Status post_write(int peer, int rail, const LocalSpan& src, const RemoteSpan& dst, uint64_t wr_id) = 0;
+  virtual Status post_write_imm(int peer, int rail, const LocalSpan& src, const RemoteSpan& dst, uint32_t imm,
+                                uint64_t wr_id) = 0;
+  virtual Status post_read(int peer, int rail, const LocalSpan& dst, const RemoteSpan& src, uint64_t wr_id) = 0;
+
+  // A whole collective run inside the transport (caps().native_collectives, e.g. NCCL).
+  // Completes through poll() with op == OpKind::collective.
+  virtual Status post_collective(const CollectiveOp& op, uint64_t wr_id);
+
+  // Drives progress on every rail and returns up to out.size() finished operations.
+  // Failed operations come back with status == error; last_error() says why.
+  virtual size_t poll(std::span<Completion> out) = 0;
+
+  // Human-readable reason for the most recent Status::error, naming peer and rail.
+  virtual std::string last_error() const = 0;
+};
+
+}  // namespace railbench

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Installs every Debian package railbench needs to build, test and benchmark.
+# Idempotent: packages already present are left alone, and apt-get runs only when
+# something is missing, so repeated runs (quickstart, test.sh, CI) cost a second.
+set -euo pipefail
+
+packages=(
+  build-essential cmake ninja-build pkg-config git clang-format
+  libfabric-dev libfabric-bin
+  libibverbs-dev librdmacm-dev ibverbs-providers ibverbs-utils rdma-core perftest
+  openmpi-bin libopenmpi-dev
+  libcli11-dev nlohmann-json3-dev libfmt-dev catch2
+  python3 iproute2 procps
+)
+# The soft-RoCE VM test bed (scripts/rxe-vm) needs these too.
+packages+=(qemu-system-x86 busybox-static cpio kmod)
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if ((${#missing[@]} == 0)); then
+  echo "install-deps: all ${#packages[@]} packages present"
+  exit 0
+fi
+
+sudo=""
+if [[ $(id -u) -ne 0 ]]; then
+  command -v sudo >/dev/null || {
+    echo "install-deps: need root or sudo to install: ${missing[*]}" >&2
+    exit 1
+  }
+  sudo="sudo"
+fi
+
+echo "install-deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq
+$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" </dev/null

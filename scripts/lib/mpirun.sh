@@ -1,0 +1,15 @@
+# Sourced by scripts and tests: mpirun with the flags this kind of host needs.
+# Usage: rb_mpirun NP [mpirun options...] -- command...
+#   Adds --allow-run-as-root only as root and --oversubscribe only when NP exceeds the
+#   cores; keeps Open MPI on its shared-memory and TCP paths over loopback so nothing
+#   leaves the machine.
+rb_mpirun() {
+  local np=$1
+  shift
+  local -a extra=()
+  [[ $(id -u) -eq 0 ]] && extra+=(--allow-run-as-root)
+  ((np > $(nproc))) && extra+=(--oversubscribe)
+  mpirun -np "$np" "${extra[@]}" --bind-to none \
+    --mca btl self,vader,tcp --mca btl_tcp_if_include lo --mca oob_tcp_if_include lo \
+    --mca pml ob1 "$@"
+}

@@ -1,0 +1,96 @@
+#!/usr/bin/env python3
+"""Validates a railbench results file as the integration tests expect it.
+
+check_results.py FILE --ranks N [--command allreduce|sendrecv] [--rails R] [--check]
+Fails (exit 1, one line saying why) unless the run completed, every size has results,
+#wrong is 0 everywhere, and for sendrecv every pair appears on every rail with latency
+and bandwidth percentiles that are ordered and positive.
+"""
+import argparse
+import json
+import sys
+
+
+def fail(msg):
+    print(f"FAIL: {msg}")
+    sys.exit(1)
+
+
+def check_summary(where, s, positive=True):
+    for k in ("count", "min", "max", "mean", "stdev", "p50", "p90", "p99", "p99_9"):
+        if k not in s:
+            fail(f"{where}: summary lacks {k}")
+    if s["count"] <= 0:
+        fail(f"{where}: no samples")
+    if positive and s["min"] <= 0:
+        fail(f"{where}: non-positive minimum {s['min']}")
+    if not (s["min"] <= s["p50"] <= s["p90"] <= s["p99"] <= s["p99_9"] <= s["max"]):
+        fail(f"{where}: percentiles out of order {s}")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("file")
+    ap.add_argument("--ranks", type=int, required=True)
+    ap.add_argument("--command", required=True)
+    ap.add_argument("--rails", type=int, default=1)
+    ap.add_argument("--check", action="store_true", help="the run used -c: wrong counts must be 0")
+    ap.add_argument("--sizes", type=int, default=0, help="exact number of sizes expected")
+    a = ap.parse_args()
+
+    with open(a.file) as f:
+        doc = json.load(f)
+    for field in ("schema", "schema_version", "railbench_version", "command", "config", "world", "transport",
+                  "results", "status"):
+        if field not in doc:
+            fail(f"missing top-level field {field}")
+    if doc["schema"] != "railbench.result" or doc["schema_version"] != 1:
+        fail("wrong schema")
+    if doc["status"] != "complete":
+        fail(f"status is {doc['status']}: {doc.get('error')}")
+    if doc["command"] != a.command:
+        fail(f"command is {doc['command']}, expected {a.command}")
+    if doc["world"]["size"] != a.ranks or len(doc["world"]["ranks"]) != a.ranks:
+        fail(f"world size {doc['world']['size']}, expected {a.ranks}")
+    if doc["transport"]["rails"] != a.rails:
+        fail(f"{doc['transport']['rails']} rails, expected {a.rails}")
+    results = doc["results"]
+    if not results:
+        fail("no results")
+    if a.sizes and len(results) != a.sizes:
+        fail(f"{len(results)} sizes, expected {a.sizes}")
+    if doc["config"]["check"] != a.check:
+        fail(f"config.check is {doc['config']['check']}")
+
+    if a.command == "sendrecv":
+        expected = {(r, i, j) for r in range(a.rails) for i in range(a.ranks) for j in range(i + 1, a.ranks)}
+        for res in results:
+            got = {(p["rail"], p["a"], p["b"]) for p in res["pairs"]}
+            if got != expected:
+                fail(f"size {res['bytes']}: pairs {sorted(got)} != expected {sorted(expected)}")
+            for p in res["pairs"]:
+                where = f"size {res['bytes']} rail {p['rail']} pair {p['a']}-{p['b']}"
+                for k in ("latency_us", "bw_ab_gbps", "bw_ba_gbps", "bw_bidir_gbps"):
+                    check_summary(f"{where} {k}", p[k])
+                if p["wrong"] != 0:
+                    fail(f"{where}: {p['wrong']} wrong bytes")
+    else:
+        n = a.ranks
+        factor = {"allreduce": 2 * (n - 1) / n}.get(a.command, 1.0)
+        for res in results:
+            for side in ("out_of_place", "in_place"):
+                s = res[side]
+                where = f"size {res['bytes']} {side}"
+                check_summary(f"{where} iteration_us", s["iteration_us"])
+                if a.check and s["wrong"] != 0:
+                    fail(f"{where}: #wrong {s['wrong']}")
+                algbw = res["bytes"] / (s["time_us"] * 1e-6) / 1e9
+                if abs(algbw - s["algbw_gbps"]) > 1e-6 * max(1, algbw):
+                    fail(f"{where}: algbw {s['algbw_gbps']} != bytes/time {algbw}")
+                if abs(s["busbw_gbps"] - algbw * factor) > 1e-6 * max(1, algbw):
+                    fail(f"{where}: busbw {s['busbw_gbps']} != algbw x {factor}")
+    print(f"OK: {a.command}, {a.ranks} ranks, {len(results)} sizes")
+
+
+if __name__ == "__main__":
+    main()

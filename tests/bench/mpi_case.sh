@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# One integration case: runs railbench under a real mpirun with a hard deadline.
+#   mpi_case.sh NP expect-ok JSON_CHECK_ARGS -- railbench args...
+#   mpi_case.sh NP expect-error REGEX -- railbench args...
+# expect-ok: exit 0, and tests/bench/check_results.py validates the --json file.
+# expect-error: non-zero exit, exactly one "railbench: error:" line matching REGEX,
+# and the whole job ends well within the deadline (no hang).
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+source "$here/../../scripts/lib/mpirun.sh"
+
+np=$1 mode=$2 arg=$3
+shift 3
+[[ $1 == -- ]] && shift
+deadline=${RAILBENCH_TEST_DEADLINE:-240}
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+if [[ $mode == expect-ok ]]; then
+  json="$work/results.json"
+  timeout --kill-after=10 "$deadline" bash -c "$(declare -f rb_mpirun); rb_mpirun $np $(printf '%q ' "$@") --json $json" \
+    >"$work/out" 2>"$work/err"
+  rc=$?
+  cat "$work/out"
+  if ((rc != 0)); then
+    echo "FAIL: exit code $rc (124 = deadline of ${deadline}s hit)"
+    cat "$work/err"
+    exit 1
+  fi
+  # shellcheck disable=SC2086
+  python3 "$here/check_results.py" "$json" --ranks "$np" $arg || exit 1
+  echo "PASS"
+else
+  start=$(date +%s)
+  timeout --kill-after=10 "$deadline" bash -c "$(declare -f rb_mpirun); rb_mpirun $np $(printf '%q ' "$@")" \
+    >"$work/out" 2>"$work/err"
+  rc=$?
+  elapsed=$(($(date +%s) - start))
+  cat "$work/out" "$work/err"
+  if ((rc == 0)); then echo "FAIL: expected a non-zero exit"; exit 1; fi
+  if ((rc == 124 || rc == 137)); then echo "FAIL: hung until the ${deadline}s deadline"; exit 1; fi
+  lines=$(grep -c '^railbench: error:' "$work/err")
+  if ((lines != 1)); then echo "FAIL: expected exactly one 'railbench: error:' line, got $lines"; exit 1; fi
+  if ! grep '^railbench: error:' "$work/err" | grep -Eq -- "$arg"; then
+    echo "FAIL: error line does not match /$arg/"
+    exit 1
+  fi
+  echo "PASS: exit $rc after ${elapsed}s with one clear line"
+fi

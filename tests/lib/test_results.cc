@@ -1,0 +1,125 @@
+#include <catch2/catch.hpp>
+
+#include <cstdio>
+#include <fstream>
+
+#include "lib/errors.h"
+#include "lib/results.h"
+#include "lib/transport.h"
+
+using namespace railbench;
+using nlohmann::json;
+
+namespace {
+
+Summary sample_summary(double base) {
+  Summary s;
+  s.count = 100;
+  s.min = base;
+  s.max = base * 10;
+  s.mean = base * 2;
+  s.stdev = base / 3;
+  s.p50 = base * 1.5;
+  s.p90 = base * 3;
+  s.p99 = base * 5;
+  s.p999 = base * 9;
+  return s;
+}
+
+json read_file(const std::string& path) {
+  std::ifstream in(path);
+  return json::parse(in);
+}
+
+}  // namespace
+
+TEST_CASE("collective records survive a JSON round trip", "[results]") {
+  CollectiveRecord r;
+  r.bytes = 4194304;
+  r.count = 1048576;
+  r.type = "float";
+  r.redop = "sum";
+  r.root = -1;
+  r.algo = "ring";
+  r.out_of_place = CollectiveSide{123.5, 33.9, 50.8, 0, sample_summary(120)};
+  r.in_place = CollectiveSide{120.25, 34.8, 52.2, 3, sample_summary(118)};
+  const json j = json::parse(to_json(r).dump());
+  CHECK(collective_from_json(j) == r);
+  CHECK(j.at("out_of_place").at("busbw_gbps") == 50.8);
+  CHECK(j.at("in_place").at("iteration_us").at("p99_9") == Approx(118 * 9));
+}
+
+TEST_CASE("send/recv records survive a JSON round trip", "[results]") {
+  SendRecvRecord r;
+  r.bytes = 65536;
+  r.op = "send";
+  r.pairs.push_back(
+      PairRecord{0, 1, 0, sample_summary(3), sample_summary(10), sample_summary(11), sample_summary(19), 0});
+  r.pairs.push_back(
+      PairRecord{2, 3, 1, sample_summary(4), sample_summary(9), sample_summary(8), sample_summary(17), 5});
+  CHECK(sendrecv_from_json(json::parse(to_json(r).dump())) == r);
+}
+
+TEST_CASE("a missing field is an error that names it", "[results]") {
+  json j = to_json(SendRecvRecord{8, "send", {PairRecord{}}});
+  j["pairs"][0].erase("latency_us");
+  CHECK_THROWS(sendrecv_from_json(j));
+}
+
+TEST_CASE("the results file is rewritten after every size and keeps results on failure", "[results]") {
+  const std::string path = "test_results_file.json";
+  std::remove(path.c_str());
+  json header{{"command", "allreduce"},
+              {"argv", {"railbench", "allreduce"}},
+              {"config", {{"iters", 20}}},
+              {"world", {{"size", 2}}},
+              {"transport", {{"name", "ofi"}}}};
+  {
+    ResultsFile f(path, header);
+    json doc = read_file(path);
+    validate_result_document(doc);
+    CHECK(doc.at("status") == "running");
+    CHECK(doc.at("schema") == kResultSchema);
+    CHECK(doc.at("schema_version") == kResultSchemaVersion);
+    CHECK(doc.at("results").empty());
+
+    f.add(json{{"bytes", 1024}});
+    f.add(json{{"bytes", 2048}});
+    doc = read_file(path);
+    CHECK(doc.at("results").size() == 2);  // on disk before the run ends
+
+    f.finish(false, "rank 1 (node2): timed out");
+    doc = read_file(path);
+    validate_result_document(doc);
+    CHECK(doc.at("status") == "failed");
+    CHECK(doc.at("error") == "rank 1 (node2): timed out");
+    CHECK(doc.at("results").size() == 2);
+  }
+  std::remove(path.c_str());
+}
+
+TEST_CASE("validation names the missing or newer field", "[results]") {
+  json doc{
+      {"schema", kResultSchema},  {"schema_version", 1},     {"railbench_version", "0.1.0"}, {"command", "x"},
+      {"config", json::object()}, {"world", json::object()}, {"transport", json::object()},  {"results", json::array()},
+      {"status", "complete"}};
+  CHECK_NOTHROW(validate_result_document(doc));
+  json missing = doc;
+  missing.erase("world");
+  CHECK_THROWS_WITH(validate_result_document(missing), Catch::Contains("'world'"));
+  json newer = doc;
+  newer["schema_version"] = 99;
+  CHECK_THROWS_WITH(validate_result_document(newer), Catch::Contains("newer"));
+}
+
+TEST_CASE("an unwritable results path is an IoError naming the path", "[results]") {
+  CHECK_THROWS_AS(ResultsFile("/nonexistent-dir/r.json", json::object()), IoError);
+}
+
+TEST_CASE("remote keys serialize and refuse truncated blobs", "[results]") {
+  RemoteKey k{4096, {{0x7f0000001000, 42}, {0x7f0000001000, 43}}};
+  auto bytes = k.serialize();
+  CHECK(RemoteKey::deserialize(bytes) == k);
+  bytes.resize(bytes.size() - 1);
+  CHECK_THROWS_AS(RemoteKey::deserialize(bytes), BootstrapError);
+}

@@ -1,0 +1,85 @@
+// Internal to transports/ofi: RAII handles for libfabric objects, the per-operation
+// context and its pool, and error text helpers.
+#pragma once
+
+#include <rdma/fabric.h>
+#include <rdma/fi_errno.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "lib/transport.h"
+
+namespace railbench::ofi {
+
+// Every fid (fabric, domain, ep, cq, av, mr) is released by fi_close. Its status is
+// ignored: a destructor has no one to report to, and the process is usually exiting.
+struct FidCloser {
+  template <class T>
+  void operator()(T* p) const noexcept {
+    if (p != nullptr) fi_close(&p->fid);
+  }
+};
+template <class T>
+using FidPtr = std::unique_ptr<T, FidCloser>;
+
+struct InfoFree {
+  void operator()(fi_info* p) const noexcept { fi_freeinfo(p); }
+};
+using InfoPtr = std::unique_ptr<fi_info, InfoFree>;
+
+// The context of one posted operation. libfabric hands `fi` back as op_context, so it
+// must come first; fi_context2 satisfies both FI_CONTEXT and FI_CONTEXT2 mode.
+struct OpContext {
+  fi_context2 fi;
+  uint64_t wr_id = 0;
+  int peer = -1;
+  int rail = 0;
+  OpKind op = OpKind::send;
+  size_t length = 0;
+  bool from_rx_pool = false;
+};
+static_assert(offsetof(OpContext, fi) == 0, "op_context must point at the fi_context2");
+
+// Fixed set of contexts allocated at setup; take/give never allocate, so the data path
+// stays allocation-free and an empty pool is the natural "retry" signal.
+class ContextPool {
+ public:
+  ContextPool(size_t size, int rail, bool rx) : storage_(size) {
+    free_.reserve(size);
+    for (auto& c : storage_) {
+      c.rail = rail;
+      c.from_rx_pool = rx;
+      free_.push_back(&c);
+    }
+  }
+  ContextPool(const ContextPool&) = delete;
+  ContextPool& operator=(const ContextPool&) = delete;
+
+  OpContext* take() noexcept {
+    if (free_.empty()) return nullptr;
+    OpContext* c = free_.back();
+    free_.pop_back();
+    return c;
+  }
+  // Capacity is reserved for every context, so push_back cannot reallocate.
+  void give(OpContext* c) noexcept { free_.push_back(c); }
+  size_t size() const { return storage_.size(); }
+  size_t available() const { return free_.size(); }
+
+ private:
+  std::vector<OpContext> storage_;
+  std::vector<OpContext*> free_;
+};
+
+// "Connection refused (-111)" style text for a negative libfabric return code.
+std::string fi_error_text(long long ret);
+// "FI_MR_LOCAL|FI_MR_VIRT_ADDR", or "none".
+std::string mr_mode_string(uint64_t mr_mode);
+// Provider name before the first ';': "tcp" for "tcp;ofi_rxm".
+std::string core_provider(const char* prov_name);
+
+}  // namespace railbench::ofi

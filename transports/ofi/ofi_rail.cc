@@ -1,0 +1,206 @@
+#include "transports/ofi/ofi_rail.h"
+
+#include <rdma/fi_cm.h>
+#include <rdma/fi_domain.h>
+#include <rdma/fi_endpoint.h>
+#include <netinet/in.h>
+
+#include <algorithm>
+#include <cstring>
+#include <string_view>
+
+#include <fmt/format.h>
+
+#include "lib/errors.h"
+
+namespace railbench::ofi {
+
+namespace {
+
+// Provider queue depth as pool size; some providers leave it 0 ("unspecified").
+size_t pool_size(size_t provider_size) {
+  constexpr size_t kDefault = 1024;
+  constexpr size_t kMax = 1 << 16;
+  return provider_size == 0 ? kDefault : std::min(provider_size, kMax);
+}
+
+// Remote write-with-imm completions arrive unsolicited, on top of our own operations.
+constexpr size_t kRemoteCqSlack = 4096;
+
+std::string setup_hint(const std::string& provider, const char* call, long long ret) {
+  std::string_view p = provider;
+  std::string_view c = call;
+  if (p.starts_with("shm") && (c == "fi_endpoint" || c == "fi_enable")) {
+    return "; is /dev/shm full or too small (containers: --shm-size)?";
+  }
+  if (c == "fi_mr_reg" && ret == -FI_ENOMEM) return "; raise the locked-memory limit (ulimit -l)";
+  if (p.starts_with("verbs") || p.starts_with("efa")) return "; is the RDMA device up (ibv_devinfo)?";
+  return "";
+}
+
+}  // namespace
+
+Rail::Rail(int rail_index, InfoPtr granted, int world_size, bool with_rma)
+    : index(rail_index),
+      provider(granted->fabric_attr->prov_name),
+      domain_name(granted->domain_attr->name != nullptr ? granted->domain_attr->name : "?"),
+      fabric_name(granted->fabric_attr->name != nullptr ? granted->fabric_attr->name : "?"),
+      rma(with_rma),
+      info(std::move(granted)),
+      tx_pool(pool_size(info->tx_attr->size), rail_index, false),
+      rx_pool(pool_size(info->rx_attr->size), rail_index, true),
+      peers(world_size, FI_ADDR_NOTAVAIL) {
+  uint64_t mr_mode = info->domain_attr->mr_mode;
+  mr_local = (mr_mode & FI_MR_LOCAL) != 0;
+  mr_virt_addr = (mr_mode & FI_MR_VIRT_ADDR) != 0;
+  mr_prov_key = (mr_mode & FI_MR_PROV_KEY) != 0;
+  mr_endpoint = (mr_mode & FI_MR_ENDPOINT) != 0;
+  directed_recv = (info->caps & FI_DIRECTED_RECV) != 0;
+  inject_size = info->tx_attr->inject_size;
+
+  fid_fabric* f = nullptr;
+  if (int ret = fi_fabric(info->fabric_attr, &f, nullptr); ret != 0) fail("fi_fabric", ret);
+  fabric.reset(f);
+
+  fid_domain* d = nullptr;
+  if (int ret = fi_domain(fabric.get(), info.get(), &d, nullptr); ret != 0) fail("fi_domain", ret);
+  domain.reset(d);
+
+  fi_cq_attr cq_attr{};
+  cq_attr.format = FI_CQ_FORMAT_TAGGED;
+  cq_attr.wait_obj = FI_WAIT_NONE;  // we only ever poll; no fd to maintain
+  cq_attr.size = tx_pool.size() + rx_pool.size() + kRemoteCqSlack;
+  fid_cq* c = nullptr;
+  if (int ret = fi_cq_open(domain.get(), &cq_attr, &c, nullptr); ret != 0) fail("fi_cq_open", ret);
+  cq.reset(c);
+
+  fi_av_attr av_attr{};
+  av_attr.type = FI_AV_TABLE;
+  av_attr.count = static_cast<size_t>(world_size);
+  fid_av* a = nullptr;
+  if (int ret = fi_av_open(domain.get(), &av_attr, &a, nullptr); ret != 0) fail("fi_av_open", ret);
+  av.reset(a);
+
+  fid_ep* e = nullptr;
+  if (int ret = fi_endpoint(domain.get(), info.get(), &e, nullptr); ret != 0) fail("fi_endpoint", ret);
+  ep.reset(e);
+  if (int ret = fi_ep_bind(ep.get(), &cq->fid, FI_TRANSMIT | FI_RECV); ret != 0) fail("fi_ep_bind(cq)", ret);
+  if (int ret = fi_ep_bind(ep.get(), &av->fid, 0); ret != 0) fail("fi_ep_bind(av)", ret);
+  if (int ret = fi_enable(ep.get()); ret != 0) fail("fi_enable", ret);
+
+  address.resize(256);
+  size_t len = address.size();
+  int ret = fi_getname(&ep->fid, address.data(), &len);
+  if (ret == -FI_ETOOSMALL) {
+    address.resize(len);
+    ret = fi_getname(&ep->fid, address.data(), &len);
+  }
+  if (ret != 0) fail("fi_getname", ret);
+  address.resize(len);
+
+  char text[256] = {};
+  size_t text_len = sizeof(text);
+  fi_av_straddr(av.get(), address.data(), text, &text_len);
+  address_text = text;
+}
+
+void Rail::fail(const char* call, long long ret, const std::string& hint) const {
+  throw TransportError(fmt::format("libfabric {} failed for provider {} domain {}: {}{}", call, provider,
+                                   domain_name, fi_error_text(ret),
+                                   hint.empty() ? setup_hint(provider, call, ret) : hint));
+}
+
+void Rail::connect(int peer, std::span<const uint8_t> blob) {
+  auto bad_blob = [&](const std::string& why) {
+    throw TransportError(fmt::format("peer {} sent an unusable address for rail {} (provider {} domain {}): {}; "
+                                     "do all ranks use the same provider, domains and rail count?",
+                                     peer, index, provider, domain_name, why));
+  };
+  if (blob.empty() || blob.size() > 4096) bad_blob(fmt::format("{} bytes", blob.size()));
+  // Catch a blob from another provider before libfabric reads past its end.
+  switch (info->addr_format) {
+    case FI_SOCKADDR_IN:
+    case FI_SOCKADDR_IN6: {
+      sa_family_t family = 0;
+      if (blob.size() >= sizeof(family)) std::memcpy(&family, blob.data(), sizeof(family));
+      size_t need = info->addr_format == FI_SOCKADDR_IN ? sizeof(sockaddr_in) : sizeof(sockaddr_in6);
+      int want = info->addr_format == FI_SOCKADDR_IN ? AF_INET : AF_INET6;
+      if (blob.size() != need || family != want) {
+        bad_blob(fmt::format("{} bytes with address family {}, expected a {}-byte {} address", blob.size(), family,
+                             need, want == AF_INET ? "IPv4" : "IPv6"));
+      }
+      break;
+    }
+    case FI_ADDR_STR: {
+      std::string_view mine(reinterpret_cast<const char*>(address.data()), address.size());
+      std::string_view theirs(reinterpret_cast<const char*>(blob.data()), blob.size());
+      auto scheme = mine.substr(0, mine.find("://") + 3);
+      if (!theirs.starts_with(scheme)) bad_blob(fmt::format("expected an address starting with '{}'", scheme));
+      break;
+    }
+    default:
+      if (blob.size() != address.size()) {
+        bad_blob(fmt::format("{} bytes, expected {}", blob.size(), address.size()));
+      }
+  }
+  // String formats must be NUL-terminated; a trailing zero is harmless for the others.
+  std::vector<uint8_t> copy(blob.begin(), blob.end());
+  copy.push_back(0);
+
+  if (peers[peer] != FI_ADDR_NOTAVAIL) {
+    fi_av_remove(av.get(), &peers[peer], 1, 0);
+    peers[peer] = FI_ADDR_NOTAVAIL;
+  }
+  fi_addr_t addr = FI_ADDR_NOTAVAIL;
+  int ret = fi_av_insert(av.get(), copy.data(), 1, &addr, 0, nullptr);
+  if (ret != 1) {
+    throw TransportError(fmt::format("libfabric fi_av_insert of peer {} on rail {} failed for provider {} domain {}: "
+                                     "{}; the address blob is not valid here",
+                                     peer, index, provider, domain_name,
+                                     ret < 0 ? fi_error_text(ret) : std::string("address rejected")));
+  }
+  peers[peer] = addr;
+}
+
+RailInfo Rail::describe() const {
+  RailInfo r;
+  r.name = domain_name;
+  r.fabric = fabric_name;
+  r.address = address_text;
+  if (info->nic != nullptr && info->nic->link_attr != nullptr) {
+    r.link_gbps = static_cast<double>(info->nic->link_attr->speed) / 1e9;  // speed is in bits/s
+    r.mtu = static_cast<int>(info->nic->link_attr->mtu);
+  }
+  return r;
+}
+
+OfiMemoryRegion::OfiMemoryRegion(void* data, size_t length, const void* owner,
+                                 const std::vector<std::shared_ptr<Rail>>& rails)
+    : MemoryRegion(data, length, MemoryKind::host), owner_(owner) {
+  remote_key_.length = length;
+  per_rail_.reserve(rails.size());
+  for (const auto& rail : rails) {
+    uint64_t access = FI_SEND | FI_RECV;
+    if (rail->rma) access |= FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE;
+    // Without FI_MR_PROV_KEY the key is ours to choose, unique within the domain.
+    uint64_t requested_key = rail->mr_prov_key ? 0 : rail->next_mr_key++;
+    fid_mr* m = nullptr;
+    int ret = fi_mr_reg(rail->domain.get(), data, length, access, 0, requested_key, 0, &m, nullptr);
+    if (ret != 0) rail->fail("fi_mr_reg", ret);
+    FidPtr<fid_mr> mr(m);
+    if (rail->mr_endpoint) {
+      if (ret = fi_mr_bind(mr.get(), &rail->ep->fid, 0); ret != 0) rail->fail("fi_mr_bind", ret);
+      if (ret = fi_mr_enable(mr.get()); ret != 0) rail->fail("fi_mr_enable", ret);
+    }
+    // With FI_MR_VIRT_ADDR the target expects the buffer's virtual address; otherwise
+    // an offset into the region (we registered it at offset 0).
+    uint64_t base = rail->mr_virt_addr ? reinterpret_cast<uint64_t>(data) : 0;
+    uint64_t key = fi_mr_key(mr.get());
+    if (key == FI_KEY_NOTAVAIL) rail->fail("fi_mr_key", -FI_ENOSYS, "; keys wider than 64 bits (FI_MR_RAW) are not supported");
+    remote_key_.rails.push_back(RailKey{base, key});
+    descs_.push_back(rail->mr_local ? fi_mr_desc(mr.get()) : nullptr);
+    per_rail_.push_back(PerRail{rail, std::move(mr)});
+  }
+}
+
+}  // namespace railbench::ofi

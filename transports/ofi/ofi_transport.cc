@@ -1,0 +1,343 @@
+// The ofi Transport: control path on top of Rail/OfiMemoryRegion, and the data path
+// (post_*, poll) that never throws, never blocks and never allocates unless it fails.
+#include "transports/ofi/ofi_transport.h"
+
+#include <rdma/fi_rma.h>
+#include <rdma/fi_tagged.h>
+
+#include <algorithm>
+#include <utility>
+
+#include <fmt/format.h>
+
+#include "lib/errors.h"
+#include "transports/ofi/ofi_rail.h"
+#include "transports/ofi/ofi_select.h"
+
+namespace railbench::ofi {
+
+namespace {
+
+class OfiTransport final : public Transport {
+ public:
+  OfiTransport(Selection selection, int rank, int world_size);
+
+  std::string name() const override { return "ofi"; }
+  std::string provider() const override { return provider_; }
+  const Capabilities& caps() const override { return caps_; }
+  int rank() const override { return rank_; }
+  int world_size() const override { return world_size_; }
+  int num_rails() const override { return static_cast<int>(rails_.size()); }
+  RailInfo rail_info(int rail) const override { return checked_rail(rail).describe(); }
+
+  std::vector<uint8_t> local_address(int rail) const override { return checked_rail(rail).address; }
+  void connect(int peer, int rail, std::span<const uint8_t> remote_address) override;
+  std::unique_ptr<MemoryRegion> register_memory(void* data, size_t length, MemoryKind kind) override;
+
+  Status post_send(int peer, int rail, const LocalSpan& src, uint64_t wr_id) noexcept override;
+  Status post_recv(int peer, int rail, const LocalSpan& dst, uint64_t wr_id) noexcept override;
+  Status post_write(int peer, int rail, const LocalSpan& src, const RemoteSpan& dst, uint64_t wr_id) noexcept override;
+  Status post_write_imm(int peer, int rail, const LocalSpan& src, const RemoteSpan& dst, uint32_t imm,
+                        uint64_t wr_id) noexcept override;
+  Status post_read(int peer, int rail, const LocalSpan& dst, const RemoteSpan& src, uint64_t wr_id) noexcept override;
+  size_t poll(std::span<Completion> out) noexcept override;
+  std::string last_error() const override { return last_error_; }
+
+ private:
+  // Everything a post needs once its arguments are checked.
+  struct Prepared {
+    Rail* rail = nullptr;
+    OpContext* ctx = nullptr;
+    void* buf = nullptr;
+    void* desc = nullptr;
+    fi_addr_t addr = FI_ADDR_UNSPEC;
+    uint64_t remote_addr = 0;
+    uint64_t key = 0;
+  };
+
+  const Rail& checked_rail(int rail) const;
+  // Checks the arguments and takes a context from the rail's pool; anything but ok is
+  // the post's answer (retry when the pool is empty).
+  Status prepare(const char* what, OpKind op, int peer, int rail, const LocalSpan& local, const RemoteSpan* remote,
+                 uint64_t wr_id, Prepared& p) noexcept;
+  // Returns the context on failure; `call` names the libfabric function in the message.
+  Status finish(const char* call, const Prepared& p, ssize_t ret) noexcept;
+  size_t drain(Rail& rail, std::span<Completion> out) noexcept;
+  bool read_error(Rail& rail, Completion& c) noexcept;
+
+  // Formatting may allocate; an out-of-memory here must not escape the data path.
+  template <class... Args>
+  void set_error(fmt::format_string<Args...> f, Args&&... args) noexcept {
+    try {
+      last_error_ = fmt::format(f, std::forward<Args>(args)...);
+    } catch (...) {
+      last_error_.clear();
+    }
+  }
+
+  std::string provider_;
+  Capabilities caps_;
+  int rank_;
+  int world_size_;
+  std::vector<std::shared_ptr<Rail>> rails_;
+  size_t next_poll_rail_ = 0;
+  std::string last_error_;
+};
+
+OfiTransport::OfiTransport(Selection selection, int rank, int world_size)
+    : provider_(std::move(selection.provider)), rank_(rank), world_size_(world_size) {
+  for (size_t i = 0; i < selection.rails.size(); ++i) {
+    rails_.push_back(std::make_shared<Rail>(static_cast<int>(i), std::move(selection.rails[i]), world_size,
+                                            selection.rma));
+  }
+  caps_.send_recv = true;
+  caps_.write = caps_.read = caps_.write_with_imm = selection.rma;
+  caps_.ordered_writes = selection.rma && selection.ordering_requested;
+  caps_.max_msg_size = SIZE_MAX;
+  caps_.inject_size = SIZE_MAX;
+  for (const auto& r : rails_) {
+    const fi_info* info = r->info.get();
+    constexpr uint64_t kOrder = FI_ORDER_WAW | FI_ORDER_SAW;
+    bool ordered = (info->tx_attr->msg_order & kOrder) == kOrder && (info->rx_attr->msg_order & kOrder) == kOrder &&
+                   info->ep_attr->max_order_waw_size >= info->ep_attr->max_msg_size;
+    caps_.ordered_writes = caps_.ordered_writes && ordered;
+    caps_.write_with_imm = caps_.write_with_imm && info->domain_attr->cq_data_size >= sizeof(uint32_t);
+    caps_.max_msg_size = std::min(caps_.max_msg_size, info->ep_attr->max_msg_size);
+    caps_.inject_size = std::min(caps_.inject_size, info->tx_attr->inject_size);
+  }
+}
+
+const Rail& OfiTransport::checked_rail(int rail) const {
+  if (rail < 0 || rail >= num_rails()) {
+    throw UsageError(fmt::format("rail {} does not exist: the ofi transport has {} rail(s)", rail, num_rails()));
+  }
+  return *rails_[rail];
+}
+
+void OfiTransport::connect(int peer, int rail, std::span<const uint8_t> remote_address) {
+  checked_rail(rail);
+  if (peer < 0 || peer >= world_size_) {
+    throw UsageError(fmt::format("cannot connect peer {} on rail {}: ranks are 0..{}", peer, rail, world_size_ - 1));
+  }
+  rails_[rail]->connect(peer, remote_address);
+}
+
+std::unique_ptr<MemoryRegion> OfiTransport::register_memory(void* data, size_t length, MemoryKind kind) {
+  if (kind != MemoryKind::host) {
+    throw UnsupportedError(fmt::format("GPU memory needs a CUDA build; the ofi transport registers host memory only "
+                                       "(asked for {} memory): use host buffers",
+                                       to_string(kind)));
+  }
+  if (data == nullptr || length == 0) {
+    throw UsageError(fmt::format("cannot register an empty buffer ({} bytes at {})", length, data));
+  }
+  return std::make_unique<OfiMemoryRegion>(data, length, this, rails_);
+}
+
+Status OfiTransport::prepare(const char* what, OpKind op, int peer, int rail, const LocalSpan& local,
+                             const RemoteSpan* remote, uint64_t wr_id, Prepared& p) noexcept {
+  if (rail < 0 || rail >= num_rails()) {
+    set_error("{} with peer {}: rail {} does not exist ({} rail(s))", what, peer, rail, num_rails());
+    return Status::error;
+  }
+  if (peer < 0 || peer >= world_size_) {
+    set_error("{} on rail {}: peer {} is not a rank (world size {})", what, rail, peer, world_size_);
+    return Status::error;
+  }
+  Rail& r = *rails_[rail];
+  p.rail = &r;
+  p.addr = r.peers[peer];
+  if (p.addr == FI_ADDR_NOTAVAIL) {
+    if (op != OpKind::recv) {
+      set_error("{} to peer {} on rail {}: peer is not connected (call connect/connect_all first)", what, peer, rail);
+      return Status::error;
+    }
+    p.addr = FI_ADDR_UNSPEC;
+  }
+  const auto* mr = static_cast<const OfiMemoryRegion*>(local.mr);
+  if (mr == nullptr || mr->owner() != this || local.offset > mr->length() ||
+      local.length > mr->length() - local.offset) {
+    set_error("{} with peer {} on rail {}: local span [{}, +{}) is not inside a region registered with this "
+              "transport",
+              what, peer, rail, local.offset, local.length);
+    return Status::error;
+  }
+  p.buf = mr->at(local.offset);
+  p.desc = mr->desc(rail);
+  if (remote != nullptr) {
+    if (!r.rma) {
+      set_error("{} to peer {} on rail {}: provider {} has no RMA", what, peer, rail, provider_);
+      return Status::error;
+    }
+    const RemoteKey* key = remote->key;
+    if (key == nullptr || static_cast<size_t>(rail) >= key->rails.size() || remote->offset > key->length ||
+        local.length > key->length - remote->offset) {
+      set_error("{} to peer {} on rail {}: remote span [{}, +{}) is outside the remote region ({} bytes, {} rail "
+                "key(s))",
+                what, peer, rail, remote->offset, local.length, key != nullptr ? key->length : 0,
+                key != nullptr ? key->rails.size() : 0);
+      return Status::error;
+    }
+    p.remote_addr = key->rails[rail].addr + remote->offset;
+    p.key = key->rails[rail].key;
+  }
+  p.ctx = op == OpKind::recv ? r.rx_pool.take() : r.tx_pool.take();
+  if (p.ctx == nullptr) return Status::retry;
+  p.ctx->wr_id = wr_id;
+  p.ctx->peer = peer;
+  p.ctx->op = op;
+  p.ctx->length = local.length;
+  return Status::ok;
+}
+
+Status OfiTransport::finish(const char* call, const Prepared& p, ssize_t ret) noexcept {
+  if (ret == 0) return Status::ok;
+  (p.ctx->from_rx_pool ? p.rail->rx_pool : p.rail->tx_pool).give(p.ctx);
+  if (ret == -FI_EAGAIN) return Status::retry;
+  set_error("{} with peer {} on rail {} ({} bytes) failed: {}: {}", to_string(p.ctx->op), p.ctx->peer, p.rail->index,
+            p.ctx->length, call, fi_error_text(ret));
+  return Status::error;
+}
+
+Status OfiTransport::post_send(int peer, int rail, const LocalSpan& src, uint64_t wr_id) noexcept {
+  Prepared p;
+  if (Status s = prepare("send", OpKind::send, peer, rail, src, nullptr, wr_id, p); s != Status::ok) return s;
+  // The tag is our rank: with FI_ORDER_SAS that makes matching FIFO per (peer, rail)
+  // without needing FI_DIRECTED_RECV.
+  auto tag = static_cast<uint64_t>(rank_);
+  ssize_t ret;
+  if (src.length <= p.rail->inject_size) {
+    // FI_INJECT copies the payload at post time (lower latency); FI_COMPLETION keeps
+    // the one-completion-per-post contract.
+    iovec iov{p.buf, src.length};
+    fi_msg_tagged msg{&iov, &p.desc, 1, p.addr, tag, 0, p.ctx, 0};
+    ret = fi_tsendmsg(p.rail->ep.get(), &msg, FI_INJECT | FI_COMPLETION);
+    return finish("fi_tsendmsg(FI_INJECT)", p, ret);
+  }
+  ret = fi_tsend(p.rail->ep.get(), p.buf, src.length, p.desc, p.addr, tag, p.ctx);
+  return finish("fi_tsend", p, ret);
+}
+
+Status OfiTransport::post_recv(int peer, int rail, const LocalSpan& dst, uint64_t wr_id) noexcept {
+  Prepared p;
+  if (Status s = prepare("recv", OpKind::recv, peer, rail, dst, nullptr, wr_id, p); s != Status::ok) return s;
+  fi_addr_t from = p.rail->directed_recv ? p.addr : FI_ADDR_UNSPEC;
+  ssize_t ret = fi_trecv(p.rail->ep.get(), p.buf, dst.length, p.desc, from, static_cast<uint64_t>(peer), 0, p.ctx);
+  return finish("fi_trecv", p, ret);
+}
+
+Status OfiTransport::post_write(int peer, int rail, const LocalSpan& src, const RemoteSpan& dst,
+                                uint64_t wr_id) noexcept {
+  Prepared p;
+  if (Status s = prepare("write", OpKind::write, peer, rail, src, &dst, wr_id, p); s != Status::ok) return s;
+  ssize_t ret = fi_write(p.rail->ep.get(), p.buf, src.length, p.desc, p.addr, p.remote_addr, p.key, p.ctx);
+  return finish("fi_write", p, ret);
+}
+
+Status OfiTransport::post_write_imm(int peer, int rail, const LocalSpan& src, const RemoteSpan& dst, uint32_t imm,
+                                    uint64_t wr_id) noexcept {
+  Prepared p;
+  if (Status s = prepare("write-with-imm", OpKind::write, peer, rail, src, &dst, wr_id, p); s != Status::ok) return s;
+  ssize_t ret =
+      fi_writedata(p.rail->ep.get(), p.buf, src.length, p.desc, imm, p.addr, p.remote_addr, p.key, p.ctx);
+  return finish("fi_writedata", p, ret);
+}
+
+Status OfiTransport::post_read(int peer, int rail, const LocalSpan& dst, const RemoteSpan& src,
+                               uint64_t wr_id) noexcept {
+  Prepared p;
+  if (Status s = prepare("read", OpKind::read, peer, rail, dst, &src, wr_id, p); s != Status::ok) return s;
+  ssize_t ret = fi_read(p.rail->ep.get(), p.buf, dst.length, p.desc, p.addr, p.remote_addr, p.key, p.ctx);
+  return finish("fi_read", p, ret);
+}
+
+size_t OfiTransport::poll(std::span<Completion> out) noexcept {
+  size_t n = 0;
+  size_t count = rails_.size();
+  if (count == 0) return 0;
+  // Start at a different rail each call so a busy rail cannot starve the others when
+  // `out` is small.
+  for (size_t i = 0; i < count && n < out.size(); ++i) {
+    n += drain(*rails_[(next_poll_rail_ + i) % count], out.subspan(n));
+  }
+  next_poll_rail_ = (next_poll_rail_ + 1) % count;
+  return n;
+}
+
+size_t OfiTransport::drain(Rail& rail, std::span<Completion> out) noexcept {
+  constexpr size_t kBatch = 32;
+  fi_cq_tagged_entry entries[kBatch];
+  size_t n = 0;
+  while (n < out.size()) {
+    size_t want = std::min(kBatch, out.size() - n);
+    ssize_t got = fi_cq_read(rail.cq.get(), entries, want);
+    if (got == -FI_EAGAIN) break;
+    if (got == -FI_EAVAIL) {
+      if (read_error(rail, out[n])) ++n;
+      continue;
+    }
+    if (got < 0) {
+      set_error("fi_cq_read on rail {} failed: {}", rail.index, fi_error_text(got));
+      break;
+    }
+    for (ssize_t i = 0; i < got; ++i) {
+      const fi_cq_tagged_entry& e = entries[i];
+      Completion& c = out[n];
+      c = Completion{};
+      c.rail = rail.index;
+      if ((e.flags & FI_REMOTE_CQ_DATA) != 0 && ((e.flags & FI_REMOTE_WRITE) != 0 || e.op_context == nullptr)) {
+        // A peer's write-with-imm landed; the provider does not say who sent it.
+        c.op = OpKind::remote_write_imm;
+        c.bytes = e.len;
+        c.imm = static_cast<uint32_t>(e.data);
+        ++n;
+        continue;
+      }
+      auto* ctx = static_cast<OpContext*>(e.op_context);
+      if (ctx == nullptr) continue;  // an event we did not ask for
+      c.wr_id = ctx->wr_id;
+      c.peer = ctx->peer;
+      c.op = ctx->op;
+      c.bytes = ctx->op == OpKind::recv ? e.len : ctx->length;
+      (ctx->from_rx_pool ? rail.rx_pool : rail.tx_pool).give(ctx);
+      ++n;
+    }
+    if (static_cast<size_t>(got) < want) break;
+  }
+  return n;
+}
+
+bool OfiTransport::read_error(Rail& rail, Completion& c) noexcept {
+  fi_cq_err_entry err{};  // err_data_size 0: the provider keeps the error data itself
+  if (fi_cq_readerr(rail.cq.get(), &err, 0) < 0) return false;
+  char buf[256] = {};
+  const char* detail = fi_cq_strerror(rail.cq.get(), err.prov_errno, err.err_data, buf, sizeof(buf));
+  c = Completion{};
+  c.rail = rail.index;
+  c.status = Status::error;
+  auto* ctx = static_cast<OpContext*>(err.op_context);
+  if (ctx != nullptr) {
+    c.wr_id = ctx->wr_id;
+    c.peer = ctx->peer;
+    c.op = ctx->op;
+    c.bytes = err.len;
+    (ctx->from_rx_pool ? rail.rx_pool : rail.tx_pool).give(ctx);
+  } else {
+    c.op = OpKind::remote_write_imm;
+  }
+  const char* truncated = err.err == FI_ETRUNC ? " (the peer sent more than the receive buffer holds)" : "";
+  set_error("{} with peer {} on rail {} (wr_id {}) failed: {}{}; provider {} says: {}", to_string(c.op), c.peer,
+            rail.index, c.wr_id, fi_strerror(err.err), truncated, provider_, detail != nullptr ? detail : "?");
+  return true;
+}
+
+}  // namespace
+
+std::unique_ptr<Transport> make_transport(const OfiOptions& options, int rank, int world_size) {
+  if (world_size < 1 || rank < 0 || rank >= world_size) {
+    throw UsageError(fmt::format("invalid rank {} for a world of {} rank(s)", rank, world_size));
+  }
+  return std::make_unique<OfiTransport>(select_rails(options), rank, world_size);
+}
+
+}  // namespace railbench::ofi
