@@ -36,7 +36,8 @@ class RingAllReduce final : public AllReduce {
     opt_.slice_bytes = std::min(std::max<size_t>(opt_.slice_bytes, 64), t_.caps().max_msg_size);
     // Two chunk-sized halves: step k receives into half k%2 while step k-1's half is
     // still being reduced.
-    half_bytes_ = (opt_.max_bytes / static_cast<size_t>(std::max(n_, 1))) + 64;
+    // Each half starts on a cache line, so every element in it is aligned.
+    half_bytes_ = ((opt_.max_bytes / static_cast<size_t>(std::max(n_, 1))) + 64 + 63) & ~size_t{63};
     scratch_.resize(2 * half_bytes_);
     scratch_mr_ = t_.register_memory(scratch_.data(), scratch_.size(), MemoryKind::host);
   }

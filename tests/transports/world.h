@@ -6,6 +6,7 @@
 #include <exception>
 #include <functional>
 #include <mutex>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -13,6 +14,12 @@
 #include "lib/bootstrap.h"
 
 namespace railbench::testing {
+
+// Catch2 is not thread-safe: rank threads must not use its macros. They call expect(),
+// which throws; run_ranks rethrows the first failure on the test's own thread.
+inline void expect(bool ok, const std::string& what) {
+  if (!ok) throw std::runtime_error("expectation failed: " + what);
+}
 
 inline void run_ranks(int n, const std::function<void(Bootstrap&)>& body, double timeout_s = 30) {
   auto group = make_thread_group(n);

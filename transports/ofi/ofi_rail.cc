@@ -1,9 +1,9 @@
 #include "transports/ofi/ofi_rail.h"
 
+#include <netinet/in.h>
 #include <rdma/fi_cm.h>
 #include <rdma/fi_domain.h>
 #include <rdma/fi_endpoint.h>
-#include <netinet/in.h>
 
 #include <algorithm>
 #include <cstring>
@@ -105,16 +105,16 @@ Rail::Rail(int rail_index, InfoPtr granted, int world_size, bool with_rma)
 }
 
 void Rail::fail(const char* call, long long ret, const std::string& hint) const {
-  throw TransportError(fmt::format("libfabric {} failed for provider {} domain {}: {}{}", call, provider,
-                                   domain_name, fi_error_text(ret),
-                                   hint.empty() ? setup_hint(provider, call, ret) : hint));
+  throw TransportError(fmt::format("libfabric {} failed for provider {} domain {}: {}{}", call, provider, domain_name,
+                                   fi_error_text(ret), hint.empty() ? setup_hint(provider, call, ret) : hint));
 }
 
 void Rail::connect(int peer, std::span<const uint8_t> blob) {
   auto bad_blob = [&](const std::string& why) {
-    throw TransportError(fmt::format("peer {} sent an unusable address for rail {} (provider {} domain {}): {}; "
-                                     "do all ranks use the same provider, domains and rail count?",
-                                     peer, index, provider, domain_name, why));
+    throw TransportError(
+        fmt::format("peer {} sent an unusable address for rail {} (provider {} domain {}): {}; "
+                    "do all ranks use the same provider, domains and rail count?",
+                    peer, index, provider, domain_name, why));
   };
   if (blob.empty() || blob.size() > 4096) bad_blob(fmt::format("{} bytes", blob.size()));
   // Catch a blob from another provider before libfabric reads past its end.
@@ -154,10 +154,10 @@ void Rail::connect(int peer, std::span<const uint8_t> blob) {
   fi_addr_t addr = FI_ADDR_NOTAVAIL;
   int ret = fi_av_insert(av.get(), copy.data(), 1, &addr, 0, nullptr);
   if (ret != 1) {
-    throw TransportError(fmt::format("libfabric fi_av_insert of peer {} on rail {} failed for provider {} domain {}: "
-                                     "{}; the address blob is not valid here",
-                                     peer, index, provider, domain_name,
-                                     ret < 0 ? fi_error_text(ret) : std::string("address rejected")));
+    throw TransportError(fmt::format(
+        "libfabric fi_av_insert of peer {} on rail {} failed for provider {} domain {}: "
+        "{}; the address blob is not valid here",
+        peer, index, provider, domain_name, ret < 0 ? fi_error_text(ret) : std::string("address rejected")));
   }
   peers[peer] = addr;
 }
@@ -196,7 +196,9 @@ OfiMemoryRegion::OfiMemoryRegion(void* data, size_t length, const void* owner,
     // an offset into the region (we registered it at offset 0).
     uint64_t base = rail->mr_virt_addr ? reinterpret_cast<uint64_t>(data) : 0;
     uint64_t key = fi_mr_key(mr.get());
-    if (key == FI_KEY_NOTAVAIL) rail->fail("fi_mr_key", -FI_ENOSYS, "; keys wider than 64 bits (FI_MR_RAW) are not supported");
+    if (key == FI_KEY_NOTAVAIL) {
+      rail->fail("fi_mr_key", -FI_ENOSYS, "; keys wider than 64 bits (FI_MR_RAW) are not supported");
+    }
     remote_key_.rails.push_back(RailKey{base, key});
     descs_.push_back(rail->mr_local ? fi_mr_desc(mr.get()) : nullptr);
     per_rail_.push_back(PerRail{rail, std::move(mr)});

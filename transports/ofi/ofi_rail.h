@@ -52,7 +52,7 @@ struct Rail {
   bool mr_endpoint = false;   // MRs are bound to the endpoint and enabled
   bool directed_recv = false;
   size_t inject_size = 0;
-  uint64_t next_mr_key = 1;   // requested_key for the next MR when !mr_prov_key
+  uint64_t next_mr_key = 1;  // requested_key for the next MR when !mr_prov_key
 };
 
 class OfiMemoryRegion final : public MemoryRegion {

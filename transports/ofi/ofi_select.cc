@@ -16,11 +16,11 @@ std::string fi_error_text(long long ret) {
 
 std::string mr_mode_string(uint64_t mr_mode) {
   static constexpr std::pair<uint64_t, const char*> kBits[] = {
-      {FI_MR_LOCAL, "FI_MR_LOCAL"},           {FI_MR_RAW, "FI_MR_RAW"},
-      {FI_MR_VIRT_ADDR, "FI_MR_VIRT_ADDR"},   {FI_MR_ALLOCATED, "FI_MR_ALLOCATED"},
-      {FI_MR_PROV_KEY, "FI_MR_PROV_KEY"},     {FI_MR_MMU_NOTIFY, "FI_MR_MMU_NOTIFY"},
-      {FI_MR_RMA_EVENT, "FI_MR_RMA_EVENT"},   {FI_MR_ENDPOINT, "FI_MR_ENDPOINT"},
-      {FI_MR_HMEM, "FI_MR_HMEM"},             {FI_MR_COLLECTIVE, "FI_MR_COLLECTIVE"},
+      {FI_MR_LOCAL, "FI_MR_LOCAL"},         {FI_MR_RAW, "FI_MR_RAW"},
+      {FI_MR_VIRT_ADDR, "FI_MR_VIRT_ADDR"}, {FI_MR_ALLOCATED, "FI_MR_ALLOCATED"},
+      {FI_MR_PROV_KEY, "FI_MR_PROV_KEY"},   {FI_MR_MMU_NOTIFY, "FI_MR_MMU_NOTIFY"},
+      {FI_MR_RMA_EVENT, "FI_MR_RMA_EVENT"}, {FI_MR_ENDPOINT, "FI_MR_ENDPOINT"},
+      {FI_MR_HMEM, "FI_MR_HMEM"},           {FI_MR_COLLECTIVE, "FI_MR_COLLECTIVE"},
   };
   std::string out;
   for (auto [bit, name] : kBits) {
@@ -72,9 +72,10 @@ InfoPtr query(const fi_info* hints) {
   int ret = fi_getinfo(kApiVersion, nullptr, nullptr, 0, const_cast<fi_info*>(hints), &out);
   if (ret == -FI_ENODATA) return nullptr;
   if (ret != 0) {
-    throw TransportError(fmt::format("libfabric fi_getinfo failed: {}; check FI_PROVIDER and FI_* environment "
-                                     "variables, or run fi_info -t FI_EP_RDM",
-                                     fi_error_text(ret)));
+    throw TransportError(
+        fmt::format("libfabric fi_getinfo failed: {}; check FI_PROVIDER and FI_* environment "
+                    "variables, or run fi_info -t FI_EP_RDM",
+                    fi_error_text(ret)));
   }
   return InfoPtr(out);
 }
@@ -143,12 +144,13 @@ std::vector<const fi_info*> choose_domains(const OfiOptions& options, const std:
   std::vector<const fi_info*> chosen;
   if (!options.domains.empty()) {
     for (const auto& name : options.domains) {
-      auto it = std::find_if(domains.begin(), domains.end(),
-                             [&](const fi_info* d) { return name == d->domain_attr->name; });
+      auto it =
+          std::find_if(domains.begin(), domains.end(), [&](const fi_info* d) { return name == d->domain_attr->name; });
       if (it == domains.end()) {
-        throw UsageError(fmt::format("libfabric provider '{}' has no domain '{}' on this host; its domains here: {} "
-                                     "(run 'railbench info' or fi_info -p {} -t FI_EP_RDM)",
-                                     provider, name, domain_names(domains), core_provider(provider.c_str())));
+        throw UsageError(
+            fmt::format("libfabric provider '{}' has no domain '{}' on this host; its domains here: {} "
+                        "(run 'railbench info' or fi_info -p {} -t FI_EP_RDM)",
+                        provider, name, domain_names(domains), core_provider(provider.c_str())));
       }
       chosen.push_back(*it);
     }
@@ -186,9 +188,10 @@ Selection select_rails(const OfiOptions& options) {
   bool known = false;
   for (auto* i = minimal.get(); i != nullptr && !known; i = i->next) known = provider_matches(i, wanted);
   if (!known) {
-    throw UsageError(fmt::format("libfabric provider '{}' is not available on this host; providers offering RDM "
-                                 "endpoints here: {} (run 'railbench info' or fi_info -l)",
-                                 wanted, join(available)));
+    throw UsageError(
+        fmt::format("libfabric provider '{}' is not available on this host; providers offering RDM "
+                    "endpoints here: {} (run 'railbench info' or fi_info -l)",
+                    wanted, join(available)));
   }
 
   for (Level level : {Level::rma_ordered, Level::rma, Level::msg_only}) {

@@ -16,10 +16,10 @@ inline constexpr uint32_t kApiVersion = FI_VERSION(FI_MAJOR_VERSION, FI_MINOR_VE
 
 // What fi_getinfo granted for the chosen provider, plus one fi_info per rail.
 struct Selection {
-  std::string provider;        // full prov_name, e.g. "tcp;ofi_rxm"
-  bool rma = false;            // FI_RMA and friends were granted
+  std::string provider;             // full prov_name, e.g. "tcp;ofi_rxm"
+  bool rma = false;                 // FI_RMA and friends were granted
   bool ordering_requested = false;  // WAW/SAW ordering bits were part of the request
-  std::vector<InfoPtr> rails;  // fi_dupinfo copies, owned by the rails
+  std::vector<InfoPtr> rails;       // fi_dupinfo copies, owned by the rails
 };
 
 // Resolves options.provider / options.domains against what this host offers. Throws

@@ -87,8 +87,8 @@ class OfiTransport final : public Transport {
 OfiTransport::OfiTransport(Selection selection, int rank, int world_size)
     : provider_(std::move(selection.provider)), rank_(rank), world_size_(world_size) {
   for (size_t i = 0; i < selection.rails.size(); ++i) {
-    rails_.push_back(std::make_shared<Rail>(static_cast<int>(i), std::move(selection.rails[i]), world_size,
-                                            selection.rma));
+    rails_.push_back(
+        std::make_shared<Rail>(static_cast<int>(i), std::move(selection.rails[i]), world_size, selection.rma));
   }
   caps_.send_recv = true;
   caps_.write = caps_.read = caps_.write_with_imm = selection.rma;
@@ -124,9 +124,10 @@ void OfiTransport::connect(int peer, int rail, std::span<const uint8_t> remote_a
 
 std::unique_ptr<MemoryRegion> OfiTransport::register_memory(void* data, size_t length, MemoryKind kind) {
   if (kind != MemoryKind::host) {
-    throw UnsupportedError(fmt::format("GPU memory needs a CUDA build; the ofi transport registers host memory only "
-                                       "(asked for {} memory): use host buffers",
-                                       to_string(kind)));
+    throw UnsupportedError(
+        fmt::format("GPU memory needs a CUDA build; the ofi transport registers host memory only "
+                    "(asked for {} memory): use host buffers",
+                    to_string(kind)));
   }
   if (data == nullptr || length == 0) {
     throw UsageError(fmt::format("cannot register an empty buffer ({} bytes at {})", length, data));
@@ -157,9 +158,10 @@ Status OfiTransport::prepare(const char* what, OpKind op, int peer, int rail, co
   const auto* mr = static_cast<const OfiMemoryRegion*>(local.mr);
   if (mr == nullptr || mr->owner() != this || local.offset > mr->length() ||
       local.length > mr->length() - local.offset) {
-    set_error("{} with peer {} on rail {}: local span [{}, +{}) is not inside a region registered with this "
-              "transport",
-              what, peer, rail, local.offset, local.length);
+    set_error(
+        "{} with peer {} on rail {}: local span [{}, +{}) is not inside a region registered with this "
+        "transport",
+        what, peer, rail, local.offset, local.length);
     return Status::error;
   }
   p.buf = mr->at(local.offset);
@@ -172,10 +174,11 @@ Status OfiTransport::prepare(const char* what, OpKind op, int peer, int rail, co
     const RemoteKey* key = remote->key;
     if (key == nullptr || static_cast<size_t>(rail) >= key->rails.size() || remote->offset > key->length ||
         local.length > key->length - remote->offset) {
-      set_error("{} to peer {} on rail {}: remote span [{}, +{}) is outside the remote region ({} bytes, {} rail "
-                "key(s))",
-                what, peer, rail, remote->offset, local.length, key != nullptr ? key->length : 0,
-                key != nullptr ? key->rails.size() : 0);
+      set_error(
+          "{} to peer {} on rail {}: remote span [{}, +{}) is outside the remote region ({} bytes, {} rail "
+          "key(s))",
+          what, peer, rail, remote->offset, local.length, key != nullptr ? key->length : 0,
+          key != nullptr ? key->rails.size() : 0);
       return Status::error;
     }
     p.remote_addr = key->rails[rail].addr + remote->offset;
@@ -236,10 +239,14 @@ Status OfiTransport::post_write(int peer, int rail, const LocalSpan& src, const 
 
 Status OfiTransport::post_write_imm(int peer, int rail, const LocalSpan& src, const RemoteSpan& dst, uint32_t imm,
                                     uint64_t wr_id) noexcept {
+  if (!caps_.write_with_imm) {
+    set_error("write-with-imm to peer {} on rail {}: provider {} has no RMA with remote CQ data", peer, rail,
+              provider_);
+    return Status::error;
+  }
   Prepared p;
   if (Status s = prepare("write-with-imm", OpKind::write, peer, rail, src, &dst, wr_id, p); s != Status::ok) return s;
-  ssize_t ret =
-      fi_writedata(p.rail->ep.get(), p.buf, src.length, p.desc, imm, p.addr, p.remote_addr, p.key, p.ctx);
+  ssize_t ret = fi_writedata(p.rail->ep.get(), p.buf, src.length, p.desc, imm, p.addr, p.remote_addr, p.key, p.ctx);
   return finish("fi_writedata", p, ret);
 }
 
@@ -273,7 +280,8 @@ size_t OfiTransport::drain(Rail& rail, std::span<Completion> out) noexcept {
     ssize_t got = fi_cq_read(rail.cq.get(), entries, want);
     if (got == -FI_EAGAIN) break;
     if (got == -FI_EAVAIL) {
-      if (read_error(rail, out[n])) ++n;
+      if (!read_error(rail, out[n])) break;
+      ++n;
       continue;
     }
     if (got < 0) {
@@ -316,18 +324,29 @@ bool OfiTransport::read_error(Rail& rail, Completion& c) noexcept {
   c.rail = rail.index;
   c.status = Status::error;
   auto* ctx = static_cast<OpContext*>(err.op_context);
+  size_t posted = 0;
   if (ctx != nullptr) {
     c.wr_id = ctx->wr_id;
     c.peer = ctx->peer;
     c.op = ctx->op;
     c.bytes = err.len;
+    posted = ctx->length;
     (ctx->from_rx_pool ? rail.rx_pool : rail.tx_pool).give(ctx);
   } else {
     c.op = OpKind::remote_write_imm;
   }
-  const char* truncated = err.err == FI_ETRUNC ? " (the peer sent more than the receive buffer holds)" : "";
-  set_error("{} with peer {} on rail {} (wr_id {}) failed: {}{}; provider {} says: {}", to_string(c.op), c.peer,
-            rail.index, c.wr_id, fi_strerror(err.err), truncated, provider_, detail != nullptr ? detail : "?");
+  int code = err.err < 0 ? -err.err : err.err;
+  if (code == FI_ETRUNC) {
+    // Our own words: some providers leave an unrelated errno in prov_errno here.
+    set_error(
+        "{} with peer {} on rail {} (wr_id {}) failed: {}: the peer sent more than the {}-byte receive buffer "
+        "holds{}",
+        to_string(c.op), c.peer, rail.index, c.wr_id, fi_strerror(code), posted,
+        err.olen > 0 ? fmt::format(" ({} bytes did not fit)", err.olen) : std::string());
+  } else {
+    set_error("{} with peer {} on rail {} (wr_id {}) failed: {} ({}); provider {} detail: {}", to_string(c.op), c.peer,
+              rail.index, c.wr_id, fi_strerror(code), -code, provider_, detail != nullptr ? detail : "none");
+  }
   return true;
 }
 
