@@ -12,6 +12,7 @@
 #include "lib/bandwidth.h"
 #include "lib/clock.h"
 #include "lib/results.h"
+#include "lib/sizes.h"
 
 namespace railbench {
 
@@ -54,12 +55,16 @@ int run_allreduce(Bootstrap& bootstrap, const CommonOptions& common, const AllRe
   Sweep sweep;
   DataType type = DataType::f32;
   ReduceOp op = ReduceOp::sum;
+  RingProtocol protocol = RingProtocol::send;
+  uint64_t slice_bytes = 0;
   ctx.agree([&] {
+    protocol = parse_ring_protocol(opt.protocol);
+    slice_bytes = parse_size(opt.slice_bytes);
     sweep = make_sweep(common, SweepDefaults{"1K", "16M", 20, 5});
     type = parse_datatype(opt.datatype);
     op = parse_reduce_op(opt.op);
     if (opt.algo != "ring") throw UsageError(fmt::format("unknown --algo '{}': this build offers ring", opt.algo));
-    if (opt.slice_bytes < 64) throw UsageError("--slice-bytes must be 64 or more");
+    if (slice_bytes < 64) throw UsageError(fmt::format("--slice-bytes {} must be 64 or more", opt.slice_bytes));
   });
   ctx.open_transport();
   Transport& t = ctx.transport();
@@ -72,7 +77,8 @@ int run_allreduce(Bootstrap& bootstrap, const CommonOptions& common, const AllRe
   auto recv_mr = t.register_memory(recvbuf.data(), recvbuf.size(), MemoryKind::host);
   std::unique_ptr<AllReduce> algo;
   ctx.agree([&] {
-    algo = make_ring_allreduce(ctx.progress(), RingOptions{max_bytes, opt.slice_bytes, t.num_rails()});
+    RingOptions ring{max_bytes, slice_bytes, t.num_rails(), protocol};
+    algo = make_ring_allreduce(ctx.progress(), ring);
   });
 
   const int n = ctx.size();
@@ -84,7 +90,8 @@ int run_allreduce(Bootstrap& bootstrap, const CommonOptions& common, const AllRe
               {"datatype", to_string(type)},
               {"op", to_string(op)},
               {"algo", algo->name()},
-              {"slice_bytes", opt.slice_bytes}};
+              {"slice_bytes", slice_bytes},
+              {"protocol", opt.protocol}};
   ResultsFile results(ctx.is_root() ? common.json_path : "", ctx.results_header(config));
 
   ctx.print(fmt::format("# railbench allreduce: transport {} ({}), {} ranks on {} host(s), {} rail(s), algo {}",

@@ -71,6 +71,8 @@ int main(int argc, char** argv) {
   allreduce->add_option("-o,--op", ar.op, "sum, prod, min, max")->capture_default_str();
   allreduce->add_option("--algo", ar.algo, "Algorithm: ring")->capture_default_str();
   allreduce->add_option("--slice-bytes", ar.slice_bytes, "Pipeline slice of the ring")->capture_default_str();
+  allreduce->add_option("--protocol", ar.protocol, "Ring steps: send (two-sided) or write (RDMA write with immediate)")
+      ->capture_default_str();
 
   auto* info = app.add_subcommand("info", "What this build contains and which providers and devices this host has");
 

@@ -33,7 +33,8 @@ struct AllReduceOptions {
   std::string datatype = "f32";
   std::string op = "sum";
   std::string algo = "ring";
-  uint64_t slice_bytes = 1 << 20;
+  std::string slice_bytes = "16M";
+  std::string protocol = "send";
 };
 
 }  // namespace railbench

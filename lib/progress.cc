@@ -2,6 +2,8 @@
 
 #include <sched.h>
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 namespace railbench {
@@ -128,6 +130,14 @@ uint32_t Progress::wait_imm(int expected_peer, const char* what) {
   uint32_t imm = imms_.front().imm;
   imms_.pop_front();
   return imm;
+}
+
+void Progress::wait_imm_value(uint32_t imm, int expected_peer, const char* what) {
+  auto find = [&] {
+    return std::find_if(imms_.begin(), imms_.end(), [&](const Completion& c) { return c.imm == imm; });
+  };
+  wait_until([&] { return find() != imms_.end(); }, what, expected_peer);
+  imms_.erase(find());
 }
 
 uint64_t Progress::send(int peer, int rail, const LocalSpan& src) {

@@ -58,6 +58,9 @@ class Progress {
   void wait_all(const char* what);
   // Waits for the next remote write-with-imm notification and returns its imm.
   uint32_t wait_imm(int expected_peer, const char* what);
+  // Waits for the notification carrying exactly `imm` (notifications on different
+  // rails may overtake each other) and consumes it.
+  void wait_imm_value(uint32_t imm, int expected_peer, const char* what);
 
   // Polls the transport once; returns how many completions it handled.
   size_t poll_once();

@@ -73,7 +73,7 @@ for r in range(reps):
     mc.append(float(open(f"{work}/memcpy{r}.txt").read().split()[2]))
     for line in open(f"{work}/pp{r}.txt"):
         f = line.split()
-        if f and f[0] == "4194304":
+        if f and f[0] in ("4194304", "4m"):
             pp.append(float(f[5]) / 1000.0)  # fi_pingpong prints MB/sec (1e6 B/s)
 rb_m, mc_m = statistics.median(rb), statistics.median(mc)
 print(f"railbench sendrecv (unidirectional, median window): {rb_m:.3f} GB/s")

@@ -19,7 +19,8 @@ using railbench::testing::run_ranks;
 namespace {
 
 void allreduce_case(const char* provider, int n, int rails, size_t slice_bytes,
-                    const std::vector<std::pair<DataType, ReduceOp>>& kinds, const std::vector<size_t>& counts) {
+                    const std::vector<std::pair<DataType, ReduceOp>>& kinds, const std::vector<size_t>& counts,
+                    RingProtocol protocol = RingProtocol::send) {
   run_ranks(n, [&](Bootstrap& b) {
     ofi::OfiOptions o;
     o.provider = provider;
@@ -33,7 +34,7 @@ void allreduce_case(const char* provider, int n, int rails, size_t slice_bytes,
     std::vector<std::byte> send(max_bytes), recv(max_bytes);
     auto smr = t->register_memory(send.data(), max_bytes, MemoryKind::host);
     auto rmr = t->register_memory(recv.data(), max_bytes, MemoryKind::host);
-    auto ring = make_ring_allreduce(p, RingOptions{max_bytes, slice_bytes, rails});
+    auto ring = make_ring_allreduce(p, RingOptions{max_bytes, slice_bytes, rails, protocol});
     uint32_t seed = 0;
     for (auto [type, op] : kinds) {
       for (size_t count : counts) {
@@ -78,5 +79,19 @@ TEST_CASE("ring all-reduce over tcp on 2 rails, slices striped across them", "[a
       allreduce_case("tcp", n, 2, 4096, {{DataType::f32, ReduceOp::sum}, {DataType::i32, ReduceOp::max}},
                      {1, 1023, 100000});
     }
+  }
+}
+
+TEST_CASE("ring all-reduce with the write protocol: credits, keys and notifications", "[allreduce]") {
+  // Small slices so every step has several writes in flight and scratch halves are
+  // reused many times within one call; repeated calls reuse the halves across calls.
+  for (int n : {2, 3, 5}) {
+    DYNAMIC_SECTION("shm, " << n << " ranks") {
+      allreduce_case("shm", n, 1, 512, {{DataType::f32, ReduceOp::sum}, {DataType::bf16, ReduceOp::max}},
+                     {1, 7, 1023, 65536 + 3}, RingProtocol::write);
+    }
+  }
+  DYNAMIC_SECTION("tcp, 4 ranks, 2 rails") {
+    allreduce_case("tcp", 4, 2, 1024, {{DataType::i64, ReduceOp::sum}}, {7, 100000}, RingProtocol::write);
   }
 }
