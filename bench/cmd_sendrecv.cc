@@ -58,7 +58,7 @@ double median_of(std::vector<double> v) {
 }
 
 void print_header(const RunContext& ctx, const SendRecvOptions& opt, size_t npairs, bool per_pair) {
-  const Transport& t = const_cast<RunContext&>(ctx).transport();
+  const Transport& t = ctx.transport();
   ctx.print(
       fmt::format("# railbench sendrecv: verb {}, transport {} ({}), {} ranks on {} host(s), {} rail(s), {} "
                   "pairs per rail",

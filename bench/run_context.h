@@ -48,6 +48,7 @@ class RunContext {
   // the Progress engine with the run's timeout.
   void open_transport();
   Transport& transport() { return *transport_; }
+  const Transport& transport() const { return *transport_; }
   Progress& progress() { return *progress_; }
   const TransportSpec& transport_spec() const { return spec_; }
 

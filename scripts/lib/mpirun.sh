@@ -2,7 +2,7 @@
 # Usage: rb_mpirun NP [mpirun options...] -- command...
 #   Adds --allow-run-as-root only as root and --oversubscribe only when NP exceeds the
 #   cores; keeps Open MPI on its shared-memory and TCP paths over loopback so nothing
-#   leaves the machine.
+#   leaves the machine. stdin is /dev/null: CI has none, and mpirun would forward it.
 rb_mpirun() {
   local np=$1
   shift
@@ -11,5 +11,5 @@ rb_mpirun() {
   ((np > $(nproc))) && extra+=(--oversubscribe)
   mpirun -np "$np" "${extra[@]}" --bind-to none \
     --mca btl self,vader,tcp --mca btl_tcp_if_include lo --mca oob_tcp_if_include lo \
-    --mca pml ob1 "$@"
+    --mca pml ob1 "$@" </dev/null
 }
