@@ -33,7 +33,7 @@ struct ProviderEntry {
   std::string fabric;
   bool rma = false;
   bool tagged = false;
-  std::string mr_mode;   // "FI_MR_LOCAL|FI_MR_VIRT_ADDR"
+  std::string mr_mode;  // "FI_MR_LOCAL|FI_MR_VIRT_ADDR"
 };
 std::vector<ProviderEntry> list_providers();
 std::string libfabric_version();
