@@ -8,6 +8,12 @@
 // Send/recv matching is FIFO per (peer, rail): the n-th send from A to B on a rail
 // lands in the n-th receive B posted for A on that rail. This is what an RC queue pair
 // gives, what NCCL send/recv gives, and what ofi gives with the sender's rank as tag.
+// A receive must be at least as large as the message it matches.
+//
+// Threading: one transport is driven by one thread at a time (as FI_THREAD_DOMAIN and
+// a verbs CQ poller want); ranks-as-threads tests give each thread its own transport.
+// Every completion poll() returns is real, including those returned while a caller
+// polls to get past Status::retry: dropping one loses an operation (Progress keeps them).
 #pragma once
 
 #include <cstddef>

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <random>
 #include <string_view>
 
 #include <fmt/format.h>
@@ -27,6 +28,19 @@ size_t pool_size(size_t provider_size) {
 // Remote write-with-imm completions arrive unsolicited, on top of our own operations.
 constexpr size_t kRemoteCqSlack = 4096;
 
+// Start of every address blob: "RBOF", so a blob of another transport is named as such.
+constexpr uint32_t kBlobMagic = 0x52424f46;
+constexpr size_t kBlobHeader = 2 * sizeof(uint32_t);
+
+uint64_t random_key_base(size_t key_bytes) {
+  std::random_device rd;
+  uint64_t r = (static_cast<uint64_t>(rd()) << 32) | rd();
+  size_t bits = key_bytes == 0 || key_bytes >= 8 ? 64 : key_bytes * 8;
+  uint64_t mask = bits == 64 ? ~uint64_t{0} : (uint64_t{1} << bits) - 1;
+  // Half the key space leaves room to count up without wrapping to FI_KEY_NOTAVAIL.
+  return (r & (mask >> 1)) + 1;
+}
+
 std::string setup_hint(const std::string& provider, const char* call, long long ret) {
   std::string_view p = provider;
   std::string_view c = call;
@@ -40,7 +54,7 @@ std::string setup_hint(const std::string& provider, const char* call, long long 
 
 }  // namespace
 
-Rail::Rail(int rail_index, InfoPtr granted, int world_size, bool with_rma)
+Rail::Rail(int rail_index, InfoPtr granted, int world_size, bool with_rma, uint32_t salt)
     : index(rail_index),
       provider(granted->fabric_attr->prov_name),
       domain_name(granted->domain_attr->name != nullptr ? granted->domain_attr->name : "?"),
@@ -49,7 +63,9 @@ Rail::Rail(int rail_index, InfoPtr granted, int world_size, bool with_rma)
       info(std::move(granted)),
       tx_pool(pool_size(info->tx_attr->size), rail_index, false),
       rx_pool(pool_size(info->rx_attr->size), rail_index, true),
-      peers(world_size, FI_ADDR_NOTAVAIL) {
+      peers(world_size, FI_ADDR_NOTAVAIL),
+      tag_salt(static_cast<uint64_t>(salt) << 32),
+      peer_salts(world_size, 0) {
   uint64_t mr_mode = info->domain_attr->mr_mode;
   mr_local = (mr_mode & FI_MR_LOCAL) != 0;
   mr_virt_addr = (mr_mode & FI_MR_VIRT_ADDR) != 0;
@@ -57,6 +73,7 @@ Rail::Rail(int rail_index, InfoPtr granted, int world_size, bool with_rma)
   mr_endpoint = (mr_mode & FI_MR_ENDPOINT) != 0;
   directed_recv = (info->caps & FI_DIRECTED_RECV) != 0;
   inject_size = info->tx_attr->inject_size;
+  if (!mr_prov_key) next_mr_key = random_key_base(info->domain_attr->mr_key_size);
 
   fid_fabric* f = nullptr;
   if (int ret = fi_fabric(info->fabric_attr, &f, nullptr); ret != 0) fail("fi_fabric", ret);
@@ -109,14 +126,31 @@ void Rail::fail(const char* call, long long ret, const std::string& hint) const 
                                    fi_error_text(ret), hint.empty() ? setup_hint(provider, call, ret) : hint));
 }
 
-void Rail::connect(int peer, std::span<const uint8_t> blob) {
+std::vector<uint8_t> Rail::blob() const {
+  std::vector<uint8_t> out(kBlobHeader + address.size());
+  uint32_t salt = static_cast<uint32_t>(tag_salt >> 32);
+  std::memcpy(out.data(), &kBlobMagic, sizeof(kBlobMagic));
+  std::memcpy(out.data() + sizeof(kBlobMagic), &salt, sizeof(salt));
+  std::copy(address.begin(), address.end(), out.begin() + kBlobHeader);
+  return out;
+}
+
+void Rail::connect(int peer, std::span<const uint8_t> whole) {
   auto bad_blob = [&](const std::string& why) {
     throw TransportError(
         fmt::format("peer {} sent an unusable address for rail {} (provider {} domain {}): {}; "
                     "do all ranks use the same provider, domains and rail count?",
                     peer, index, provider, domain_name, why));
   };
-  if (blob.empty() || blob.size() > 4096) bad_blob(fmt::format("{} bytes", blob.size()));
+  uint32_t magic = 0;
+  uint32_t salt = 0;
+  if (whole.size() >= kBlobHeader) {
+    std::memcpy(&magic, whole.data(), sizeof(magic));
+    std::memcpy(&salt, whole.data() + sizeof(magic), sizeof(salt));
+  }
+  if (magic != kBlobMagic) bad_blob(fmt::format("{} bytes, not an ofi transport address", whole.size()));
+  auto blob = whole.subspan(kBlobHeader);
+  if (blob.empty() || blob.size() > 4096) bad_blob(fmt::format("{}-byte provider address", blob.size()));
   // Catch a blob from another provider before libfabric reads past its end.
   switch (info->addr_format) {
     case FI_SOCKADDR_IN:
@@ -160,6 +194,7 @@ void Rail::connect(int peer, std::span<const uint8_t> blob) {
         peer, index, provider, domain_name, ret < 0 ? fi_error_text(ret) : std::string("address rejected")));
   }
   peers[peer] = addr;
+  peer_salts[peer] = static_cast<uint64_t>(salt) << 32;
 }
 
 RailInfo Rail::describe() const {

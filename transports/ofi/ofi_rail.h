@@ -16,12 +16,21 @@ namespace railbench::ofi {
 // fabric. Memory regions hold a shared_ptr to their rail, so the domain outlives them
 // even when the transport is destroyed first.
 struct Rail {
-  Rail(int index, InfoPtr info, int world_size, bool rma);
+  // `tag_salt` is this transport's random tag namespace (see blob()).
+  Rail(int index, InfoPtr info, int world_size, bool rma, uint32_t tag_salt);
   Rail(const Rail&) = delete;
   Rail& operator=(const Rail&) = delete;
 
-  // Inserts a peer's address blob (from its local_address) into the AV.
+  // What a peer needs to reach this rail: a magic word, our tag salt, then the
+  // fi_getname bytes. The salt goes into the tag of every message sent to us, so an
+  // endpoint of another job that reuses a port (or a stale peer) can never match our
+  // receives, which match on the source rank alone (FI_ADDR_UNSPEC).
+  std::vector<uint8_t> blob() const;
+  // Inserts a peer's blob into the AV and remembers its salt.
   void connect(int peer, std::span<const uint8_t> blob);
+  // Tags: bits 32..59 are the receiver's salt, bits 0..31 the sender's rank.
+  uint64_t recv_tag(int peer) const { return tag_salt | static_cast<uint32_t>(peer); }
+  uint64_t send_tag(int peer, int my_rank) const { return peer_salts[peer] | static_cast<uint32_t>(my_rank); }
   RailInfo describe() const;
   // "libfabric <call> failed for provider P domain D: <text> (<code>)<hint>".
   [[noreturn]] void fail(const char* call, long long ret, const std::string& hint = "") const;
@@ -41,9 +50,11 @@ struct Rail {
   ContextPool rx_pool;
   FidPtr<fid_ep> ep;
 
-  std::vector<uint8_t> address;  // fi_getname bytes
-  std::string address_text;      // fi_av_straddr
-  std::vector<fi_addr_t> peers;  // FI_ADDR_NOTAVAIL until connect()
+  std::vector<uint8_t> address;      // fi_getname bytes
+  std::string address_text;          // fi_av_straddr
+  std::vector<fi_addr_t> peers;      // FI_ADDR_NOTAVAIL until connect()
+  uint64_t tag_salt;                 // ours, already shifted into place
+  std::vector<uint64_t> peer_salts;  // theirs, shifted; set by connect()
 
   // What the provider granted, read once from info.
   bool mr_local = false;      // local buffers need fi_mr_desc
@@ -52,7 +63,9 @@ struct Rail {
   bool mr_endpoint = false;   // MRs are bound to the endpoint and enabled
   bool directed_recv = false;
   size_t inject_size = 0;
-  uint64_t next_mr_key = 1;  // requested_key for the next MR when !mr_prov_key
+  // requested_key for the next MR when !mr_prov_key. Starts at a random value so a
+  // stale peer's key does not open a region of a later run that reuses its port.
+  uint64_t next_mr_key = 1;
 };
 
 class OfiMemoryRegion final : public MemoryRegion {

@@ -6,6 +6,7 @@
 #include <rdma/fi_tagged.h>
 
 #include <algorithm>
+#include <random>
 #include <utility>
 
 #include <fmt/format.h>
@@ -18,6 +19,8 @@ namespace railbench::ofi {
 
 namespace {
 
+// One transport is driven by one thread at a time (its domains are opened with
+// FI_THREAD_DOMAIN); separate transports may run on separate threads.
 class OfiTransport final : public Transport {
  public:
   OfiTransport(Selection selection, int rank, int world_size);
@@ -30,7 +33,7 @@ class OfiTransport final : public Transport {
   int num_rails() const override { return static_cast<int>(rails_.size()); }
   RailInfo rail_info(int rail) const override { return checked_rail(rail).describe(); }
 
-  std::vector<uint8_t> local_address(int rail) const override { return checked_rail(rail).address; }
+  std::vector<uint8_t> local_address(int rail) const override { return checked_rail(rail).blob(); }
   void connect(int peer, int rail, std::span<const uint8_t> remote_address) override;
   std::unique_ptr<MemoryRegion> register_memory(void* data, size_t length, MemoryKind kind) override;
 
@@ -86,9 +89,11 @@ class OfiTransport final : public Transport {
 
 OfiTransport::OfiTransport(Selection selection, int rank, int world_size)
     : provider_(std::move(selection.provider)), rank_(rank), world_size_(world_size) {
+  // 28 bits: the top 4 tag bits stay clear for providers that reserve them.
+  const uint32_t salt = std::random_device{}() & 0x0fffffffu;
   for (size_t i = 0; i < selection.rails.size(); ++i) {
     rails_.push_back(
-        std::make_shared<Rail>(static_cast<int>(i), std::move(selection.rails[i]), world_size, selection.rma));
+        std::make_shared<Rail>(static_cast<int>(i), std::move(selection.rails[i]), world_size, selection.rma, salt));
   }
   caps_.send_recv = true;
   caps_.write = caps_.read = caps_.write_with_imm = selection.rma;
@@ -205,9 +210,9 @@ Status OfiTransport::finish(const char* call, const Prepared& p, ssize_t ret) no
 Status OfiTransport::post_send(int peer, int rail, const LocalSpan& src, uint64_t wr_id) noexcept {
   Prepared p;
   if (Status s = prepare("send", OpKind::send, peer, rail, src, nullptr, wr_id, p); s != Status::ok) return s;
-  // The tag is our rank: with FI_ORDER_SAS that makes matching FIFO per (peer, rail)
-  // without needing FI_DIRECTED_RECV.
-  auto tag = static_cast<uint64_t>(rank_);
+  // The tag carries our rank (and the receiver's salt): with FI_ORDER_SAS that makes
+  // matching FIFO per (peer, rail) without needing FI_DIRECTED_RECV.
+  uint64_t tag = p.rail->send_tag(peer, rank_);
   ssize_t ret;
   if (src.length <= p.rail->inject_size) {
     // FI_INJECT copies the payload at post time (lower latency); FI_COMPLETION keeps
@@ -225,7 +230,7 @@ Status OfiTransport::post_recv(int peer, int rail, const LocalSpan& dst, uint64_
   Prepared p;
   if (Status s = prepare("recv", OpKind::recv, peer, rail, dst, nullptr, wr_id, p); s != Status::ok) return s;
   fi_addr_t from = p.rail->directed_recv ? p.addr : FI_ADDR_UNSPEC;
-  ssize_t ret = fi_trecv(p.rail->ep.get(), p.buf, dst.length, p.desc, from, static_cast<uint64_t>(peer), 0, p.ctx);
+  ssize_t ret = fi_trecv(p.rail->ep.get(), p.buf, dst.length, p.desc, from, p.rail->recv_tag(peer), 0, p.ctx);
   return finish("fi_trecv", p, ret);
 }
 
