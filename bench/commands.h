@@ -3,12 +3,14 @@
 #pragma once
 
 #include "bench/options.h"
+#include "lib/bandwidth.h"
 #include "lib/bootstrap.h"
 
 namespace railbench {
 
 int run_sendrecv(Bootstrap& bootstrap, const CommonOptions& common, const SendRecvOptions& options);
-int run_allreduce(Bootstrap& bootstrap, const CommonOptions& common, const AllReduceOptions& options);
+int run_collective(Bootstrap& bootstrap, const CommonOptions& common, const CollectiveOptions& options,
+                   Pattern pattern);
 int run_info();
 
 }  // namespace railbench

@@ -64,15 +64,25 @@ int main(int argc, char** argv) {
   sendrecv->add_option("--bw-iters", sr.bw_iters, "Timed bandwidth windows per direction")->capture_default_str();
   sendrecv->add_flag("--all-pairs", sr.all_pairs, "Print every pair at every size (default when <= 8 pairs)");
 
-  AllReduceOptions ar;
-  auto* allreduce = app.add_subcommand("allreduce", "All-reduce with nccl-tests columns (size, time, algbw, busbw)");
-  add_common(allreduce, common);
-  allreduce->add_option("-d,--datatype", ar.datatype, "f32, f64, f16, bf16, i32, i64, u8")->capture_default_str();
-  allreduce->add_option("-o,--op", ar.op, "sum, prod, min, max")->capture_default_str();
-  allreduce->add_option("--algo", ar.algo, "Algorithm: ring")->capture_default_str();
-  allreduce->add_option("--slice-bytes", ar.slice_bytes, "Pipeline slice of the ring")->capture_default_str();
-  allreduce->add_option("--protocol", ar.protocol, "Ring steps: send (two-sided) or write (RDMA write with immediate)")
-      ->capture_default_str();
+  // The collectives share their options; -o means nothing to allgather (redop "none").
+  CollectiveOptions co;
+  auto add_collective = [&](const char* name, const char* help, bool reduces, bool ring_protocol) {
+    auto* sub = app.add_subcommand(name, help);
+    add_common(sub, common);
+    sub->add_option("-d,--datatype", co.datatype, "f32, f64, f16, bf16, i32, i64, u8")->capture_default_str();
+    if (reduces) sub->add_option("-o,--op", co.op, "sum, prod, min, max")->capture_default_str();
+    sub->add_option("--algo", co.algo, "Algorithm: ring")->capture_default_str();
+    sub->add_option("--slice-bytes", co.slice_bytes, "Pipeline slice of the ring")->capture_default_str();
+    if (ring_protocol) {
+      sub->add_option("--protocol", co.protocol, "Ring steps: send (two-sided) or write (RDMA write with immediate)")
+          ->capture_default_str();
+    }
+    return sub;
+  };
+  auto* allreduce =
+      add_collective("allreduce", "All-reduce with nccl-tests columns (size, time, algbw, busbw)", true, true);
+  auto* allgather = add_collective("allgather", "All-gather (ring) with nccl-tests columns", false, false);
+  auto* reducescatter = add_collective("reducescatter", "Reduce-scatter (ring) with nccl-tests columns", true, false);
 
   auto* info = app.add_subcommand("info", "What this build contains and which providers and devices this host has");
 
@@ -84,7 +94,10 @@ int main(int argc, char** argv) {
   };
   if (argc > 1 && argv[1][0] != '-' && !is_subcommand(argv[1])) {
     if (first_rank_by_environment()) {
-      fmt::print(stderr, "railbench: error: unknown subcommand '{}': use one of sendrecv, allreduce, info\n", argv[1]);
+      fmt::print(stderr,
+                 "railbench: error: unknown subcommand '{}': use one of sendrecv, allreduce, allgather, "
+                 "reducescatter, info\n",
+                 argv[1]);
     }
     return 2;
   }
@@ -116,7 +129,9 @@ int main(int argc, char** argv) {
   try {
     bootstrap = make_bootstrap_from_environment(common.timeout_s);
     if (sendrecv->parsed()) return run_sendrecv(*bootstrap, common, sr);
-    if (allreduce->parsed()) return run_allreduce(*bootstrap, common, ar);
+    if (allreduce->parsed()) return run_collective(*bootstrap, common, co, Pattern::all_reduce);
+    if (allgather->parsed()) return run_collective(*bootstrap, common, co, Pattern::all_gather);
+    if (reducescatter->parsed()) return run_collective(*bootstrap, common, co, Pattern::reduce_scatter);
   } catch (const AgreedError& e) {
     // Every rank saw it: say it once, and let every rank end normally (MPI_Finalize).
     if (bootstrap ? bootstrap->rank() == 0 : first_rank_by_environment()) {

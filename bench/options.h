@@ -29,7 +29,8 @@ struct SendRecvOptions {
   bool all_pairs = false;     // print every pair at every size
 };
 
-struct AllReduceOptions {
+// allreduce, allgather, reducescatter.
+struct CollectiveOptions {
   std::string datatype = "f32";
   std::string op = "sum";
   std::string algo = "ring";

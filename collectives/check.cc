@@ -72,8 +72,8 @@ void fill_input(DataType type, ReduceOp op, int rank, uint32_t seed, void* buf, 
   for (size_t i = 0; i < count; ++i) store(type, buf, i, input_value(op, rank, seed, i));
 }
 
-uint64_t count_wrong_allreduce(DataType type, ReduceOp op, int nranks, uint32_t seed, const void* result,
-                               size_t count) {
+uint64_t count_wrong_allreduce(DataType type, ReduceOp op, int nranks, uint32_t seed, const void* result, size_t count,
+                               size_t first) {
   // Reference: reduce the ranks' inputs in rank order with the same kernel, in
   // blocks so memory stays bounded for large counts.
   constexpr size_t kBlock = 1 << 16;
@@ -83,9 +83,9 @@ uint64_t count_wrong_allreduce(DataType type, ReduceOp op, int nranks, uint32_t 
   uint64_t wrong = 0;
   for (size_t base = 0; base < count; base += kBlock) {
     const size_t n = std::min(kBlock, count - base);
-    for (size_t i = 0; i < n; ++i) store(type, acc.data(), i, input_value(op, 0, seed, base + i));
+    for (size_t i = 0; i < n; ++i) store(type, acc.data(), i, input_value(op, 0, seed, first + base + i));
     for (int r = 1; r < nranks; ++r) {
-      for (size_t i = 0; i < n; ++i) store(type, in.data(), i, input_value(op, r, seed, base + i));
+      for (size_t i = 0; i < n; ++i) store(type, in.data(), i, input_value(op, r, seed, first + base + i));
       reduce(type, op, acc.data(), in.data(), acc.data(), n);
     }
     const auto* res = static_cast<const std::byte*>(result) + base * esize;
@@ -93,6 +93,18 @@ uint64_t count_wrong_allreduce(DataType type, ReduceOp op, int nranks, uint32_t 
       const double want = load(type, acc.data(), i), got = load(type, res, i);
       if (std::isnan(got) || std::fabs(got - want) > tol * std::fabs(want)) ++wrong;
     }
+  }
+  return wrong;
+}
+
+uint64_t count_wrong_allgather(DataType type, int nranks, uint32_t seed, const void* result, size_t count) {
+  const size_t esize = size_of(type);
+  std::vector<std::byte> want(count * esize);
+  uint64_t wrong = 0;
+  for (int q = 0; q < nranks; ++q) {
+    fill_input(type, ReduceOp::sum, q, seed, want.data(), count);
+    const auto* got = static_cast<const std::byte*>(result) + static_cast<size_t>(q) * count * esize;
+    for (size_t i = 0; i < count; ++i) wrong += std::memcmp(got + i * esize, want.data() + i * esize, esize) != 0;
   }
   return wrong;
 }

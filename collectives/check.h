@@ -16,8 +16,13 @@ namespace railbench {
 void fill_input(DataType type, ReduceOp op, int rank, uint32_t seed, void* buf, size_t count);
 
 // Counts elements of `result` that differ from the reduction of every rank's input
-// (recomputed here, since inputs are deterministic).
-uint64_t count_wrong_allreduce(DataType type, ReduceOp op, int nranks, uint32_t seed, const void* result, size_t count);
+// (recomputed here, since inputs are deterministic). `first` is the index in the
+// inputs of result[0]: 0 for all-reduce, rank x count for a reduce-scatter block.
+uint64_t count_wrong_allreduce(DataType type, ReduceOp op, int nranks, uint32_t seed, const void* result, size_t count,
+                               size_t first = 0);
+
+// All-gather: block q of `result` (count elements) must be rank q's input, bit for bit.
+uint64_t count_wrong_allgather(DataType type, int nranks, uint32_t seed, const void* result, size_t count);
 
 // Byte pattern for point-to-point checks: depends on sender, seed and offset.
 void fill_bytes(int sender, uint32_t seed, void* buf, size_t len);

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # railbench vs Open MPI on this host, in one run: 2 ranks, same sizes, same iteration
-# counts, same timing definition (bench/reference/mpi_reference.c). Prints the busbw
-# ratio per size (target >= 1.0 from 1M up), then send/recv bandwidth at 4M against
-# memcpy (the one-copy limit) and libfabric's fi_pingpong over shm.
+# counts, same timing definition (bench/reference/mpi_reference.c). For all-reduce,
+# all-gather and reduce-scatter (MPI_Allreduce, MPI_Allgather,
+# MPI_Reduce_scatter_block) prints the busbw ratio per size (target >= 1.0 from 1M up),
+# then send/recv bandwidth at 4M against memcpy (the one-copy limit) and libfabric's
+# fi_pingpong over shm.
 #
 # Each measurement is repeated REPS times, alternating railbench and its peer, and the
 # median is reported: the machine is shared and noisy.
@@ -21,12 +23,16 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
 echo "# compare-mpi: $(nproc) cores, 2 ranks, ofi:shm vs Open MPI $(mpirun --version | head -1 | awk '{print $NF}'), ${iters} iterations + ${warmup} warm-up, median of ${reps} runs"
+collectives=${COLLECTIVES:-allreduce allgather reducescatter}
+for coll in $collectives; do
 for ((r = 0; r < reps; ++r)); do
-  rb_mpirun 2 "$build/railbench" allreduce -t ofi:shm -b "$min" -e "$max" -f 2 -n "$iters" -w "$warmup" \
+  rb_mpirun 2 "$build/railbench" "$coll" -t ofi:shm -b "$min" -e "$max" -f 2 -n "$iters" -w "$warmup" \
     --json "$work/rb$r.json" >/dev/null
-  rb_mpirun 2 "$build/mpi_reference" allreduce "$min" "$max" 2 "$iters" "$warmup" >"$work/mpi$r.txt"
+  rb_mpirun 2 "$build/mpi_reference" "$coll" "$min" "$max" 2 "$iters" "$warmup" >"$work/mpi$r.txt"
 done
 
+echo
+echo "## $coll"
 python3 - "$work" "$reps" <<'PY'
 import json, statistics, sys
 work, reps = sys.argv[1], int(sys.argv[2])
@@ -37,7 +43,7 @@ for r in range(reps):
     for line in open(f"{work}/mpi{r}.txt"):
         b, t, alg, bus = line.split()
         mpi.setdefault(int(b), []).append(float(bus))
-print(f"{'size':>10} {'railbench busbw':>16} {'MPI_Allreduce busbw':>20} {'ratio':>7}  target")
+print(f"{'size':>10} {'railbench busbw':>16} {'Open MPI busbw':>20} {'ratio':>7}  target")
 ratios = []
 for size in sorted(rb):
     a, m = statistics.median(rb[size]), statistics.median(mpi.get(size, [0]))
@@ -47,8 +53,9 @@ for size in sorted(rb):
         ratios.append(ratio)
     print(f"{size:>10} {a:>16.3f} {m:>20.3f} {ratio:>7.2f}  {target}")
 if ratios:
-    print(f"# allreduce busbw ratio from 1M up: min {min(ratios):.2f}, median {statistics.median(ratios):.2f}")
+    print(f"# busbw ratio from 1M up: min {min(ratios):.2f}, median {statistics.median(ratios):.2f}")
 PY
+done
 
 echo
 echo "# send/recv bandwidth at 4M (GB/s = 1e9 B/s), median of ${reps} runs"

@@ -76,7 +76,8 @@ def main():
                     fail(f"{where}: {p['wrong']} wrong bytes")
     else:
         n = a.ranks
-        factor = {"allreduce": 2 * (n - 1) / n}.get(a.command, 1.0)
+        factor = {"allreduce": 2 * (n - 1) / n, "allgather": (n - 1) / n,
+                  "reducescatter": (n - 1) / n}.get(a.command, 1.0)
         for res in results:
             for side in ("out_of_place", "in_place"):
                 s = res[side]
