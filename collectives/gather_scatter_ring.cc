@@ -50,8 +50,10 @@ class RingAllGather final : public AllGather {
     }
     std::byte* mine = b.recv->at(b.recv_offset + static_cast<size_t>(r) * block);
     const std::byte* input = b.send->at(b.send_offset);
-    if (input != mine) std::memcpy(mine, input, block);
-    if (n == 1 || count == 0) return;
+    if (n == 1 || count == 0) {
+      if (input != mine) std::memcpy(mine, input, block);
+      return;
+    }
 
     const Slicing sl{count, std::max<size_t>(1, opt_.slice_bytes / es), opt_.rails};
     const int right = (r + 1) % n, left = (r - 1 + n) % n;
@@ -62,7 +64,11 @@ class RingAllGather final : public AllGather {
     std::vector<std::vector<uint64_t>> recvs(static_cast<size_t>(n - 1), std::vector<uint64_t>(sl.slices()));
     for (int s = 0; s < n - 1; ++s)
       for (size_t j = 0; j < sl.slices(); ++j) recvs[s][j] = p_.recv(left, sl.rail(j), span(mod(r - s - 1, n), j));
-    for (size_t j = 0; j < sl.slices(); ++j) p_.send(right, sl.rail(j), span(r, j));
+    // Step 0 sends straight from the input, so copying it into its own block of the
+    // result (out of place) overlaps the transfer instead of delaying it.
+    for (size_t j = 0; j < sl.slices(); ++j)
+      p_.send(right, sl.rail(j), LocalSpan{b.send, b.send_offset + sl.first(j) * es, sl.length(j) * es});
+    if (input != mine) std::memcpy(mine, input, block);
     for (int s = 0; s < n - 1; ++s) {
       for (size_t j = 0; j < sl.slices(); ++j) {
         p_.wait(recvs[s][j], "an all-gather slice from the left neighbour");
