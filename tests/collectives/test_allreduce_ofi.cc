@@ -9,11 +9,12 @@
 #include "collectives/allreduce.h"
 #include "collectives/check.h"
 #include "lib/progress.h"
+#include "tests/transports/ofi_world.h"
 #include "tests/transports/world.h"
-#include "transports/ofi/ofi_transport.h"
 
 using namespace railbench;
 using railbench::testing::expect;
+using railbench::testing::open_ofi;
 using railbench::testing::run_ranks;
 
 namespace {
@@ -22,12 +23,7 @@ void allreduce_case(const char* provider, int n, int rails, size_t slice_bytes,
                     const std::vector<std::pair<DataType, ReduceOp>>& kinds, const std::vector<size_t>& counts,
                     RingProtocol protocol = RingProtocol::send) {
   run_ranks(n, [&](Bootstrap& b) {
-    ofi::OfiOptions o;
-    o.provider = provider;
-    if (std::string(provider) == "tcp") o.domains.assign(static_cast<size_t>(rails), "lo");
-    o.num_rails = rails;
-    auto t = ofi::make_transport(o, b.rank(), b.size());
-    t->connect_all(b);
+    auto t = open_ofi(provider, b, rails);
     Progress p(*t, 30);
     size_t max_bytes = 0;
     for (size_t c : counts) max_bytes = std::max(max_bytes, c * 8);

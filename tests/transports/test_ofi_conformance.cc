@@ -10,42 +10,28 @@
 
 #include "lib/errors.h"
 #include "lib/progress.h"
+#include "tests/transports/ofi_world.h"
 #include "tests/transports/world.h"
 #include "transports/ofi/ofi_transport.h"
 
 using namespace railbench;
 using railbench::testing::expect;
+using railbench::testing::open_ofi;
 using railbench::testing::run_ranks;
 
 namespace {
 
-struct Provider {
-  const char* name;
-  std::vector<std::string> domains;
-};
-
-// tcp is pinned to the loopback domain so test traffic never leaves the machine.
-const std::vector<Provider> kProviders{{"tcp", {"lo"}}, {"shm", {}}};
-
-std::unique_ptr<Transport> open(const Provider& p, Bootstrap& b, int rails = 1) {
-  ofi::OfiOptions o;
-  o.provider = p.name;
-  for (int i = 0; i < rails; ++i)
-    if (!p.domains.empty()) o.domains.push_back(p.domains[0]);
-  o.num_rails = rails;
-  auto t = ofi::make_transport(o, b.rank(), b.size());
-  t->connect_all(b);
-  return t;
-}
+// tcp runs over the loopback domain (see ofi_world.h); shm needs nothing.
+const std::vector<std::string> kProviders{"tcp", "shm"};
 
 }  // namespace
 
 TEST_CASE("ofi: send/recv delivers every size intact, FIFO per peer and rail", "[ofi]") {
   for (const auto& prov : kProviders) {
     for (int rails : {1, 2}) {
-      DYNAMIC_SECTION(prov.name << " with " << rails << " rail(s)") {
+      DYNAMIC_SECTION(prov << " with " << rails << " rail(s)") {
         run_ranks(2, [&](Bootstrap& b) {
-          auto t = open(prov, b, rails);
+          auto t = open_ofi(prov, b, rails);
           expect(t->num_rails() == rails, "rail count");
           expect(t->caps().send_recv, "send/recv capability");
           Progress p(*t, 20);
@@ -86,9 +72,9 @@ TEST_CASE("ofi: send/recv delivers every size intact, FIFO per peer and rail", "
 
 TEST_CASE("ofi: one-sided write, write-with-imm and read, where the provider has them", "[ofi]") {
   for (const auto& prov : kProviders) {
-    DYNAMIC_SECTION(prov.name) {
+    DYNAMIC_SECTION(prov) {
       run_ranks(2, [&](Bootstrap& b) {
-        auto t = open(prov, b);
+        auto t = open_ofi(prov, b);
         if (!t->caps().write) return;  // skipped by capability
         Progress p(*t, 20);
         const int peer = 1 - b.rank();
@@ -140,9 +126,9 @@ TEST_CASE("ofi: one-sided write, write-with-imm and read, where the provider has
 
 TEST_CASE("ofi: posting far more than the queues hold is absorbed by retry", "[ofi]") {
   for (const auto& prov : kProviders) {
-    DYNAMIC_SECTION(prov.name) {
+    DYNAMIC_SECTION(prov) {
       run_ranks(2, [&](Bootstrap& b) {
-        auto t = open(prov, b);
+        auto t = open_ofi(prov, b);
         Progress p(*t, 20);
         const int peer = 1 - b.rank();
         std::vector<uint8_t> buf(64);
@@ -162,10 +148,10 @@ TEST_CASE("ofi: posting far more than the queues hold is absorbed by retry", "[o
 
 TEST_CASE("ofi: a peer that never sends is named in the timeout", "[ofi]") {
   for (const auto& prov : kProviders) {
-    DYNAMIC_SECTION(prov.name) {
+    DYNAMIC_SECTION(prov) {
       std::string error;
       run_ranks(2, [&](Bootstrap& b) {
-        auto t = open(prov, b);
+        auto t = open_ofi(prov, b);
         std::vector<uint8_t> buf(64);
         auto mr = t->register_memory(buf.data(), buf.size(), MemoryKind::host);
         if (b.rank() == 1) {
