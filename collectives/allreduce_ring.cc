@@ -6,6 +6,7 @@
 
 #include "collectives/allreduce.h"
 #include "collectives/reduce.h"
+#include "collectives/ring_common.h"
 #include "lib/errors.h"
 
 namespace railbench {
@@ -44,10 +45,11 @@ Range chunk_range(size_t count, int n, int c) {
 struct RingPlan {
   int n, rank;
   size_t count, slice_elems;
+  size_t esize;  // bytes per element
 
   int steps() const { return 2 * (n - 1); }
   bool is_reduce(int k) const { return k < n - 1; }
-  int mod(int x) const { return ((x % n) + n) % n; }
+  int mod(int x) const { return ring_mod(x, n); }
   int send_chunk(int k) const { return is_reduce(k) ? mod(rank - k) : mod(rank + 1 - (k - (n - 1))); }
   int recv_chunk(int k) const { return is_reduce(k) ? mod(rank - k - 1) : mod(rank - (k - (n - 1))); }
   Range chunk(int c) const { return chunk_range(count, n, c); }
@@ -63,13 +65,7 @@ class RingAllReduce final : public AllReduce {
  public:
   RingAllReduce(Progress& progress, const RingOptions& options)
       : p_(progress), t_(progress.transport()), opt_(options), n_(t_.world_size()), rank_(t_.rank()) {
-    if (!t_.caps().send_recv) {
-      throw UnsupportedError(
-          fmt::format("ring all-reduce needs send/recv, which transport {} ({}) lacks", t_.name(), t_.provider()));
-    }
-    if (opt_.rails < 1 || opt_.rails > t_.num_rails()) {
-      throw UsageError(fmt::format("ring all-reduce asked for {} rails, transport has {}", opt_.rails, t_.num_rails()));
-    }
+    check_ring_setup(t_, opt_, "all-reduce");
     const bool can_write = t_.caps().write && t_.caps().write_with_imm;
     if (opt_.protocol == RingProtocol::write && !can_write) {
       throw UnsupportedError(
@@ -80,13 +76,15 @@ class RingAllReduce final : public AllReduce {
     opt_.slice_bytes = std::min(std::max<size_t>(opt_.slice_bytes, 64), t_.caps().max_msg_size);
     // Two chunk-sized halves: step k lands in half k%2 while step k-1's half is still
     // being reduced. Each half starts on a cache line, so every element is aligned.
-    half_bytes_ = ((opt_.max_bytes / static_cast<size_t>(std::max(n_, 1))) + 64 + 63) & ~size_t{63};
+    half_bytes_ = ring_half_bytes(opt_.max_bytes, n_);
     scratch_.resize(2 * half_bytes_);
     scratch_mr_ = t_.register_memory(scratch_.data(), scratch_.size(), MemoryKind::host);
-    // Small control messages of the write protocol: my keys out, the right neighbour's
-    // keys and credits in.
-    control_.resize(3 * kControlBytes);  // out | keys in | credits in
-    control_mr_ = t_.register_memory(control_.data(), control_.size(), MemoryKind::host);
+    if (opt_.protocol == RingProtocol::write) {
+      // Small control messages of the write protocol: my keys out, the right
+      // neighbour's keys and credits in.
+      control_.resize(3 * kControlBytes);  // out | keys in | credits in
+      control_mr_ = t_.register_memory(control_.data(), control_.size(), MemoryKind::host);
+    }
   }
 
   std::string name() const override { return "ring"; }
@@ -101,11 +99,11 @@ class RingAllReduce final : public AllReduce {
       if (!b.in_place()) std::memcpy(b.recv->at(b.recv_offset), b.send->at(b.send_offset), count * esize);
       return;
     }
-    const RingPlan plan{n_, rank_, count, std::max<size_t>(1, opt_.slice_bytes / esize)};
+    const RingPlan plan{n_, rank_, count, std::max<size_t>(1, opt_.slice_bytes / esize), esize};
     if (opt_.protocol == RingProtocol::write) {
-      run_write(plan, b, esize, type, op);
+      run_write(plan, b, type, op);
     } else {
-      run_send(plan, b, esize, type, op);
+      run_send(plan, b, type, op);
     }
   }
 
@@ -117,23 +115,23 @@ class RingAllReduce final : public AllReduce {
   int rail_of(size_t j) const { return static_cast<int>(j % static_cast<size_t>(opt_.rails)); }
   size_t scratch_offset(const RingPlan& plan, int k, size_t j) const {
     const Range s = plan.slice(plan.recv_chunk(k), j);
-    return static_cast<size_t>(k % 2) * half_bytes_ + (s.begin - plan.chunk(plan.recv_chunk(k)).begin) * esize_;
+    return static_cast<size_t>(k % 2) * half_bytes_ + (s.begin - plan.chunk(plan.recv_chunk(k)).begin) * plan.esize;
   }
   // Reduce-scatter: result[slice] = my input[slice] op what arrived in scratch.
   void reduce_slice(const RingPlan& plan, const CollectiveBuffers& b, int k, size_t j, DataType type, ReduceOp op) {
     const Range s = plan.slice(plan.recv_chunk(k), j);
-    reduce(type, op, b.send->at(b.send_offset + s.begin * esize_), scratch_mr_->at(scratch_offset(plan, k, j)),
-           b.recv->at(b.recv_offset + s.begin * esize_), s.count);
+    reduce(type, op, b.send->at(b.send_offset + s.begin * plan.esize), scratch_mr_->at(scratch_offset(plan, k, j)),
+           b.recv->at(b.recv_offset + s.begin * plan.esize), s.count);
   }
   // What step k sends: the caller's input at step 0, then what was reduced or received.
   LocalSpan send_span(const RingPlan& plan, const CollectiveBuffers& b, int k, size_t j) const {
     const Range s = plan.slice(plan.send_chunk(k), j);
-    if (k == 0) return LocalSpan{b.send, b.send_offset + s.begin * esize_, s.count * esize_};
-    return LocalSpan{b.recv, b.recv_offset + s.begin * esize_, s.count * esize_};
+    if (k == 0) return LocalSpan{b.send, b.send_offset + s.begin * plan.esize, s.count * plan.esize};
+    return LocalSpan{b.recv, b.recv_offset + s.begin * plan.esize, s.count * plan.esize};
   }
 
-  void run_send(const RingPlan& plan, const CollectiveBuffers& b, size_t esize, DataType type, ReduceOp op) {
-    esize_ = esize;
+  void run_send(const RingPlan& plan, const CollectiveBuffers& b, DataType type, ReduceOp op) {
+    const size_t esize = plan.esize;
     std::vector<std::vector<uint64_t>> recv_ids(static_cast<size_t>(plan.steps()));
     auto post_recvs = [&](int k) {
       if (k >= plan.steps()) return;
@@ -168,8 +166,8 @@ class RingAllReduce final : public AllReduce {
     return (static_cast<uint32_t>(k) << 16) | static_cast<uint32_t>(j & 0xffff);
   }
 
-  void run_write(const RingPlan& plan, const CollectiveBuffers& b, size_t esize, DataType type, ReduceOp op) {
-    esize_ = esize;
+  void run_write(const RingPlan& plan, const CollectiveBuffers& b, DataType type, ReduceOp op) {
+    const size_t esize = plan.esize;
     // 1. Keys: the left neighbour writes into my result buffer, so it gets my key (and
     // offset); I get the right neighbour's. Its scratch key travels along, since one
     // message is as cheap as two. Then n-1 credits from the right: one per
@@ -264,7 +262,6 @@ class RingAllReduce final : public AllReduce {
   RingOptions opt_;
   int n_, rank_;
   size_t half_bytes_ = 0;
-  size_t esize_ = 0;
   std::vector<std::byte> scratch_;
   std::unique_ptr<MemoryRegion> scratch_mr_;
   std::vector<std::byte> control_;

@@ -6,6 +6,7 @@
 
 #include "collectives/gather_scatter.h"
 #include "collectives/reduce.h"
+#include "collectives/ring_common.h"
 #include "lib/errors.h"
 
 namespace railbench {
@@ -22,23 +23,10 @@ struct Slicing {
   int rail(size_t j) const { return static_cast<int>(j % static_cast<size_t>(rails)); }
 };
 
-void check_setup(const Transport& t, const RingOptions& o, const char* what) {
-  if (!t.caps().send_recv) {
-    throw UnsupportedError(fmt::format("ring {} needs send/recv, which {} ({}) lacks", what, t.name(), t.provider()));
-  }
-  if (o.rails < 1 || o.rails > t.num_rails()) {
-    throw UsageError(fmt::format("ring {} asked for {} rails, transport has {}", what, o.rails, t.num_rails()));
-  }
-}
-
-int mod(int x, int n) {
-  return ((x % n) + n) % n;
-}
-
 class RingAllGather final : public AllGather {
  public:
   RingAllGather(Progress& p, const RingOptions& o) : p_(p), t_(p.transport()), opt_(o) {
-    check_setup(t_, opt_, "all-gather");
+    check_ring_setup(t_, opt_, "all-gather");
   }
 
   void run(const CollectiveBuffers& b, size_t count, DataType type) override {
@@ -63,7 +51,7 @@ class RingAllGather final : public AllGather {
     // All receives up front: every block lands in its own place, nothing is reused.
     std::vector<std::vector<uint64_t>> recvs(static_cast<size_t>(n - 1), std::vector<uint64_t>(sl.slices()));
     for (int s = 0; s < n - 1; ++s)
-      for (size_t j = 0; j < sl.slices(); ++j) recvs[s][j] = p_.recv(left, sl.rail(j), span(mod(r - s - 1, n), j));
+      for (size_t j = 0; j < sl.slices(); ++j) recvs[s][j] = p_.recv(left, sl.rail(j), span(ring_mod(r - s - 1, n), j));
     // Step 0 sends straight from the input, so copying it into its own block of the
     // result (out of place) overlaps the transfer instead of delaying it.
     for (size_t j = 0; j < sl.slices(); ++j)
@@ -73,7 +61,7 @@ class RingAllGather final : public AllGather {
       for (size_t j = 0; j < sl.slices(); ++j) {
         p_.wait(recvs[s][j], "an all-gather slice from the left neighbour");
         // What arrived at step s is what step s+1 sends on.
-        if (s + 1 < n - 1) p_.send(right, sl.rail(j), span(mod(r - s - 1, n), j));
+        if (s + 1 < n - 1) p_.send(right, sl.rail(j), span(ring_mod(r - s - 1, n), j));
       }
     }
     p_.wait_all("all-gather sends to the right neighbour");
@@ -88,11 +76,10 @@ class RingAllGather final : public AllGather {
 class RingReduceScatter final : public ReduceScatter {
  public:
   RingReduceScatter(Progress& p, const RingOptions& o) : p_(p), t_(p.transport()), opt_(o) {
-    check_setup(t_, opt_, "reduce-scatter");
-    const size_t n = static_cast<size_t>(std::max(t_.world_size(), 1));
+    check_ring_setup(t_, opt_, "reduce-scatter");
     // Halves on cache lines: step k receives into half k%2 and reduces into forward
     // half k%2 while step k-1's halves are still in use.
-    half_ = ((opt_.max_bytes / n) + 64 + 63) & ~size_t{63};
+    half_ = ring_half_bytes(opt_.max_bytes, t_.world_size());
     scratch_.resize(2 * half_);
     forward_.resize(2 * half_);
     scratch_mr_ = t_.register_memory(scratch_.data(), scratch_.size(), MemoryKind::host);
@@ -123,7 +110,7 @@ class RingReduceScatter final : public ReduceScatter {
     // step k-1 left in forward half (k-1)%2.
     auto send_span = [&](int k, size_t j) {
       if (k == 0)
-        return LocalSpan{b.send, b.send_offset + static_cast<size_t>(mod(r - 1, n)) * block + sl.first(j) * es,
+        return LocalSpan{b.send, b.send_offset + static_cast<size_t>(ring_mod(r - 1, n)) * block + sl.first(j) * es,
                          sl.length(j) * es};
       return half_span(forward_mr_.get(), k - 1, j);
     };
@@ -143,7 +130,7 @@ class RingReduceScatter final : public ReduceScatter {
       if (k >= 1) {
         for (uint64_t id : sends[k - 1]) p_.wait(id, "a reduce-scatter send to the right neighbour");
       }
-      const int blk = mod(r - k - 2, n);
+      const int blk = ring_mod(r - k - 2, n);
       const bool last = k == steps - 1;  // blk == r: this rank's result
       for (size_t j = 0; j < sl.slices(); ++j) {
         p_.wait(recvs[k][j], "a reduce-scatter slice from the left neighbour");
