@@ -11,6 +11,9 @@
 #ifdef RAILBENCH_HAVE_OFI
 #include "transports/ofi/ofi_transport.h"
 #endif
+#ifdef RAILBENCH_HAVE_VERBS
+#include "transports/verbs/verbs_transport.h"
+#endif
 
 namespace railbench {
 
@@ -46,6 +49,29 @@ void print_rdma_devices() {
   if (!any) fmt::print("verbs devices: none\n");
 }
 
+#ifdef RAILBENCH_HAVE_VERBS
+// What -t verbs would see: every port with its GID table; "(default)" marks the GID
+// the transport picks without --gid-index.
+void print_verbs_ports() {
+  const auto ports = verbs::list_devices();
+  if (ports.empty()) {
+    fmt::print(
+        "verbs (-t verbs): no RDMA devices (ibv_get_device_list found none): load a driver, or use "
+        "scripts/rxe-vm/run.sh for soft-RoCE\n");
+    print_rdma_devices();  // says whether the kernel has RDMA at all
+    return;
+  }
+  fmt::print("verbs (-t verbs): devices and ports:\n");
+  for (const auto& p : ports) {
+    fmt::print("  {}:{}  state {}, link layer {}, active MTU {}, {} Gb/s, GID table {} entries\n", p.device, p.port,
+               p.state, p.link_layer, p.active_mtu, p.link_gbps, p.gid_table_len);
+    for (const auto& g : p.gids) {
+      fmt::print("    gid[{}] {:<40} {}{}\n", g.index, g.gid, g.type, g.index == p.default_gid ? " (default)" : "");
+    }
+  }
+}
+#endif
+
 }  // namespace
 
 int run_info() {
@@ -65,7 +91,11 @@ int run_info() {
                p.tagged ? "yes" : "no", p.mr_mode.empty() ? "-" : p.mr_mode);
   }
 #endif
+#ifdef RAILBENCH_HAVE_VERBS
+  print_verbs_ports();
+#else
   print_rdma_devices();
+#endif
   return 0;
 }
 

@@ -255,6 +255,7 @@ int run_sendrecv(Bootstrap& bootstrap, const CommonOptions& common, const SendRe
   ctx.progress_note("");
   print_slowest(ctx, records);
   if (common.check) ctx.print(fmt::format("# Wrong bytes : {} {}", total_wrong, total_wrong ? "FAILED" : "OK"));
+  results.set("channels", ctx.gather_channels());
   results.finish(true);
   if (ctx.is_root() && !common.json_path.empty()) ctx.print(fmt::format("# results: {}", common.json_path));
   return total_wrong ? 1 : 0;

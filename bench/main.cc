@@ -30,7 +30,8 @@ bool first_rank_by_environment() {
 }
 
 void add_common(CLI::App* app, CommonOptions& o) {
-  app->add_option("-t,--transport", o.transport, "Transport[:provider]: ofi, ofi:tcp, ofi:shm, ofi:verbs, ofi:efa")
+  app->add_option("-t,--transport", o.transport,
+                  "Transport[:provider]: ofi, ofi:tcp, ofi:shm, ofi:verbs, ofi:efa, verbs")
       ->capture_default_str();
   app->add_option("-b,--min-bytes", o.min_bytes, "Smallest message size (8, 4K, 1M, 1G)");
   app->add_option("-e,--max-bytes", o.max_bytes, "Largest message size");
@@ -42,6 +43,9 @@ void add_common(CLI::App* app, CommonOptions& o) {
   app->add_option("--json", o.json_path, "Write results (JSON, schema in README) to this file after every size");
   app->add_option("--rails", o.rails, "Rails: a count (2) or names (eth0,eth1 / mlx5_0,mlx5_1)");
   app->add_option("--timeout", o.timeout_s, "Seconds without progress from a peer before failing")
+      ->capture_default_str();
+  app->add_option("--gid-index", o.gid_index, "verbs: GID table index (default: the port's RoCE v2 IPv4 GID)");
+  app->add_option("--qps-per-peer", o.qps_per_peer, "verbs: RC queue pairs per peer and rail (ECMP entropy)")
       ->capture_default_str();
 }
 
@@ -66,12 +70,14 @@ int main(int argc, char** argv) {
 
   // The collectives share their options; -o means nothing to allgather (redop "none").
   CollectiveOptions co;
-  auto add_collective = [&](const char* name, const char* help, bool reduces, bool ring_protocol) {
+  auto add_collective = [&](const char* name, const char* help, bool reduces) {
     auto* sub = app.add_subcommand(name, help);
     add_common(sub, common);
     sub->add_option("-d,--datatype", co.datatype, "f32, f64, f16, bf16, i32, i64, u8")->capture_default_str();
     if (reduces) sub->add_option("-o,--op", co.op, "sum, prod, min, max")->capture_default_str();
-    sub->add_option("--algo", co.algo, "Algorithm: ring")->capture_default_str();
+    return sub;
+  };
+  auto add_ring = [&](CLI::App* sub, bool ring_protocol) {
     sub->add_option("--slice-bytes", co.slice_bytes, "Pipeline slice of the ring")->capture_default_str();
     if (ring_protocol) {
       sub->add_option("--protocol", co.protocol, "Ring steps: send (two-sided) or write (RDMA write with immediate)")
@@ -79,10 +85,23 @@ int main(int argc, char** argv) {
     }
     return sub;
   };
-  auto* allreduce =
-      add_collective("allreduce", "All-reduce with nccl-tests columns (size, time, algbw, busbw)", true, true);
-  auto* allgather = add_collective("allgather", "All-gather (ring) with nccl-tests columns", false, false);
-  auto* reducescatter = add_collective("reducescatter", "Reduce-scatter (ring) with nccl-tests columns", true, false);
+  auto* allreduce = add_collective("allreduce", "All-reduce with nccl-tests columns (size, time, algbw, busbw)", true);
+  allreduce->add_option("--algo", co.algo, "ring (default), rhd (recursive halving-doubling), hier (rail-aware), auto");
+  allreduce->add_option("--ranks-per-node", co.ranks_per_node,
+                        "hier/auto: consecutive ranks per node (default: group by host name)");
+  add_ring(allreduce, true);
+  auto* allgather = add_collective("allgather", "All-gather (ring) with nccl-tests columns", false);
+  allgather->add_option("--algo", co.algo, "ring (the only one)");
+  add_ring(allgather, false);
+  auto* reducescatter = add_collective("reducescatter", "Reduce-scatter (ring) with nccl-tests columns", true);
+  reducescatter->add_option("--algo", co.algo, "ring (the only one)");
+  add_ring(reducescatter, false);
+  auto* alltoall = add_collective(
+      "alltoall", "All-to-all (pairwise exchange, the MoE pattern) with nccl-tests columns and per-link step times",
+      false);
+  alltoall->add_option("--algo", co.algo, "pairwise (the only one)");
+  alltoall->add_option("--window", co.window, "Steps (peers) in flight at once; 1: strict pairwise")
+      ->capture_default_str();
 
   auto* info = app.add_subcommand("info", "What this build contains and which providers and devices this host has");
 
@@ -96,7 +115,7 @@ int main(int argc, char** argv) {
     if (first_rank_by_environment()) {
       fmt::print(stderr,
                  "railbench: error: unknown subcommand '{}': use one of sendrecv, allreduce, allgather, "
-                 "reducescatter, info\n",
+                 "reducescatter, alltoall, info\n",
                  argv[1]);
     }
     return 2;
@@ -132,6 +151,7 @@ int main(int argc, char** argv) {
     if (allreduce->parsed()) return run_collective(*bootstrap, common, co, Pattern::all_reduce);
     if (allgather->parsed()) return run_collective(*bootstrap, common, co, Pattern::all_gather);
     if (reducescatter->parsed()) return run_collective(*bootstrap, common, co, Pattern::reduce_scatter);
+    if (alltoall->parsed()) return run_collective(*bootstrap, common, co, Pattern::all_to_all);
   } catch (const AgreedError& e) {
     // Every rank saw it: say it once, and let every rank end normally (MPI_Finalize).
     if (bootstrap ? bootstrap->rank() == 0 : first_rank_by_environment()) {

@@ -19,6 +19,8 @@ struct CommonOptions {
   std::string json_path;          // --json
   std::string rails;              // --rails: a count ("2") or names ("eth0,eth1")
   double timeout_s = 60;          // --timeout: no progress from a peer for this long fails
+  int gid_index = -1;             // --gid-index (verbs): -1 picks the RoCE v2 GID of the port's IPv4 address
+  int qps_per_peer = 1;           // --qps-per-peer (verbs): RC queue pairs per (peer, rail)
   std::vector<std::string> argv;  // the command line, recorded in the results
 };
 
@@ -29,13 +31,15 @@ struct SendRecvOptions {
   bool all_pairs = false;     // print every pair at every size
 };
 
-// allreduce, allgather, reducescatter.
+// allreduce, allgather, reducescatter, alltoall.
 struct CollectiveOptions {
   std::string datatype = "f32";
   std::string op = "sum";
-  std::string algo = "ring";
+  std::string algo;  // empty: ring (alltoall: pairwise); allreduce also rhd, hier, auto
   std::string slice_bytes = "16M";
   std::string protocol = "send";
+  int window = 4;          // alltoall: steps (peers) in flight
+  int ranks_per_node = 0;  // hier/auto: consecutive ranks per node; 0 groups by host name
 };
 
 }  // namespace railbench

@@ -81,6 +81,8 @@ void RunContext::agree(const std::function<void()>& step) {
 void RunContext::open_transport() {
   agree([&] {
     spec_ = parse_transport_spec(options_.transport, options_.rails);
+    spec_.gid_index = options_.gid_index;
+    spec_.qps_per_peer = options_.qps_per_peer;
     transport_ = make_transport(spec_, rank_, size_, all_on_one_host());
   });
   transport_->connect_all(bootstrap_);
@@ -132,6 +134,23 @@ json RunContext::results_header(json config) const {
               {"config", std::move(config)},
               {"world", {{"size", size_}, {"hosts", num_hosts()}, {"bootstrap", bootstrap_.kind()}, {"ranks", ranks}}},
               {"transport", std::move(transport)}};
+}
+
+json RunContext::gather_channels() {
+  json mine = json::array();
+  for (const auto& c : transport_->channel_counters()) {
+    mine.push_back(json{{"rank", rank_},
+                        {"peer", c.peer},
+                        {"rail", c.rail},
+                        {"channel", c.channel},
+                        {"posted", c.posted},
+                        {"completions", c.completions},
+                        {"bytes", c.bytes}});
+  }
+  json all = json::array();
+  for (const auto& s : bootstrap_.all_gather_strings(mine.dump()))
+    for (auto& entry : json::parse(s)) all.push_back(std::move(entry));
+  return all;
 }
 
 void RunContext::print(const std::string& line) const {

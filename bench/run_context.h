@@ -55,6 +55,10 @@ class RunContext {
   // The results header: command, argv, config, world and transport.
   nlohmann::json results_header(nlohmann::json config) const;
 
+  // Every rank's per-channel counters (collective: all ranks call it), for the
+  // results' "channels" field.
+  nlohmann::json gather_channels();
+
   // rank 0 only: a line to stdout (tables), flushed so a later failure keeps it.
   void print(const std::string& line) const;
   // Progress on long sweeps: stderr, rank 0, only when stderr is a terminal.

@@ -11,6 +11,9 @@
 #ifdef RAILBENCH_HAVE_OFI
 #include "transports/ofi/ofi_transport.h"
 #endif
+#ifdef RAILBENCH_HAVE_VERBS
+#include "transports/verbs/verbs_transport.h"
+#endif
 
 namespace railbench {
 
@@ -18,6 +21,9 @@ std::vector<std::string> built_transports() {
   std::vector<std::string> out;
 #ifdef RAILBENCH_HAVE_OFI
   out.push_back("ofi");
+#endif
+#ifdef RAILBENCH_HAVE_VERBS
+  out.push_back("verbs");
 #endif
   return out;
 }
@@ -61,12 +67,32 @@ TransportSpec parse_transport_spec(const std::string& transport, const std::stri
 std::unique_ptr<Transport> make_transport(const TransportSpec& spec, int rank, int world_size, bool all_on_one_host) {
 #ifdef RAILBENCH_HAVE_OFI
   if (spec.name == "ofi") {
+    if (spec.gid_index >= 0 || spec.qps_per_peer != 1) {
+      throw UsageError(
+          "--gid-index and --qps-per-peer apply to -t verbs; libfabric chooses these itself (drop them for -t ofi)");
+    }
     ofi::OfiOptions o;
     o.provider = spec.provider;
     o.domains = spec.rail_names;
     o.num_rails = spec.num_rails;
     o.all_ranks_on_one_host = all_on_one_host;
     return ofi::make_transport(o, rank, world_size);
+  }
+#endif
+#ifdef RAILBENCH_HAVE_VERBS
+  if (spec.name == "verbs") {
+    if (!spec.provider.empty()) {
+      throw UsageError(fmt::format(
+          "-t verbs takes no provider ('-t verbs:{}'): choose devices with --rails (e.g. --rails mlx5_0,mlx5_1 or "
+          "mlx5_0:1); for libfabric's verbs provider use -t ofi:verbs",
+          spec.provider));
+    }
+    verbs::VerbsOptions o;
+    o.devices = spec.rail_names;
+    o.num_rails = spec.num_rails;
+    o.gid_index = spec.gid_index;
+    o.qps_per_peer = spec.qps_per_peer;
+    return verbs::make_transport(o, rank, world_size);
   }
 #endif
   (void)rank;

@@ -15,6 +15,8 @@ struct TransportSpec {
   std::string provider;  // "tcp", "shm", "" (auto)
   int num_rails = 1;
   std::vector<std::string> rail_names;  // explicit domains/devices, empty: auto
+  int gid_index = -1;                   // verbs: --gid-index, -1 picks the RoCE v2 GID
+  int qps_per_peer = 1;                 // verbs: --qps-per-peer
 };
 
 // Parses -t and --rails; throws UsageError naming the valid forms.

@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "lib/datatype.h"
 #include "lib/progress.h"
@@ -55,5 +56,27 @@ struct RingOptions {
 // forwarded as soon as they are reduced. Needs caps().send_recv (and write with
 // immediate for the write protocol).
 std::unique_ptr<AllReduce> make_ring_allreduce(Progress& progress, const RingOptions& options);
+
+// Recursive halving-doubling for any rank count (non-powers of two fold the first
+// 2(n-p) ranks pairwise): 2 log2(p) steps instead of 2(n-1), so fewer latencies at
+// small sizes, the same bytes per rank as the ring at large ones (for powers of two).
+std::unique_ptr<AllReduce> make_rhd_allreduce(Progress& progress, size_t max_bytes, int rails);
+
+// Which node each rank is on (any ids; equal id = same node).
+struct NodeLayout {
+  std::vector<int> node_of;
+};
+
+// Rail-aware hierarchical all-reduce: reduce-scatter among the L ranks of a node,
+// rhd all-reduce of each block across nodes among the ranks with the same local index
+// (the same rail on a rail-optimized fabric), all-gather within the node. Needs the
+// same L on every node.
+std::unique_ptr<AllReduce> make_hier_allreduce(Progress& progress, size_t max_bytes, int rails,
+                                               const NodeLayout& layout);
+
+// --algo auto: which all-reduce to run for `bytes` on this shape. One host: rhd below
+// the crossover (its log2 steps win while latency dominates), ring above; several
+// hosts with several ranks each: hier above the crossover.
+std::string choose_allreduce(size_t bytes, int ranks, int nodes, bool uniform_nodes);
 
 }  // namespace railbench

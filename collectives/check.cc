@@ -97,15 +97,45 @@ uint64_t count_wrong_allreduce(DataType type, ReduceOp op, int nranks, uint32_t 
   return wrong;
 }
 
-uint64_t count_wrong_allgather(DataType type, int nranks, uint32_t seed, const void* result, size_t count) {
-  const size_t esize = size_of(type);
-  std::vector<std::byte> want(count * esize);
+namespace {
+double block_value(int src, int dst, uint32_t seed, size_t i) {
+  const size_t v = i * 7 + static_cast<size_t>(seed) * 13 + static_cast<size_t>(src) * 31 +
+                   static_cast<size_t>(dst) * 17 + (i >> 8) * 3;
+  return static_cast<double>(v % 251);
+}
+}  // namespace
+
+void fill_block(DataType type, int src, int dst, uint32_t seed, void* buf, size_t count) {
+  for (size_t i = 0; i < count; ++i) store(type, buf, i, block_value(src, dst, seed, i));
+}
+
+uint64_t count_wrong_block(DataType type, int src, int dst, uint32_t seed, const void* buf, size_t count) {
   uint64_t wrong = 0;
-  for (int q = 0; q < nranks; ++q) {
-    fill_input(type, ReduceOp::sum, q, seed, want.data(), count);
-    const auto* got = static_cast<const std::byte*>(result) + static_cast<size_t>(q) * count * esize;
-    for (size_t i = 0; i < count; ++i) wrong += std::memcmp(got + i * esize, want.data() + i * esize, esize) != 0;
-  }
+  for (size_t i = 0; i < count; ++i) wrong += load(type, buf, i) != block_value(src, dst, seed, i);
+  return wrong;
+}
+
+uint64_t count_wrong_allgather(DataType type, int nranks, uint32_t seed, const void* result, size_t count) {
+  const size_t block = count * size_of(type);
+  uint64_t wrong = 0;
+  for (int q = 0; q < nranks; ++q)
+    wrong += count_wrong_block(type, q, 0, seed, static_cast<const std::byte*>(result) + static_cast<size_t>(q) * block,
+                               count);
+  return wrong;
+}
+
+void fill_alltoall(DataType type, int rank, int nranks, uint32_t seed, void* input, size_t count) {
+  const size_t block = count * size_of(type);
+  for (int q = 0; q < nranks; ++q)
+    fill_block(type, rank, q, seed, static_cast<std::byte*>(input) + static_cast<size_t>(q) * block, count);
+}
+
+uint64_t count_wrong_alltoall(DataType type, int rank, int nranks, uint32_t seed, const void* result, size_t count) {
+  const size_t block = count * size_of(type);
+  uint64_t wrong = 0;
+  for (int q = 0; q < nranks; ++q)
+    wrong += count_wrong_block(type, q, rank, seed,
+                               static_cast<const std::byte*>(result) + static_cast<size_t>(q) * block, count);
   return wrong;
 }
 

@@ -21,8 +21,19 @@ void fill_input(DataType type, ReduceOp op, int rank, uint32_t seed, void* buf, 
 uint64_t count_wrong_allreduce(DataType type, ReduceOp op, int nranks, uint32_t seed, const void* result, size_t count,
                                size_t first = 0);
 
-// All-gather: block q of `result` (count elements) must be rank q's input, bit for bit.
+// Data-movement pattern (all-gather, all-to-all): the block rank `src` sends to rank
+// `dst`. Integers 0..250, exact in every type (bf16 included), differing between
+// blocks, so a block delivered to the wrong place is caught, not only a corrupt one.
+void fill_block(DataType type, int src, int dst, uint32_t seed, void* buf, size_t count);
+uint64_t count_wrong_block(DataType type, int src, int dst, uint32_t seed, const void* buf, size_t count);
+
+// All-gather: block q of `result` (count elements) must be fill_block(q, 0), bit for bit.
 uint64_t count_wrong_allgather(DataType type, int nranks, uint32_t seed, const void* result, size_t count);
+
+// All-to-all on rank `rank`: block q of `input` is fill_block(rank, q); block q of
+// `result` must be fill_block(q, rank).
+void fill_alltoall(DataType type, int rank, int nranks, uint32_t seed, void* input, size_t count);
+uint64_t count_wrong_alltoall(DataType type, int rank, int nranks, uint32_t seed, const void* result, size_t count);
 
 // Byte pattern for point-to-point checks: depends on sender, seed and offset.
 void fill_bytes(int sender, uint32_t seed, void* buf, size_t len);

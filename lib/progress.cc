@@ -127,6 +127,13 @@ void Progress::wait(uint64_t wr_id, const char* what) {
   wait_until([&] { return done(wr_id); }, what, s.id == wr_id ? s.peer : -1);
 }
 
+void Progress::wait_any(std::span<const uint64_t> ids, const char* what) {
+  if (ids.empty()) return;
+  const Slot& first = slots_[ids[0] & kMask];
+  wait_until([&] { return std::any_of(ids.begin(), ids.end(), [&](uint64_t id) { return done(id); }); }, what,
+             first.id == ids[0] ? first.peer : -1);
+}
+
 void Progress::wait_all(const char* what) {
   wait_until([&] { return outstanding_ == 0; }, what, -1);
 }

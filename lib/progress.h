@@ -5,6 +5,7 @@
 #pragma once
 
 #include <deque>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -56,6 +57,8 @@ class Progress {
   size_t bytes(uint64_t wr_id) const;
   void wait(uint64_t wr_id, const char* what);
   void wait_all(const char* what);
+  // Waits until at least one of `ids` has completed (all of them may have already).
+  void wait_any(std::span<const uint64_t> ids, const char* what);
   // Waits for the next remote write-with-imm notification and returns its imm.
   uint32_t wait_imm(int expected_peer, const char* what);
   // Waits for the notification carrying exactly `imm` (notifications on different

@@ -160,6 +160,11 @@ void ResultsFile::add(json size_result) {
   write();
 }
 
+void ResultsFile::set(const std::string& key, json value) {
+  doc_[key] = std::move(value);
+  write();
+}
+
 void ResultsFile::finish(bool complete, const std::string& error) {
   doc_["status"] = complete ? "complete" : "failed";
   doc_["finished_at"] = now_iso8601();

@@ -75,6 +75,8 @@ class ResultsFile {
   ResultsFile(std::string path, nlohmann::json header);
 
   void add(nlohmann::json size_result);  // appends to "results" and rewrites the file
+  // Sets a top-level field (e.g. "channels") and rewrites the file.
+  void set(const std::string& key, nlohmann::json value);
   // Marks the run complete, or failed with `error` (results so far are kept).
   void finish(bool complete, const std::string& error = "");
   const nlohmann::json& doc() const { return doc_; }

@@ -123,6 +123,17 @@ struct RemoteSpan {
   size_t offset = 0;
 };
 
+// Traffic one channel (a verbs queue pair, an ofi endpoint) carried, so a run can show
+// that connections really were spread, e.g. over --qps-per-peer queue pairs.
+struct ChannelCounters {
+  int peer = -1;
+  int rail = 0;
+  int channel = 0;           // index among this (peer, rail)'s channels
+  uint64_t posted = 0;       // work requests posted (sends, receives, writes, reads)
+  uint64_t completions = 0;  // local completions reaped, including unsignaled ones they cover
+  uint64_t bytes = 0;        // payload bytes posted
+};
+
 enum class CollectiveKind : uint8_t { all_reduce, all_gather, reduce_scatter, all_to_all };
 
 // Arguments of a native collective, in nccl-tests terms: `count` is elements per rank
@@ -181,6 +192,10 @@ class Transport {
 
   // Human-readable reason for the most recent Status::error, naming peer and rail.
   virtual std::string last_error() const = 0;
+
+  // Per-channel traffic counters since the transport opened; empty when the transport
+  // keeps none. Control path: call it between measurements, not inside them.
+  virtual std::vector<ChannelCounters> channel_counters() const { return {}; }
 };
 
 }  // namespace railbench

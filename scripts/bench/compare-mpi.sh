@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # railbench vs Open MPI on this host, in one run: 2 ranks, same sizes, same iteration
 # counts, same timing definition (bench/reference/mpi_reference.c). For all-reduce,
-# all-gather and reduce-scatter (MPI_Allreduce, MPI_Allgather,
-# MPI_Reduce_scatter_block) prints the busbw ratio per size (target >= 1.0 from 1M up),
+# all-gather, reduce-scatter and all-to-all (MPI_Allreduce, MPI_Allgather,
+# MPI_Reduce_scatter_block, MPI_Alltoall) prints the busbw ratio per size (target
+# >= 1.0 from 1M up),
 # then send/recv bandwidth at 4M against memcpy (the one-copy limit) and libfabric's
 # fi_pingpong over shm.
 #
 # Each measurement is repeated REPS times, alternating railbench and its peer, and the
 # median is reported: the machine is shared and noisy.
-#   scripts/bench/compare-mpi.sh [REPS]      (env: ITERS, WARMUP, MIN, MAX)
+#   scripts/bench/compare-mpi.sh [REPS]      (env: COLLECTIVES, ITERS, WARMUP, MIN, MAX)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 source "$root/scripts/lib/mpirun.sh"
@@ -23,7 +24,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
 echo "# compare-mpi: $(nproc) cores, 2 ranks, ofi:shm vs Open MPI $(mpirun --version | head -1 | awk '{print $NF}'), ${iters} iterations + ${warmup} warm-up, median of ${reps} runs"
-collectives=${COLLECTIVES:-allreduce allgather reducescatter}
+collectives=${COLLECTIVES:-allreduce allgather reducescatter alltoall}
 for coll in $collectives; do
 for ((r = 0; r < reps; ++r)); do
   rb_mpirun 2 "$build/railbench" "$coll" -t ofi:shm -b "$min" -e "$max" -f 2 -n "$iters" -w "$warmup" \

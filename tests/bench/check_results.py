@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """Validates a railbench results file as the integration tests expect it.
 
-check_results.py FILE --ranks N [--command allreduce|sendrecv] [--rails R] [--check]
+check_results.py FILE --ranks N --command C [--rails R] [--check] [--sizes K] [--algo A]
 Fails (exit 1, one line saying why) unless the run completed, every size has results,
-#wrong is 0 everywhere, and for sendrecv every pair appears on every rail with latency
-and bandwidth percentiles that are ordered and positive.
+#wrong is 0 everywhere, busbw follows the nccl-tests factor, for sendrecv every pair
+appears on every rail with latency and bandwidth percentiles that are ordered and
+positive, and for alltoall every size holds a step time for every ordered pair.
 """
 import argparse
 import json
@@ -36,6 +37,7 @@ def main():
     ap.add_argument("--rails", type=int, default=1)
     ap.add_argument("--check", action="store_true", help="the run used -c: wrong counts must be 0")
     ap.add_argument("--sizes", type=int, default=0, help="exact number of sizes expected")
+    ap.add_argument("--algo", default="", help="every size must have run this algorithm")
     a = ap.parse_args()
 
     with open(a.file) as f:
@@ -77,8 +79,17 @@ def main():
     else:
         n = a.ranks
         factor = {"allreduce": 2 * (n - 1) / n, "allgather": (n - 1) / n,
-                  "reducescatter": (n - 1) / n}.get(a.command, 1.0)
+                  "reducescatter": (n - 1) / n, "alltoall": (n - 1) / n}.get(a.command, 1.0)
         for res in results:
+            if a.algo and res["algo"] != a.algo:
+                fail(f"size {res['bytes']}: algo {res['algo']}, expected {a.algo}")
+            if a.command == "alltoall":
+                expected = {(i, j) for i in range(n) for j in range(n) if i != j}
+                got = {(p["src"], p["dst"]) for p in res.get("pairs", [])}
+                if got != expected:
+                    fail(f"size {res['bytes']}: step times for {sorted(got)} != every ordered pair {sorted(expected)}")
+                for p in res["pairs"]:
+                    check_summary(f"size {res['bytes']} {p['src']}->{p['dst']} step_us", p["step_us"])
             for side in ("out_of_place", "in_place"):
                 s = res[side]
                 where = f"size {res['bytes']} {side}"

@@ -1,13 +1,15 @@
-// Ring all-reduce on 1..8 ranks (threads bootstrap) over real libfabric shm and tcp,
-// verified element by element against a sequential reference.
+// All-reduce algorithms (ring, rhd, hier) on 1..8 ranks (threads bootstrap) over real
+// libfabric shm and tcp, verified element by element against a sequential reference.
 #include <catch2/catch.hpp>
 
 #include <cstring>
+#include <functional>
 
 #include <fmt/format.h>
 
 #include "collectives/allreduce.h"
 #include "collectives/check.h"
+#include "lib/errors.h"
 #include "lib/progress.h"
 #include "tests/transports/ofi_world.h"
 #include "tests/transports/world.h"
@@ -19,9 +21,20 @@ using railbench::testing::run_ranks;
 
 namespace {
 
-void allreduce_case(const char* provider, int n, int rails, size_t slice_bytes,
-                    const std::vector<std::pair<DataType, ReduceOp>>& kinds, const std::vector<size_t>& counts,
-                    RingProtocol protocol = RingProtocol::send) {
+using Kinds = std::vector<std::pair<DataType, ReduceOp>>;
+// Makes the algorithm under test for a rank: (progress, max_bytes, rails, world size).
+using Maker = std::function<std::unique_ptr<AllReduce>(Progress&, size_t, int, int)>;
+
+Kinds every_kind() {
+  Kinds kinds;
+  for (DataType t :
+       {DataType::f32, DataType::f64, DataType::f16, DataType::bf16, DataType::i32, DataType::i64, DataType::u8})
+    for (ReduceOp op : {ReduceOp::sum, ReduceOp::prod, ReduceOp::min, ReduceOp::max}) kinds.emplace_back(t, op);
+  return kinds;
+}
+
+void check_allreduce(const char* provider, int n, int rails, const Kinds& kinds, const std::vector<size_t>& counts,
+                     const Maker& make) {
   run_ranks(n, [&](Bootstrap& b) {
     auto t = open_ofi(provider, b, rails);
     Progress p(*t, 30);
@@ -30,7 +43,7 @@ void allreduce_case(const char* provider, int n, int rails, size_t slice_bytes,
     std::vector<std::byte> send(max_bytes), recv(max_bytes);
     auto smr = t->register_memory(send.data(), max_bytes, MemoryKind::host);
     auto rmr = t->register_memory(recv.data(), max_bytes, MemoryKind::host);
-    auto ring = make_ring_allreduce(p, RingOptions{max_bytes, slice_bytes, rails, protocol});
+    auto algo = make(p, max_bytes, rails, n);
     uint32_t seed = 0;
     for (auto [type, op] : kinds) {
       for (size_t count : counts) {
@@ -40,15 +53,38 @@ void allreduce_case(const char* provider, int n, int rails, size_t slice_bytes,
               in_place ? CollectiveBuffers{rmr.get(), 0, rmr.get(), 0} : CollectiveBuffers{smr.get(), 0, rmr.get(), 0};
           fill_input(type, op, b.rank(), seed, bufs.send->data(), count);
           if (!in_place) std::memset(recv.data(), 0xff, count * size_of(type));
-          ring->run(bufs, count, type, op);
+          algo->run(bufs, count, type, op);
           const uint64_t wrong = count_wrong_allreduce(type, op, n, seed, recv.data(), count);
-          expect(wrong == 0,
-                 fmt::format("{} n={} {} {} count={} {} rank {}: {} wrong", provider, n, to_string(type), to_string(op),
-                             count, in_place ? "in-place" : "out-of-place", b.rank(), wrong));
+          expect(wrong == 0, fmt::format("{} {} n={} {} {} count={} {} rank {}: {} wrong", algo->name(), provider, n,
+                                         to_string(type), to_string(op), count, in_place ? "in-place" : "out-of-place",
+                                         b.rank(), wrong));
         }
       }
     }
+    // A rank may return while a peer still waits for its last send to complete; ranks
+    // are threads of one process here, so none may close its endpoint before that.
+    b.barrier();
   });
+}
+
+void allreduce_case(const char* provider, int n, int rails, size_t slice_bytes, const Kinds& kinds,
+                    const std::vector<size_t>& counts, RingProtocol protocol = RingProtocol::send) {
+  check_allreduce(provider, n, rails, kinds, counts, [&](Progress& p, size_t max_bytes, int r, int) {
+    return make_ring_allreduce(p, RingOptions{max_bytes, slice_bytes, r, protocol});
+  });
+}
+
+Maker rhd() {
+  return [](Progress& p, size_t max_bytes, int rails, int) { return make_rhd_allreduce(p, max_bytes, rails); };
+}
+
+// hier with `per_node` consecutive ranks per pretend node.
+Maker hier(int per_node) {
+  return [per_node](Progress& p, size_t max_bytes, int rails, int n) {
+    NodeLayout layout;
+    for (int r = 0; r < n; ++r) layout.node_of.push_back(r / per_node);
+    return make_hier_allreduce(p, max_bytes, rails, layout);
+  };
 }
 
 }  // namespace
@@ -62,11 +98,65 @@ TEST_CASE("ring all-reduce, f32 sum, 1..8 ranks over shm, odd counts, both place
 }
 
 TEST_CASE("ring all-reduce, every type and op, 3 ranks over shm", "[allreduce]") {
-  std::vector<std::pair<DataType, ReduceOp>> kinds;
-  for (DataType t :
-       {DataType::f32, DataType::f64, DataType::f16, DataType::bf16, DataType::i32, DataType::i64, DataType::u8})
-    for (ReduceOp op : {ReduceOp::sum, ReduceOp::prod, ReduceOp::min, ReduceOp::max}) kinds.emplace_back(t, op);
-  allreduce_case("shm", 3, 1, 1024, kinds, {1, 7, 1023});
+  allreduce_case("shm", 3, 1, 1024, every_kind(), {1, 7, 1023});
+}
+
+TEST_CASE("rhd all-reduce, 1..8 ranks over shm (powers of two and not), odd counts", "[allreduce][rhd]") {
+  for (int n = 1; n <= 8; ++n) {
+    DYNAMIC_SECTION(n << " ranks") {
+      check_allreduce("shm", n, 1, {{DataType::f32, ReduceOp::sum}, {DataType::i64, ReduceOp::min}},
+                      {1, 7, 1023, 65536 + 3}, rhd());
+    }
+  }
+}
+
+TEST_CASE("rhd all-reduce, every type and op, 3 and 6 ranks over shm", "[allreduce][rhd]") {
+  for (int n : {3, 6}) {
+    DYNAMIC_SECTION(n << " ranks") {
+      check_allreduce("shm", n, 1, every_kind(), {1, 7, 1023}, rhd());
+    }
+  }
+}
+
+TEST_CASE("rhd all-reduce over tcp on 2 rails, large transfers striped", "[allreduce][rhd]") {
+  check_allreduce("tcp", 3, 2, {{DataType::f32, ReduceOp::sum}}, {7, 300000}, rhd());
+}
+
+TEST_CASE("hier all-reduce: nodes x local ranks over shm, odd counts", "[allreduce][hier]") {
+  // (nodes, ranks per node): 2x2 is the acceptance shape; 3 nodes makes the cross-node
+  // rhd fold; 1 node and 1 rank per node are the degenerate ends.
+  for (auto [nodes, local] : std::vector<std::pair<int, int>>{{2, 2}, {3, 2}, {2, 3}, {1, 4}, {4, 1}, {2, 4}}) {
+    DYNAMIC_SECTION(nodes << " nodes x " << local << " ranks") {
+      check_allreduce("shm", nodes * local, 1, {{DataType::f32, ReduceOp::sum}, {DataType::u8, ReduceOp::max}},
+                      {1, 7, 1023, 65536 + 3}, hier(local));
+    }
+  }
+}
+
+TEST_CASE("hier all-reduce, every type and op, 2 nodes x 2 ranks over shm", "[allreduce][hier]") {
+  check_allreduce("shm", 4, 1, every_kind(), {1, 7, 1023}, hier(2));
+}
+
+TEST_CASE("hier all-reduce refuses nodes of different sizes", "[allreduce][hier]") {
+  run_ranks(3, [&](Bootstrap& b) {
+    auto t = open_ofi("shm", b, 1);
+    Progress p(*t, 30);
+    bool threw = false;
+    try {
+      make_hier_allreduce(p, 1024, 1, NodeLayout{{0, 0, 1}});
+    } catch (const UsageError& e) {
+      threw = std::string(e.what()).find("same number of ranks on every node") != std::string::npos;
+    }
+    expect(threw, "a 2+1 layout must be refused with a message naming the problem");
+  });
+}
+
+TEST_CASE("auto all-reduce choice follows size and shape", "[allreduce][unit]") {
+  CHECK(choose_allreduce(1024, 8, 1, true) == "rhd");
+  CHECK(choose_allreduce(64 << 20, 8, 1, true) == "ring");
+  CHECK(choose_allreduce(64 << 20, 16, 2, true) == "hier");
+  CHECK(choose_allreduce(64 << 20, 16, 2, false) == "ring");
+  CHECK(choose_allreduce(64 << 20, 4, 4, true) == "ring");  // one rank per node: nothing to do inside nodes
 }
 
 TEST_CASE("ring all-reduce over tcp on 2 rails, slices striped across them", "[allreduce]") {

@@ -47,7 +47,7 @@ void gather_scatter_case(Which which, const char* provider, int n, int rails, si
           if (which == Which::allgather) {
             const CollectiveBuffers bufs = in_place ? CollectiveBuffers{rmr.get(), own, rmr.get(), 0}
                                                     : CollectiveBuffers{smr.get(), 0, rmr.get(), 0};
-            fill_input(type, ReduceOp::sum, b.rank(), seed, bufs.send->at(bufs.send_offset), count);
+            fill_block(type, b.rank(), 0, seed, bufs.send->at(bufs.send_offset), count);
             ag->run(bufs, count, type);
             wrong = count_wrong_allgather(type, n, seed, recv.data(), count);
           } else {
