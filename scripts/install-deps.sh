@@ -13,7 +13,7 @@ packages=(
   python3 iproute2 procps
 )
 # The soft-RoCE VM test bed (scripts/rxe-vm) needs these too.
-packages+=(qemu-system-x86 busybox-static cpio kmod)
+packages+=(qemu-system-x86 busybox-static cpio kmod xz-utils)
 
 missing=()
 for p in "${packages[@]}"; do

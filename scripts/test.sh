@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite, from a fresh Debian machine: installs dependencies, builds with
 # warnings as errors, runs every ctest test (unit, transport, mpirun integration, bad
-# input, formatting). .ci/run calls exactly this.
+# input, soft-RoCE inside a VM, formatting). .ci/run calls exactly this. Extra
+# arguments go to ctest, e.g. scripts/test.sh -L rxe or scripts/test.sh -LE rxe.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 "$root/scripts/install-deps.sh"

@@ -38,6 +38,8 @@ def main():
     ap.add_argument("--check", action="store_true", help="the run used -c: wrong counts must be 0")
     ap.add_argument("--sizes", type=int, default=0, help="exact number of sizes expected")
     ap.add_argument("--algo", default="", help="every size must have run this algorithm")
+    ap.add_argument("--channels", type=int, default=0,
+                    help="every rank must have used this many channels (queue pairs) to every peer on every rail")
     a = ap.parse_args()
 
     with open(a.file) as f:
@@ -101,6 +103,20 @@ def main():
                     fail(f"{where}: algbw {s['algbw_gbps']} != bytes/time {algbw}")
                 if abs(s["busbw_gbps"] - algbw * factor) > 1e-6 * max(1, algbw):
                     fail(f"{where}: busbw {s['busbw_gbps']} != algbw x {factor}")
+    if a.channels:
+        used = {}
+        for c in doc.get("channels", []):
+            if c["posted"] > 0:
+                used.setdefault((c["rank"], c["peer"], c["rail"]), set()).add(c["channel"])
+        for r in range(a.ranks):
+            for q in range(a.ranks):
+                for rail in range(a.rails):
+                    if q == r:
+                        continue
+                    got = used.get((r, q, rail), set())
+                    if got != set(range(a.channels)):
+                        fail(f"rank {r} -> peer {q} rail {rail}: traffic on channels {sorted(got)}, "
+                             f"expected all of 0..{a.channels - 1}")
     print(f"OK: {a.command}, {a.ranks} ranks, {len(results)} sizes")
 
 

@@ -6,7 +6,9 @@
 #include <rdma/fi_tagged.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <random>
+#include <string>
 #include <utility>
 
 #include <fmt/format.h>
@@ -360,6 +362,14 @@ bool OfiTransport::read_error(Rail& rail, Completion& c) noexcept {
 std::unique_ptr<Transport> make_transport(const OfiOptions& options, int rank, int world_size) {
   if (world_size < 1 || rank < 0 || rank >= world_size) {
     throw UsageError(fmt::format("invalid rank {} for a world of {} rank(s)", rank, world_size));
+  }
+  // Providers size their queues by the job's size, FI_UNIVERSE_SIZE, which defaults to
+  // 256: ofi_rxm over verbs then asks for a completion queue of (tx + rx) x 256 entries,
+  // more than soft-RoCE (rxe) allows, and fi_enable fails. The job's real size is the
+  // right value (MPI libraries set it the same way); a value the user set wins. Must
+  // happen before the first fi_getinfo, which is when providers read their parameters.
+  if (std::getenv("FI_UNIVERSE_SIZE") == nullptr) {
+    setenv("FI_UNIVERSE_SIZE", std::to_string(std::max(world_size, 2)).c_str(), 0);
   }
   return std::make_unique<OfiTransport>(select_rails(options), rank, world_size);
 }

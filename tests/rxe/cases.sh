@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# The soft-RoCE cases, run INSIDE the rxe VM (scripts/rxe-vm/run.sh --rails 2), one VM
+# boot per group since a boot costs ~30 s under TCG:
+#   cases.sh verbs|ofi-verbs|bad-input RAILBENCH
+# Each case is tests/bench/mpi_case.sh: real processes under a real mpirun, results
+# validated by check_results.py (every pair on every rail, #wrong 0). rxe under TCG
+# moves ~20 MB/s, so sizes and iteration counts are small.
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+group=$1 rb=$2
+case_sh=$here/../bench/mpi_case.sh
+export RAILBENCH_TEST_DEADLINE=${RAILBENCH_TEST_DEADLINE:-300}
+failed=()
+
+run() {  # run NAME NP MODE ARG -- railbench args...
+  local name=$1
+  shift
+  echo "=== $name"
+  if "$case_sh" "$@"; then echo "=== ok: $name"; else
+    echo "=== FAILED: $name"
+    failed+=("$name")
+  fi
+}
+
+# sendrecv: small sizes, few bandwidth windows; allreduce: up to 1M, a few iterations.
+sr=(-b 8 -e 64K -f 8 -n 50 -w 5 --window 8 --bw-iters 2 -c)
+ar=(-b 1K -e 1M -f 8 -n 3 -w 1 -c --slice-bytes 256K)
+
+case $group in
+  verbs)
+    for np in 2 4; do
+      run "verbs sendrecv -np $np, 2 rails" $np expect-ok "--command sendrecv --check --rails 2" -- \
+        "$rb" sendrecv -t verbs --rails 2 "${sr[@]}"
+      run "verbs allreduce -np $np, 2 rails" $np expect-ok "--command allreduce --check --rails 2" -- \
+        "$rb" allreduce -t verbs --rails 2 "${ar[@]}"
+    done
+    for verb in write read; do
+      run "verbs sendrecv --verb $verb -np 2, 2 rails" 2 expect-ok "--command sendrecv --check --rails 2" -- \
+        "$rb" sendrecv -t verbs --rails rxe0,rxe1 --verb $verb "${sr[@]}"
+    done
+    run "verbs allreduce --protocol write -np 3" 3 expect-ok "--command allreduce --check" -- \
+      "$rb" allreduce -t verbs --protocol write "${ar[@]}"
+    run "verbs alltoall -np 4, 2 rails" 4 expect-ok "--command alltoall --check --rails 2" -- \
+      "$rb" alltoall -t verbs --rails 2 -b 4K -e 1M -f 16 -n 3 -w 1 -c
+    run "verbs --qps-per-peer 4 uses 4 queue pairs per peer and rail" 2 expect-ok \
+      "--command sendrecv --check --rails 2 --channels 4" -- \
+      "$rb" sendrecv -t verbs --rails 2 --qps-per-peer 4 "${sr[@]}"
+    run "verbs --qps-per-peer 3 allreduce -np 3" 3 expect-ok "--command allreduce --check --channels 3" -- \
+      "$rb" allreduce -t verbs --qps-per-peer 3 "${ar[@]}"
+    ;;
+  ofi-verbs)
+    for np in 2 4; do
+      run "ofi:verbs sendrecv -np $np, 2 rails" $np expect-ok "--command sendrecv --check --rails 2" -- \
+        "$rb" sendrecv -t ofi:verbs --rails 2 "${sr[@]}"
+      run "ofi:verbs allreduce -np $np, 2 rails" $np expect-ok "--command allreduce --check --rails 2" -- \
+        "$rb" allreduce -t ofi:verbs --rails 2 "${ar[@]}"
+    done
+    ;;
+  bad-input)
+    run "bad input: a device that does not exist" 2 expect-error "nosuch0.*rxe0.*rxe1" -- \
+      "$rb" sendrecv -t verbs --rails nosuch0
+    run "bad input: GID index out of range" 2 expect-error "gid-index 999" -- \
+      "$rb" sendrecv -t verbs --gid-index 999
+    run "bad input: --qps-per-peer 0" 2 expect-error "qps-per-peer" -- \
+      "$rb" sendrecv -t verbs --qps-per-peer 0
+    echo "=== bad input: a peer that never connects"
+    out=$(RAILBENCH_RANK=0 RAILBENCH_WORLD_SIZE=2 RAILBENCH_ROOT=127.0.0.1:29555 \
+      timeout 60 "$rb" sendrecv -t verbs --timeout 5 2>&1)
+    rc=$?
+    echo "$out"
+    if ((rc != 0 && rc != 124)) && grep -q "rank(s) 1 did not arrive" <<<"$out"; then
+      echo "=== ok: a peer that never connects"
+    else
+      echo "=== FAILED: a peer that never connects (exit $rc)"
+      failed+=("peer that never connects")
+    fi
+    ;;
+  *)
+    echo "usage: cases.sh verbs|ofi-verbs|bad-input RAILBENCH" >&2
+    exit 2
+    ;;
+esac
+
+if ((${#failed[@]})); then
+  printf 'FAILED: %s\n' "${failed[@]}"
+  exit 1
+fi
+echo "PASS: $group"

@@ -1,0 +1,327 @@
+#include "transports/verbs/verbs_rail.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <random>
+
+#include <fmt/format.h>
+
+#include "lib/errors.h"
+#include "transports/verbs/verbs_device.h"
+
+namespace railbench::verbs {
+
+namespace {
+
+// Depth of outstanding RDMA reads per QP, whatever the device allows beyond it.
+constexpr int kMaxRdAtomic = 16;
+// RoCE, IB and rxe all take messages up to 2 GiB or more; 1 GiB keeps sizes sane.
+constexpr size_t kMaxMsgCap = size_t{1} << 30;
+
+uint32_t random_psn() {
+  thread_local std::mt19937 gen{std::random_device{}()};
+  return gen() & 0xffffffu;  // PSNs are 24 bits
+}
+
+}  // namespace
+
+Channel::Channel(int peer_rank, int channel_index, const QpRequest& data, const QpRequest& rma, uint32_t signal_every,
+                 int port, const std::string& rail_name)
+    : peer(peer_rank), index(channel_index), data_psn(random_psn()), rma_psn(random_psn()) {
+  const std::string what = fmt::format("to peer {} on rail {} (channel {})", peer, rail_name, index);
+  ibv_qp_cap dcap{}, rcap{};
+  data_qp = create_rc_qp(data, dcap, what);
+  rma_qp = create_rc_qp(rma, rcap, what);
+  qp_to_init(data_qp.get(), port, what);
+  qp_to_init(rma_qp.get(), port, what);
+  max_inline = std::min(dcap.max_inline_data, rcap.max_inline_data);
+  // Devices may round queue sizes up; the CQ was sized for what we asked.
+  const uint32_t dsend = std::min(dcap.max_send_wr, data.send_depth);
+  const uint32_t drecv = std::min(dcap.max_recv_wr, data.recv_depth);
+  const uint32_t rsend = std::min(rcap.max_send_wr, rma.send_depth);
+  queues[0] = QueueSlot{WorkQueue(dsend, signal_every, true), this, data_qp.get(), QueueSlot::Kind::data_send};
+  queues[1] = QueueSlot{WorkQueue(drecv, 1, false), this, data_qp.get(), QueueSlot::Kind::data_recv};
+  queues[2] = QueueSlot{WorkQueue(rsend, signal_every, true), this, rma_qp.get(), QueueSlot::Kind::rma_send};
+  counters.peer = peer;
+  counters.channel = index;
+}
+
+Rail::Rail(int rail_index, const PortSummary& summary, const RailConfig& cfg)
+    : index(rail_index), name(fmt::format("{}:{}", summary.device, summary.port)), port(summary.port), config(cfg) {
+  device_ = std::make_shared<Device>();
+  device_->context = open_device(summary.device);
+  ibv_context* ctx = device_->context.get();
+  if (int rc = ibv_query_device(ctx, &device_attr); rc != 0) {
+    throw TransportError(fmt::format("ibv_query_device on rail {} failed: {}", name, errno_text(rc)));
+  }
+  if (int rc = ibv_query_port(ctx, static_cast<uint8_t>(port), &port_attr); rc != 0) {
+    throw TransportError(fmt::format("ibv_query_port on rail {} failed: {}", name, errno_text(rc)));
+  }
+  if (port_attr.state != IBV_PORT_ACTIVE) {
+    throw UsageError(fmt::format("rail {} went {} while opening it: check its link (ibv_devinfo)", name,
+                                 port_state_name(port_attr.state)));
+  }
+  ethernet = port_attr.link_layer == IBV_LINK_LAYER_ETHERNET;
+  gid_table = read_gid_table(ctx, port, port_attr);
+
+  // ---- GID and addressing ----
+  auto entry_at = [&](int i) -> const GidEntry* {
+    auto it = std::find_if(gid_table.begin(), gid_table.end(), [&](const GidEntry& e) { return e.index == i; });
+    return it == gid_table.end() ? nullptr : &*it;
+  };
+  if (cfg.gid_index >= 0) {
+    if (cfg.gid_index >= port_attr.gid_tbl_len) {
+      throw UsageError(fmt::format(
+          "--gid-index {} is out of range for rail {}: its GID table has {} entries (valid 0..{}); populated: {}",
+          cfg.gid_index, name, port_attr.gid_tbl_len, port_attr.gid_tbl_len - 1, describe_gids(gid_table)));
+    }
+    const GidEntry* e = entry_at(cfg.gid_index);
+    if (e == nullptr) {
+      throw UsageError(fmt::format("--gid-index {} is an empty entry of rail {}'s GID table; populated: {}",
+                                   cfg.gid_index, name, describe_gids(gid_table)));
+    }
+    gid_index = cfg.gid_index;
+    use_grh = true;
+  } else if (ethernet) {
+    auto chosen = choose_roce_gid(gid_table);
+    if (!chosen) {
+      throw UsageError(fmt::format(
+          "rail {} has no usable RoCE GID (table: {}): give its network interface an IP address, or pick an "
+          "entry with --gid-index",
+          name, describe_gids(gid_table)));
+    }
+    gid_index = *chosen;
+    use_grh = true;
+  } else {
+    // InfiniBand inside one subnet: LID routing, no GRH.
+    gid_index = 0;
+    use_grh = false;
+    if (port_attr.lid == 0) {
+      throw UsageError(fmt::format(
+          "rail {} is InfiniBand with LID 0: is a subnet manager running (opensm, or the switch's)?", name));
+    }
+  }
+  if (const GidEntry* e = entry_at(gid_index)) {
+    gid = e->gid;
+    gid_type = e->type;
+  }
+  if (ethernet) {
+    if (auto ip = ipv4_of(gid)) {
+      fabric = ipv4_subnet(*ip, ipv4_prefix_len(*ip).value_or(24));
+    } else {
+      fabric = gid_prefix64(gid);
+    }
+    address_text = fmt::format("{} (GID {}, {})", to_string(gid), gid_index, to_string(gid_type));
+  } else {
+    fabric = fmt::format("IB subnet {}", gid_prefix64(gid));
+    address_text = use_grh ? fmt::format("LID {:#06x}, GID {} ({})", port_attr.lid, gid_index, to_string(gid))
+                           : fmt::format("LID {:#06x}", port_attr.lid);
+  }
+  max_msg_size = std::min<size_t>(port_attr.max_msg_sz == 0 ? kMaxMsgCap : port_attr.max_msg_sz, kMaxMsgCap);
+
+  // ---- PD, CQ, SRQ ----
+  ibv_pd* pd = ibv_alloc_pd(ctx);
+  if (pd == nullptr) {
+    throw TransportError(fmt::format("ibv_alloc_pd on rail {} failed: {}", name, errno_text(errno)));
+  }
+  device_->pd.reset(pd);
+
+  if (device_attr.max_srq == 0) {
+    throw UnsupportedError(fmt::format(
+        "rail {} has no shared receive queues (max_srq 0), which write-with-imm needs here: use -t ofi:verbs", name));
+  }
+  const auto max_wr = static_cast<uint32_t>(std::max(device_attr.max_qp_wr, 4));
+  const uint32_t send_depth = std::clamp<uint32_t>(cfg.send_depth, 4, max_wr);
+  const uint32_t recv_depth = std::clamp<uint32_t>(cfg.recv_depth, 1, max_wr);
+  const uint64_t qp_pairs = static_cast<uint64_t>(cfg.world_size) * static_cast<uint64_t>(cfg.channels);
+  srq_depth = std::clamp<uint32_t>(cfg.srq_depth, 1, static_cast<uint32_t>(std::max(device_attr.max_srq_wr, 1)));
+  const uint64_t want_cqe = qp_pairs * (2ull * send_depth + recv_depth) + srq_depth;
+  cq_depth = static_cast<uint32_t>(std::min<uint64_t>(want_cqe, static_cast<uint64_t>(device_attr.max_cqe)));
+  // The SRQ's receives hold CQ slots for good: leave most of the CQ to the caller.
+  srq_depth = std::min(srq_depth, std::max<uint32_t>(cq_depth / 4, 1));
+  ibv_cq* cq = ibv_create_cq(ctx, static_cast<int>(cq_depth), nullptr, nullptr, 0);
+  if (cq == nullptr) {
+    throw TransportError(
+        fmt::format("ibv_create_cq({} entries) on rail {} failed: {}", cq_depth, name, errno_text(errno)));
+  }
+  cq_.reset(cq);
+  cq_free = cq_depth;
+
+  ibv_srq_init_attr srq_attr{};
+  srq_attr.attr.max_wr = srq_depth;
+  srq_attr.attr.max_sge = 1;
+  ibv_srq* srq = ibv_create_srq(pd, &srq_attr);
+  if (srq == nullptr) {
+    throw TransportError(
+        fmt::format("ibv_create_srq({} receives) on rail {} failed: {}", srq_depth, name, errno_text(errno)));
+  }
+  srq_.reset(srq);
+  for (uint32_t i = 0; i < srq_depth; ++i) {
+    if (!post_srq_recv()) {
+      throw TransportError(fmt::format("ibv_post_srq_recv on rail {} failed after {} of {} receives: {}", name, i,
+                                       srq_depth, errno_text(errno)));
+    }
+    --cq_free;
+  }
+
+  flush_buf_ = std::make_unique<std::array<uint8_t, 64>>();
+  ibv_mr* fmr =
+      ibv_reg_mr(pd, flush_buf_->data(), flush_buf_->size(), IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+  if (fmr == nullptr) {
+    throw TransportError(fmt::format("ibv_reg_mr(64 bytes) on rail {} failed: {}", name, errno_text(errno)));
+  }
+  flush_mr_.reset(fmr);
+
+  // ---- QPs: two per (peer, channel), including one towards ourselves ----
+  QpRequest data{pd, cq, nullptr, send_depth, recv_depth, cfg.inline_bytes};
+  QpRequest rma{pd, cq, srq, send_depth, 0, cfg.inline_bytes};
+  channels_.reserve(qp_pairs);
+  queues_.assign(qp_pairs * 3, nullptr);
+  max_inline = UINT32_MAX;
+  for (int peer = 0; peer < cfg.world_size; ++peer) {
+    for (int c = 0; c < cfg.channels; ++c) {
+      auto ch = std::make_unique<Channel>(peer, c, data, rma, cfg.signal_every, port, name);
+      ch->counters.rail = index;
+      max_inline = std::min(max_inline, ch->max_inline);
+      peer_of_rma_qp_[ch->rma_qp->qp_num] = peer;
+      for (auto& q : ch->queues) queues_[queue_id(q)] = &q;
+      channels_.push_back(std::move(ch));
+    }
+  }
+  send_next.assign(static_cast<size_t>(cfg.world_size), 0);
+  recv_next.assign(static_cast<size_t>(cfg.world_size), 0);
+  rma_next.assign(static_cast<size_t>(cfg.world_size), 0);
+  ready.reserve(queues_.size());
+  dirty.reserve(queues_.size());
+  broken.reserve(queues_.size());
+}
+
+bool Rail::post_srq_recv() noexcept {
+  ibv_recv_wr wr{};
+  wr.wr_id = kSrqQueueId << WorkQueue::kSeqBits;
+  wr.num_sge = 0;
+  ibv_recv_wr* bad = nullptr;
+  return ibv_post_srq_recv(srq_.get(), &wr, &bad) == 0;
+}
+
+std::vector<uint8_t> Rail::blob() const {
+  RailAddress a;
+  a.rank = static_cast<uint32_t>(config.rank);
+  a.world_size = static_cast<uint32_t>(config.world_size);
+  a.channels = static_cast<uint32_t>(config.channels);
+  a.link_layer = port_attr.link_layer;
+  a.mtu = static_cast<uint8_t>(port_attr.active_mtu);
+  a.max_dest_rd_atomic = static_cast<uint8_t>(std::clamp(device_attr.max_qp_rd_atom, 1, kMaxRdAtomic));
+  a.use_grh = use_grh ? 1 : 0;
+  a.lid = port_attr.lid;
+  a.gid = gid;
+  a.flush_addr = reinterpret_cast<uint64_t>(flush_buf_->data());
+  a.flush_rkey = flush_mr_->rkey;
+  a.ends.reserve(channels_.size());
+  for (const auto& ch : channels_) {
+    a.ends.push_back(ChannelEnd{ch->data_qp->qp_num, ch->data_psn, ch->rma_qp->qp_num, ch->rma_psn});
+  }
+  return encode(a);
+}
+
+std::string Rail::gid_hint(int peer) const {
+  if (!ethernet) {
+    return fmt::format(": check that both ports are in one InfiniBand subnet (our LID {:#06x}) and up", port_attr.lid);
+  }
+  return fmt::format(
+      ": check --gid-index (rail {}'s GID table: {}; using index {}) and that peer {} is reachable on the same "
+      "network",
+      name, describe_gids(gid_table), gid_index, peer);
+}
+
+void Rail::connect(int peer, std::span<const uint8_t> bytes) {
+  const RailAddress a = decode_rail_address(bytes);
+  auto mismatch = [&](const std::string& why) {
+    throw TransportError(fmt::format("peer {} cannot be connected on rail {}: {}", peer, name, why));
+  };
+  if (a.rank != static_cast<uint32_t>(peer)) mismatch(fmt::format("its address blob is rank {}'s", a.rank));
+  if (a.world_size != static_cast<uint32_t>(config.world_size)) {
+    mismatch(fmt::format("it counts {} ranks, we count {}", a.world_size, config.world_size));
+  }
+  if (a.channels != static_cast<uint32_t>(config.channels)) {
+    mismatch(fmt::format("it opened {} queue pairs per peer, we opened {}: give every rank the same --qps-per-peer",
+                         a.channels, config.channels));
+  }
+  if (a.link_layer != port_attr.link_layer) {
+    mismatch(fmt::format("its port is {}, ours is {}: pick rails of one kind with --rails",
+                         link_layer_name(a.link_layer), link_layer_name(port_attr.link_layer)));
+  }
+  if ((a.use_grh != 0) != use_grh) mismatch("one side uses --gid-index and the other does not");
+  if (a.ends.size() != static_cast<size_t>(config.world_size) * static_cast<size_t>(config.channels)) {
+    mismatch(fmt::format("its blob lists {} queue pairs", a.ends.size()));
+  }
+  const int path_mtu = std::min<int>(port_attr.active_mtu, a.mtu);
+  const int responder_depth = std::clamp(device_attr.max_qp_rd_atom, 1, kMaxRdAtomic);
+  const int initiator_depth =
+      std::clamp(std::min<int>(device_attr.max_qp_init_rd_atom, a.max_dest_rd_atomic), 1, kMaxRdAtomic);
+  const std::string hint = gid_hint(peer);
+  for (int c = 0; c < config.channels; ++c) {
+    Channel& ch = channel(peer, c);
+    if (ch.connected) mismatch("it is already connected (connect is once per peer and rail)");
+    const ChannelEnd& e = a.ends[static_cast<size_t>(config.rank * config.channels + c)];
+    PathToPeer path;
+    path.port = port;
+    path.sgid_index = gid_index;
+    path.use_grh = use_grh;
+    path.dgid = a.gid;
+    path.dlid = a.lid;
+    path.path_mtu = path_mtu;
+    path.max_dest_rd_atomic = responder_depth;
+    const std::string what = fmt::format("to peer {} on rail {} (channel {})", peer, name, c);
+
+    path.dest_qpn = e.data_qpn;
+    path.rq_psn = e.data_psn;
+    qp_to_rtr(ch.data_qp.get(), path, what, hint);
+    qp_to_rts(ch.data_qp.get(), ch.data_psn, initiator_depth, what);
+
+    path.dest_qpn = e.rma_qpn;
+    path.rq_psn = e.rma_psn;
+    qp_to_rtr(ch.rma_qp.get(), path, what, hint);
+    qp_to_rts(ch.rma_qp.get(), ch.rma_psn, initiator_depth, what);
+
+    ch.remote_flush_addr = a.flush_addr;
+    ch.remote_flush_rkey = a.flush_rkey;
+    ch.connected = true;
+  }
+}
+
+RailInfo Rail::describe() const {
+  RailInfo r;
+  r.name = name;
+  r.fabric = fabric;
+  r.address = address_text;
+  r.link_gbps = lane_gbps(port_attr.active_speed) * width_lanes(port_attr.active_width);
+  r.mtu = mtu_bytes(port_attr.active_mtu);
+  return r;
+}
+
+VerbsMemoryRegion::VerbsMemoryRegion(void* data, size_t length, MemoryKind kind, const void* owner,
+                                     const std::vector<std::unique_ptr<Rail>>& rails)
+    : MemoryRegion(data, length, kind), owner_(owner) {
+  remote_key_.length = length;
+  per_rail_.reserve(rails.size());
+  for (const auto& rail : rails) {
+    const int access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
+    ibv_mr* mr = ibv_reg_mr(rail->device()->pd.get(), data, length, access);
+    if (mr == nullptr) {
+      const int err = errno;
+      const char* hint = "";
+      if (err == ENOMEM || err == EPERM || err == EAGAIN) {
+        hint = ": raise the locked-memory limit (ulimit -l unlimited; containers: --ulimit memlock=-1)";
+      } else if (err == EFAULT) {
+        hint = ": the buffer is not mapped memory of this process";
+      }
+      throw TransportError(fmt::format("ibv_reg_mr of {} bytes at {} on rail {} failed: {}{}", length, data, rail->name,
+                                       errno_text(err), hint));
+    }
+    per_rail_.push_back(PerRail{rail->device(), VerbsPtr<ibv_mr>(mr)});
+    remote_key_.rails.push_back(RailKey{reinterpret_cast<uint64_t>(data), mr->rkey});
+  }
+}
+
+}  // namespace railbench::verbs

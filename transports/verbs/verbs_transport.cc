@@ -1,0 +1,110 @@
+// The verbs Transport's control path: opening rails, connecting peers, registering
+// memory, counters. The data path is in verbs_data_path.cc.
+#include <cstdio>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "lib/errors.h"
+#include "transports/verbs/verbs_device.h"
+#include "transports/verbs/verbs_transport_impl.h"
+
+namespace railbench::verbs {
+
+namespace {
+
+constexpr int kMaxChannels = 64;
+
+}  // namespace
+
+VerbsTransport::VerbsTransport(const PortChoice& ports, const VerbsOptions& options, int rank, int world_size)
+    : rank_(rank), world_size_(world_size), channels_(options.qps_per_peer) {
+  RailConfig cfg;
+  cfg.rank = rank;
+  cfg.world_size = world_size;
+  cfg.channels = options.qps_per_peer;
+  cfg.gid_index = options.gid_index;
+  std::vector<std::string> devices;
+  for (size_t i = 0; i < ports.ports.size(); ++i) {
+    rails_.push_back(std::make_unique<Rail>(static_cast<int>(i), ports.ports[i], cfg));
+    devices.push_back(ports.ports[i].device);
+  }
+  provider_ = fmt::format("{}", fmt::join(devices, ","));
+  if (rank == 0) {
+    for (const auto& w : ports.warnings) fmt::print(stderr, "railbench: {}\n", w);
+  }
+  caps_.send_recv = caps_.write = caps_.read = caps_.write_with_imm = true;
+  // Writes and a trailing write-with-imm share one rma QP only with a single channel.
+  caps_.ordered_writes = channels_ == 1;
+  caps_.max_msg_size = SIZE_MAX;
+  caps_.inject_size = SIZE_MAX;
+  for (const auto& r : rails_) {
+    caps_.max_msg_size = std::min(caps_.max_msg_size, r->max_msg_size);
+    caps_.inject_size = std::min<size_t>(caps_.inject_size, r->max_inline);
+  }
+}
+
+const Rail& VerbsTransport::checked_rail(int rail) const {
+  if (rail < 0 || rail >= num_rails()) {
+    throw UsageError(fmt::format("rail {} does not exist: the verbs transport has {} rail(s)", rail, num_rails()));
+  }
+  return *rails_[static_cast<size_t>(rail)];
+}
+
+void VerbsTransport::connect(int peer, int rail, std::span<const uint8_t> remote_address) {
+  checked_rail(rail);
+  if (peer < 0 || peer >= world_size_) {
+    throw UsageError(fmt::format("cannot connect peer {} on rail {}: ranks are 0..{}", peer, rail, world_size_ - 1));
+  }
+  // peer == rank works too: each QP facing ourselves connects to itself (loopback).
+  rails_[static_cast<size_t>(rail)]->connect(peer, remote_address);
+}
+
+std::unique_ptr<MemoryRegion> VerbsTransport::register_memory(void* data, size_t length, MemoryKind kind) {
+  // Pinned host memory from CUDA is host memory to the NIC; device memory needs
+  // GPUDirect RDMA (dma-buf or nvidia-peermem), which this build does not do yet.
+  if (kind == MemoryKind::cuda) {
+    throw UsageError(
+        "the verbs transport registers host memory only (asked for cuda memory): GPU memory needs GPUDirect "
+        "RDMA support, not built yet; use host buffers");
+  }
+  if (data == nullptr || length == 0) {
+    throw UsageError(fmt::format("cannot register an empty buffer ({} bytes at {})", length, data));
+  }
+  return std::make_unique<VerbsMemoryRegion>(data, length, kind, this, rails_);
+}
+
+std::vector<ChannelCounters> VerbsTransport::channel_counters() const {
+  std::vector<ChannelCounters> out;
+  for (const auto& r : rails_) {
+    for (int peer = 0; peer < world_size_; ++peer) {
+      for (int c = 0; c < channels_; ++c) {
+        const Channel& ch = r->channel(peer, c);
+        if (ch.connected) out.push_back(ch.counters);
+      }
+    }
+  }
+  return out;
+}
+
+std::unique_ptr<Transport> make_transport(const VerbsOptions& options, int rank, int world_size) {
+  if (world_size < 1 || rank < 0 || rank >= world_size) {
+    throw UsageError(fmt::format("invalid rank {} for a world of {} rank(s)", rank, world_size));
+  }
+  if (options.qps_per_peer < 1 || options.qps_per_peer > kMaxChannels) {
+    throw UsageError(fmt::format("--qps-per-peer {} must be 1..{}", options.qps_per_peer, kMaxChannels));
+  }
+  if (options.gid_index < -1) {
+    throw UsageError(
+        fmt::format("--gid-index {} must be 0 or more (or left out to pick the RoCE v2 GID)", options.gid_index));
+  }
+  if (options.devices.empty() && options.num_rails < 1) {
+    throw UsageError(fmt::format("--rails {} must be 1 or more", options.num_rails));
+  }
+  std::vector<RailSpec> named;
+  for (const auto& d : options.devices) named.push_back(parse_rail_spec(d));
+  const PortChoice ports = choose_ports(scan_ports(), named, options.num_rails);
+  return std::make_unique<VerbsTransport>(ports, options, rank, world_size);
+}
+
+}  // namespace railbench::verbs

@@ -1,0 +1,109 @@
+// Internal to transports/verbs: the Transport itself. Control path in
+// verbs_transport.cc, data path (post_*, poll) in verbs_data_path.cc.
+//
+// Work request ids: the upper 24 bits name the queue (Rail::queue_id, or the rail's
+// SRQ), the lower 40 the WR's sequence number in it (WorkQueue), so a CQE finds its
+// record without a lookup table and a stale CQE is recognised.
+//
+// Channels: with --qps-per-peer k, the n-th send to a peer on a rail goes on channel
+// n % k and the n-th receive posted for that peer on that rail also on n % k, so both
+// sides agree and matching stays FIFO per (peer, rail). One-sided operations take
+// their own round-robin counter (channel m % k for the m-th).
+//
+// CQ budget: every posted WR holds a CQ slot until a CQE covers it (unsignaled ones
+// too, since a failing QP flushes them with CQEs), the SRQ's receives hold theirs for
+// good, and each send queue waiting for a flush keeps one in reserve, so the CQ can
+// never overflow; a post that would need more answers Status::retry.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "lib/transport.h"
+#include "transports/verbs/verbs_rail.h"
+#include "transports/verbs/verbs_transport.h"
+
+namespace railbench::verbs {
+
+class VerbsTransport final : public Transport {
+ public:
+  VerbsTransport(const PortChoice& ports, const VerbsOptions& options, int rank, int world_size);
+
+  std::string name() const override { return "verbs"; }
+  std::string provider() const override { return provider_; }
+  const Capabilities& caps() const override { return caps_; }
+  int rank() const override { return rank_; }
+  int world_size() const override { return world_size_; }
+  int num_rails() const override { return static_cast<int>(rails_.size()); }
+  RailInfo rail_info(int rail) const override { return checked_rail(rail).describe(); }
+
+  std::vector<uint8_t> local_address(int rail) const override { return checked_rail(rail).blob(); }
+  void connect(int peer, int rail, std::span<const uint8_t> remote_address) override;
+  std::unique_ptr<MemoryRegion> register_memory(void* data, size_t length, MemoryKind kind) override;
+
+  Status post_send(int peer, int rail, const LocalSpan& src, uint64_t wr_id) noexcept override;
+  Status post_recv(int peer, int rail, const LocalSpan& dst, uint64_t wr_id) noexcept override;
+  Status post_write(int peer, int rail, const LocalSpan& src, const RemoteSpan& dst, uint64_t wr_id) noexcept override;
+  Status post_write_imm(int peer, int rail, const LocalSpan& src, const RemoteSpan& dst, uint32_t imm,
+                        uint64_t wr_id) noexcept override;
+  Status post_read(int peer, int rail, const LocalSpan& dst, const RemoteSpan& src, uint64_t wr_id) noexcept override;
+  size_t poll(std::span<Completion> out) noexcept override;
+  std::string last_error() const override { return last_error_; }
+  std::vector<ChannelCounters> channel_counters() const override;
+
+ private:
+  // A checked post: the rail, the channel the round robin picked and the buffers.
+  struct Target {
+    Rail* rail = nullptr;
+    Channel* channel = nullptr;
+    uint64_t addr = 0;  // local buffer
+    uint32_t lkey = 0;
+    uint64_t remote_addr = 0;
+    uint32_t rkey = 0;
+  };
+
+  const Rail& checked_rail(int rail) const;
+  // Validates the arguments and picks the channel from `next[peer]`; anything but ok
+  // is the post's answer.
+  Status prepare(const char* what, int peer, int rail, const LocalSpan& local, const RemoteSpan* remote,
+                 std::vector<uint64_t> Rail::*next, Target& t) noexcept;
+  // Posts to a send queue (data or rma) and does the bookkeeping.
+  Status post_send_wr(const char* what, const Target& t, QueueSlot& q, ibv_send_wr& wr, OpKind op, size_t length,
+                      uint64_t wr_id) noexcept;
+  Status post_rma(const char* what, OpKind op, ibv_wr_opcode opcode, int peer, int rail, const LocalSpan& local,
+                  const RemoteSpan& remote, uint32_t imm, uint64_t wr_id) noexcept;
+  bool cq_has_room(const Rail& r) const noexcept { return r.cq_free >= 2 + static_cast<int64_t>(r.dirty.size()); }
+  Status queue_unusable(const char* what, const Target& t, const QueueSlot& q) noexcept;
+
+  size_t drain(Rail& rail, std::span<Completion> out) noexcept;
+  void handle(Rail& rail, const ibv_wc& wc, std::span<Completion> out, size_t& n) noexcept;
+  size_t emit_ready(Rail& rail, std::span<Completion> out) noexcept;
+  void flush_dirty(Rail& rail) noexcept;
+  void fail_broken(Rail& rail) noexcept;
+  void record_failure(const Rail& rail, const QueueSlot& q, const WorkRecord& r, const ibv_wc& wc) noexcept;
+
+  // Formatting may allocate; an out-of-memory here must not escape the data path.
+  template <class... Args>
+  void set_error(fmt::format_string<Args...> f, Args&&... args) noexcept {
+    try {
+      last_error_ = fmt::format(f, std::forward<Args>(args)...);
+    } catch (...) {
+      last_error_.clear();
+    }
+  }
+
+  std::string provider_;
+  Capabilities caps_;
+  int rank_;
+  int world_size_;
+  int channels_;
+  std::vector<std::unique_ptr<Rail>> rails_;
+  size_t next_poll_rail_ = 0;
+  std::string last_error_;
+  bool completion_failed_ = false;  // last_error_ holds a completion's real (not flush) error
+};
+
+}  // namespace railbench::verbs
