@@ -16,7 +16,8 @@ if [[ ${1-} != --inside ]]; then
   build=${RAILBENCH_BUILD_DIR:-$root/build}
   [[ -x $build/railbench ]] || "$root/scripts/build.sh" >/dev/null
   out=$(mktemp -d)
-  RAILBENCH_BUILD_DIR=$build "$root/scripts/rxe-vm/run.sh" --rails 1 --out "$out" --timeout 1500 -- \
+  RAILBENCH_BUILD_DIR=$build "$root/scripts/rxe-vm/run.sh" --rails 1 --out "$out" --timeout 1500 \
+    --share "$root" --share "$build" -- \
     "$root/scripts/bench/compare-perftest.sh" --inside "$reps"
   exit $?
 fi

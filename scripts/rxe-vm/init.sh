@@ -125,10 +125,23 @@ mount -o bind /mnt/kernel "$NEW/.rxe-vm/kernel"
 mount -o bind /mnt/out "$NEW/out"
 # A working directory under /tmp or /run is hidden by the fresh tmpfs: bind it back
 # (before the output share, which may lie inside it).
-if [ ! -d "$NEW$WORKDIR" ] && [ -d "/mnt/host$WORKDIR" ]; then
-  mkdir -p "$NEW$WORKDIR" || fail "mkdir $WORKDIR"
-  mount -o bind "/mnt/host$WORKDIR" "$NEW$WORKDIR" || fail "bind the working directory $WORKDIR"
-fi
+# So is any directory given with --share (':'-separated in SHARES).
+bind_back() {
+  if [ ! -d "$NEW$1" ] && [ -d "/mnt/host$1" ]; then
+    mkdir -p "$NEW$1" || fail "mkdir $1"
+    mount -o bind "/mnt/host$1" "$NEW$1" || fail "bind the host directory $1"
+  fi
+}
+# Shares first (run.sh sorts them, parents first), then the working directory, which is
+# then often inside one of them already.
+old_ifs=$IFS
+IFS=:
+for dir in ${SHARES:-}; do
+  IFS=$old_ifs
+  bind_back "$dir"
+done
+IFS=$old_ifs
+bind_back "$WORKDIR"
 
 # The output share also at its host path, so a command may name it either way.
 if [ -n "$OUT_HOST" ] && [ "$OUT_HOST" != /out ]; then

@@ -20,7 +20,7 @@ readonly pass_prefixes=(LC_ RAILBENCH_ OMPI_ PMIX_ PRTE_ FI_ RDMAV_ IBV_ UCX_ NC
 readonly exit_timeout=124 exit_vm_failed=125
 
 rails=1 out_dir="" mem=2G smp=2 timeout=1800 boot_timeout=120 verbose=0
-extra_env=() command_args=()
+extra_env=() command_args=() shares=()
 ctl="" qemu_pid="" lock_fd=""
 
 msg() { echo "rxe-vm: $*" >&2; }
@@ -40,6 +40,8 @@ Runs COMMAND as root in a throwaway qemu VM with soft-RoCE devices rxe0..rxeN-1.
   --timeout SECONDS     limit for the command itself (default 1800)
   --boot-timeout SEC    limit from qemu start to the command start (default 120)
   --env NAME[=VALUE]    pass one more variable (repeatable)
+  --share DIR           make a host directory under /tmp, /run or /dev/shm visible at
+                        its own path (the working directory always is; repeatable)
   -v, --verbose         show kernel messages and trace the guest init
 Exit code: the command's; 124 on a timeout; 125 when the VM could not run it.
 EOF
@@ -63,6 +65,7 @@ parse_args() {
       --timeout) timeout=${2-}; shift ;;
       --boot-timeout) boot_timeout=${2-}; shift ;;
       --env) extra_env+=("${2-}"); shift ;;
+      --share) shares+=("${2-}"); shift ;;
       -v | --verbose) verbose=1 ;;
       -h | --help) usage; exit 0 ;;
       --) shift; command_args=("$@"); break ;;
@@ -324,6 +327,18 @@ write_command_script() {
   {
     echo "RAILS=$rails"
     echo "WORKDIR=$(sh_quote "$PWD")"
+    # Absolute, ':'-separated: the guest's fresh tmpfs on /tmp and /run hides these.
+    # Sorted, so a parent is bound before the directories inside it.
+    local joined="" d
+    local -a abs=()
+    for d in "${shares[@]}"; do
+      [[ -d $d ]] || die "--share $d: no such directory"
+      abs+=("$(cd "$d" && pwd)")
+    done
+    if ((${#abs[@]})); then
+      while IFS= read -r d; do joined+="${joined:+:}$d"; done < <(printf '%s\n' "${abs[@]}" | LC_ALL=C sort -u)
+    fi
+    echo "SHARES=$(sh_quote "$joined")"
     echo "OUT_HOST=$(sh_quote "$out_dir")"
   } >"$ctl/vm.conf"
 }
