@@ -35,6 +35,9 @@ const char* status_hint(ibv_wc_status status, OpKind op) {
       return op == OpKind::recv ? ": the message was larger than the receive buffer" : ": local length error";
     case IBV_WC_REM_INV_REQ_ERR:
       return ": the peer rejected the request (a message larger than its receive buffer, or beyond its region)";
+    case IBV_WC_LOC_QP_OP_ERR:
+      return op == OpKind::recv ? ": the message was larger than the receive buffer (rxe reports it this way)"
+                                : ": the queue pair rejected the work request";
     case IBV_WC_LOC_PROT_ERR: return ": the local buffer is not registered for this access on this rail";
     case IBV_WC_REM_OP_ERR: return ": the peer could not complete the operation";
     case IBV_WC_WR_FLUSH_ERR: return ": flushed because the queue pair had failed before";
