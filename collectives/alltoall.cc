@@ -40,10 +40,12 @@ void AllToAll::run(const CollectiveBuffers& b, size_t count, DataType type) {
                     : LocalSpan{b.recv, b.recv_offset + static_cast<size_t>(q) * block, block};
   };
   std::fill(step_us_.begin(), step_us_.end(), 0.0);
-  if (!in_place)
-    std::memcpy(b.recv->at(b.recv_offset + static_cast<size_t>(r) * block), send_block(r).mr->at(send_block(r).offset),
-                block);
-  if (n == 1 || block == 0) return;
+  auto copy_own = [&] {
+    if (!in_place)
+      std::memcpy(b.recv->at(b.recv_offset + static_cast<size_t>(r) * block),
+                  send_block(r).mr->at(send_block(r).offset), block);
+  };
+  if (n == 1 || block == 0) return copy_own();
 
   struct Step {
     int from = 0;
@@ -62,6 +64,8 @@ void AllToAll::run(const CollectiveBuffers& b, size_t count, DataType type) {
     ++next;
   };
   while (next < n && static_cast<int>(active.size()) < opt_.window) post_step();
+  // This rank's own block is copied while the first steps are in flight, not before.
+  copy_own();
   while (!active.empty()) {
     // Retire every step whose block is complete; each retired step admits the next.
     bool retired = false;
