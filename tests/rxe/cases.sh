@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # The soft-RoCE cases, run INSIDE the rxe VM (scripts/rxe-vm/run.sh --rails 2), one VM
 # boot per group since a boot costs ~30 s under TCG:
-#   cases.sh verbs|ofi-verbs|bad-input RAILBENCH
+#   cases.sh verbs|ofi-verbs|bad-input RAILBENCH [VERBS_TESTS]
 # Each case is tests/bench/mpi_case.sh: real processes under a real mpirun, results
 # validated by check_results.py (every pair on every rail, #wrong 0). rxe under TCG
 # moves ~20 MB/s, so sizes and iteration counts are small.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-group=$1 rb=$2
+group=$1 rb=$2 verbs_tests=${3-}
 case_sh=$here/../bench/mpi_case.sh
 export RAILBENCH_TEST_DEADLINE=${RAILBENCH_TEST_DEADLINE:-300}
 failed=()
@@ -28,6 +28,13 @@ ar=(-b 1K -e 1M -f 8 -n 3 -w 1 -c --slice-bytes 256K)
 
 case $group in
   verbs)
+    if [[ -n $verbs_tests ]]; then
+      echo "=== verbs transport conformance (ranks as threads, real rxe devices)"
+      if timeout 600 "$verbs_tests"; then echo "=== ok: verbs conformance"; else
+        echo "=== FAILED: verbs conformance"
+        failed+=("verbs conformance")
+      fi
+    fi
     for np in 2 4; do
       run "verbs sendrecv -np $np, 2 rails" $np expect-ok "--command sendrecv --check --rails 2" -- \
         "$rb" sendrecv -t verbs --rails 2 "${sr[@]}"
