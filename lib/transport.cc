@@ -93,6 +93,23 @@ void Transport::connect_all(Bootstrap& bootstrap) {
   bootstrap.barrier();
 }
 
+bool Transport::valid_target(const char* what, int peer, int rail, std::string& why) const noexcept {
+  try {
+    if (rail < 0 || rail >= num_rails()) {
+      why = fmt::format("{} with peer {}: rail {} does not exist ({} rail(s))", what, peer, rail, num_rails());
+      return false;
+    }
+    if (peer < 0 || peer >= world_size()) {
+      why = fmt::format("{} on rail {}: peer {} is not a rank (world size {})", what, rail, peer, world_size());
+      return false;
+    }
+  } catch (...) {
+    why.clear();
+    return false;
+  }
+  return true;
+}
+
 Status Transport::post_collective(const CollectiveOp&, uint64_t) {
   return Status::error;
 }

@@ -196,6 +196,11 @@ class Transport {
   // Per-channel traffic counters since the transport opened; empty when the transport
   // keeps none. Control path: call it between measurements, not inside them.
   virtual std::vector<ChannelCounters> channel_counters() const { return {}; }
+
+ protected:
+  // Data-path argument check every transport shares: false, with the reason in `why`,
+  // when `rail` or `peer` is out of range for this transport. Never throws.
+  bool valid_target(const char* what, int peer, int rail, std::string& why) const noexcept;
 };
 
 }  // namespace railbench

@@ -11,12 +11,14 @@
 #include "collectives/check.h"
 #include "lib/errors.h"
 #include "lib/progress.h"
+#include "tests/collectives/rank_buffers.h"
 #include "tests/transports/ofi_world.h"
 #include "tests/transports/world.h"
 
 using namespace railbench;
 using railbench::testing::expect;
 using railbench::testing::open_ofi;
+using railbench::testing::RankBuffers;
 using railbench::testing::run_ranks;
 
 namespace {
@@ -38,19 +40,16 @@ void check_allreduce(const char* provider, int n, int rails, const Kinds& kinds,
   run_ranks(n, [&](Bootstrap& b) {
     auto t = open_ofi(provider, b, rails);
     Progress p(*t, 30);
-    size_t max_bytes = 0;
-    for (size_t c : counts) max_bytes = std::max(max_bytes, c * 8);
-    std::vector<std::byte> send(max_bytes), recv(max_bytes);
-    auto smr = t->register_memory(send.data(), max_bytes, MemoryKind::host);
-    auto rmr = t->register_memory(recv.data(), max_bytes, MemoryKind::host);
+    RankBuffers buf(*t, counts, 1);
+    const size_t max_bytes = buf.bytes;
+    auto& recv = buf.recv;
     auto algo = make(p, max_bytes, rails, n);
     uint32_t seed = 0;
     for (auto [type, op] : kinds) {
       for (size_t count : counts) {
         for (bool in_place : {false, true}) {
           ++seed;
-          const CollectiveBuffers bufs =
-              in_place ? CollectiveBuffers{rmr.get(), 0, rmr.get(), 0} : CollectiveBuffers{smr.get(), 0, rmr.get(), 0};
+          const CollectiveBuffers bufs = buf.placed(in_place);
           fill_input(type, op, b.rank(), seed, bufs.send->data(), count);
           if (!in_place) std::memset(recv.data(), 0xff, count * size_of(type));
           algo->run(bufs, count, type, op);

@@ -9,12 +9,14 @@
 #include "collectives/alltoall.h"
 #include "collectives/check.h"
 #include "lib/progress.h"
+#include "tests/collectives/rank_buffers.h"
 #include "tests/transports/ofi_world.h"
 #include "tests/transports/world.h"
 
 using namespace railbench;
 using railbench::testing::expect;
 using railbench::testing::open_ofi;
+using railbench::testing::RankBuffers;
 using railbench::testing::run_ranks;
 
 namespace {
@@ -24,19 +26,16 @@ void alltoall_case(const char* provider, int n, int rails, int window, const std
   run_ranks(n, [&](Bootstrap& b) {
     auto t = open_ofi(provider, b, rails);
     Progress p(*t, 30);
-    size_t max_bytes = 0;
-    for (size_t c : counts) max_bytes = std::max(max_bytes, c * 8 * static_cast<size_t>(n));
-    std::vector<std::byte> send(max_bytes), recv(max_bytes);
-    auto smr = t->register_memory(send.data(), max_bytes, MemoryKind::host);
-    auto rmr = t->register_memory(recv.data(), max_bytes, MemoryKind::host);
+    RankBuffers buf(*t, counts, static_cast<size_t>(n));
+    const size_t max_bytes = buf.bytes;
+    auto& recv = buf.recv;
     AllToAll a2a(p, AllToAllOptions{max_bytes, rails, window});
     uint32_t seed = 0;
     for (DataType type : types) {
       for (size_t count : counts) {
         for (bool in_place : {false, true}) {
           ++seed;
-          const CollectiveBuffers bufs =
-              in_place ? CollectiveBuffers{rmr.get(), 0, rmr.get(), 0} : CollectiveBuffers{smr.get(), 0, rmr.get(), 0};
+          const CollectiveBuffers bufs = buf.placed(in_place);
           fill_alltoall(type, b.rank(), n, seed, bufs.send->data(), count);
           if (!in_place) std::memset(recv.data(), 0xff, count * size_of(type) * static_cast<size_t>(n));
           a2a.run(bufs, count, type);

@@ -10,12 +10,14 @@
 #include "collectives/check.h"
 #include "collectives/gather_scatter.h"
 #include "lib/progress.h"
+#include "tests/collectives/rank_buffers.h"
 #include "tests/transports/ofi_world.h"
 #include "tests/transports/world.h"
 
 using namespace railbench;
 using railbench::testing::expect;
 using railbench::testing::open_ofi;
+using railbench::testing::RankBuffers;
 using railbench::testing::run_ranks;
 
 namespace {
@@ -27,11 +29,10 @@ void gather_scatter_case(Which which, const char* provider, int n, int rails, si
   run_ranks(n, [&](Bootstrap& b) {
     auto t = open_ofi(provider, b, rails);
     Progress p(*t, 30);
-    size_t max_bytes = 0;
-    for (size_t c : counts) max_bytes = std::max(max_bytes, c * 8 * static_cast<size_t>(n));
-    std::vector<std::byte> send(max_bytes), recv(max_bytes);
-    auto smr = t->register_memory(send.data(), max_bytes, MemoryKind::host);
-    auto rmr = t->register_memory(recv.data(), max_bytes, MemoryKind::host);
+    RankBuffers buf(*t, counts, static_cast<size_t>(n));
+    const size_t max_bytes = buf.bytes;
+    auto& recv = buf.recv;
+    const MemoryRegion* rmr = buf.rmr.get();
     const RingOptions ring{max_bytes, slice_bytes, rails, RingProtocol::send};
     auto ag = make_ring_allgather(p, ring);
     auto rs = make_ring_reducescatter(p, ring);
@@ -45,14 +46,12 @@ void gather_scatter_case(Which which, const char* provider, int n, int rails, si
           std::memset(recv.data(), 0xff, max_bytes);
           uint64_t wrong = 0;
           if (which == Which::allgather) {
-            const CollectiveBuffers bufs = in_place ? CollectiveBuffers{rmr.get(), own, rmr.get(), 0}
-                                                    : CollectiveBuffers{smr.get(), 0, rmr.get(), 0};
+            const CollectiveBuffers bufs = in_place ? CollectiveBuffers{rmr, own, rmr, 0} : buf.placed(false);
             fill_block(type, b.rank(), 0, seed, bufs.send->at(bufs.send_offset), count);
             ag->run(bufs, count, type);
             wrong = count_wrong_allgather(type, n, seed, recv.data(), count);
           } else {
-            const CollectiveBuffers bufs = in_place ? CollectiveBuffers{rmr.get(), 0, rmr.get(), own}
-                                                    : CollectiveBuffers{smr.get(), 0, rmr.get(), 0};
+            const CollectiveBuffers bufs = in_place ? CollectiveBuffers{rmr, 0, rmr, own} : buf.placed(false);
             fill_input(type, op, b.rank(), seed, bufs.send->data(), count * static_cast<size_t>(n));
             rs->run(bufs, count, type, op);
             wrong = count_wrong_allreduce(type, op, n, seed, bufs.recv->at(bufs.recv_offset), count,

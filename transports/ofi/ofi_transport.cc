@@ -144,14 +144,7 @@ std::unique_ptr<MemoryRegion> OfiTransport::register_memory(void* data, size_t l
 
 Status OfiTransport::prepare(const char* what, OpKind op, int peer, int rail, const LocalSpan& local,
                              const RemoteSpan* remote, uint64_t wr_id, Prepared& p) noexcept {
-  if (rail < 0 || rail >= num_rails()) {
-    set_error("{} with peer {}: rail {} does not exist ({} rail(s))", what, peer, rail, num_rails());
-    return Status::error;
-  }
-  if (peer < 0 || peer >= world_size_) {
-    set_error("{} on rail {}: peer {} is not a rank (world size {})", what, rail, peer, world_size_);
-    return Status::error;
-  }
+  if (!valid_target(what, peer, rail, last_error_)) return Status::error;
   Rail& r = *rails_[rail];
   p.rail = &r;
   p.addr = r.peers[peer];

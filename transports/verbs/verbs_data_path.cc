@@ -55,14 +55,7 @@ void swap_remove(std::vector<T*>& v, size_t i) {
 
 Status VerbsTransport::prepare(const char* what, int peer, int rail, const LocalSpan& local, const RemoteSpan* remote,
                                std::vector<uint64_t> Rail::*next, Target& t) noexcept {
-  if (rail < 0 || rail >= num_rails()) {
-    set_error("{} with peer {}: rail {} does not exist ({} rail(s))", what, peer, rail, num_rails());
-    return Status::error;
-  }
-  if (peer < 0 || peer >= world_size_) {
-    set_error("{} on rail {}: peer {} is not a rank (world size {})", what, rail, peer, world_size_);
-    return Status::error;
-  }
+  if (!valid_target(what, peer, rail, last_error_)) return Status::error;
   Rail& r = *rails_[static_cast<size_t>(rail)];
   t.rail = &r;
   const auto* mr = dynamic_cast<const VerbsMemoryRegion*>(local.mr);
