@@ -12,5 +12,7 @@ int run_sendrecv(Bootstrap& bootstrap, const CommonOptions& common, const SendRe
 int run_collective(Bootstrap& bootstrap, const CommonOptions& common, const CollectiveOptions& options,
                    Pattern pattern);
 int run_info();
+int run_validate(Bootstrap& bootstrap, CommonOptions common, const ValidateOptions& options);
+int run_validate_plan(const ValidateOptions& options);  // no ranks needed
 
 }  // namespace railbench

@@ -103,6 +103,16 @@ int main(int argc, char** argv) {
   alltoall->add_option("--window", co.window, "Steps (peers) in flight at once; 1: strict pairwise")
       ->capture_default_str();
 
+  ValidateOptions vo;
+  auto* validate = app.add_subcommand(
+      "validate", "Acceptance test of a scalable unit against its config: names the bad node, rail or link");
+  validate->add_option("--config", vo.config, "SU description (JSON): a path, or a name from configs/")->required();
+  validate->add_flag("--plan", vo.plan, "Print the schedule and an estimated duration; run nothing");
+  validate->add_flag("--inventory-only", vo.inventory_only, "Check NICs, ports, speeds and MTUs; send no traffic");
+  validate->add_option("-t,--transport", vo.transport, "Override the config's transport (verbs, ofi:tcp, ...)");
+  validate->add_option("--pair-timeout", vo.timeout_s, "Seconds a pair may go without progress (config: tests.pair_timeout_s)");
+  validate->add_option("--json", common.json_path, "Write results (inventory, per-rail matrices, findings) to this file");
+
   auto* info = app.add_subcommand("info", "What this build contains and which providers and devices this host has");
 
   // CLI11 calls a stray word "extra arguments"; name the real problem.
@@ -115,7 +125,7 @@ int main(int argc, char** argv) {
     if (first_rank_by_environment()) {
       fmt::print(stderr,
                  "railbench: error: unknown subcommand '{}': use one of sendrecv, allreduce, allgather, "
-                 "reducescatter, alltoall, info\n",
+                 "reducescatter, alltoall, validate, info\n",
                  argv[1]);
     }
     return 2;
@@ -137,6 +147,18 @@ int main(int argc, char** argv) {
   }
 
   if (info->parsed()) return run_info();
+  if (validate->parsed() && vo.plan) {
+    try {
+      return first_rank_by_environment() ? run_validate_plan(vo) : 0;
+    } catch (const Error& e) {
+      fmt::print(stderr, "railbench: error: {}\n", e.what());
+      return exit_code(e.code());
+    }
+  }
+  if (validate->parsed() && vo.timeout_s < 0) {
+    if (first_rank_by_environment()) fmt::print(stderr, "railbench: error: --pair-timeout {} must be positive\n", vo.timeout_s);
+    return 2;
+  }
   if (common.timeout_s <= 0) {
     if (first_rank_by_environment()) {
       fmt::print(stderr, "railbench: error: --timeout {} must be a positive number of seconds\n", common.timeout_s);
@@ -152,6 +174,7 @@ int main(int argc, char** argv) {
     if (allgather->parsed()) return run_collective(*bootstrap, common, co, Pattern::all_gather);
     if (reducescatter->parsed()) return run_collective(*bootstrap, common, co, Pattern::reduce_scatter);
     if (alltoall->parsed()) return run_collective(*bootstrap, common, co, Pattern::all_to_all);
+    if (validate->parsed()) return run_validate(*bootstrap, common, vo);
   } catch (const AgreedError& e) {
     // Every rank saw it: say it once, and let every rank end normally (MPI_Finalize).
     if (bootstrap ? bootstrap->rank() == 0 : first_rank_by_environment()) {

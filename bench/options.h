@@ -31,6 +31,14 @@ struct SendRecvOptions {
   bool all_pairs = false;     // print every pair at every size
 };
 
+struct ValidateOptions {
+  std::string config;        // --config: a path, or a name in configs/
+  bool plan = false;         // --plan: print the schedule and estimate, run nothing
+  bool inventory_only = false;
+  std::string transport;     // -t: overrides the config's transport
+  double timeout_s = 0;      // --pair-timeout: overrides tests.pair_timeout_s
+};
+
 // allreduce, allgather, reducescatter, alltoall.
 struct CollectiveOptions {
   std::string datatype = "f32";

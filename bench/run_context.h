@@ -44,6 +44,9 @@ class RunContext {
   // communicate (a rank that failed would not take part).
   void agree(const std::function<void()>& step);
 
+  // This rank's --rails, before open_transport (validate: each rank its slot's NIC).
+  void set_rails(const std::string& rails) { options_.rails = rails; }
+
   // Opens the transport named by -t/--rails (agreed), connects all peers, and makes
   // the Progress engine with the run's timeout.
   void open_transport();

@@ -14,6 +14,7 @@ Progress::Progress(Transport& transport, double timeout_s, std::vector<std::stri
       peer_names_(std::move(peer_names)),
       slots_(kSlots),
       outstanding_by_peer_(static_cast<size_t>(std::max(transport.world_size(), 1)), 0),
+      abandoned_(static_cast<size_t>(std::max(transport.world_size(), 1)), false),
       batch_(64) {}
 
 std::string Progress::peer_name(int peer) const {
@@ -48,6 +49,7 @@ size_t Progress::poll_once() {
   const size_t n = t_.poll(batch_);
   for (size_t i = 0; i < n; ++i) {
     const Completion& c = batch_[i];
+    if (abandoned(c.peer)) continue;
     if (c.status != Status::ok) {
       throw TransportError(fmt::format("rank {}: {} with {} on rail {} failed: {}", t_.rank(), to_string(c.op),
                                        peer_name(c.peer), c.rail, t_.last_error()));
@@ -64,6 +66,18 @@ size_t Progress::poll_once() {
     --outstanding_by_peer_[s.peer];
   }
   return n;
+}
+
+void Progress::abandon_peer(int peer) {
+  if (peer < 0 || static_cast<size_t>(peer) >= abandoned_.size()) return;
+  abandoned_[peer] = true;
+  for (Slot& s : slots_) {
+    if (s.done || s.peer != peer) continue;
+    s.done = true;
+    --outstanding_;
+    --outstanding_by_peer_[peer];
+  }
+  std::erase_if(imms_, [&](const Completion& c) { return c.peer == peer; });
 }
 
 template <class Pred>

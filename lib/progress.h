@@ -65,6 +65,13 @@ class Progress {
   // rails may overtake each other) and consumes it.
   void wait_imm_value(uint32_t imm, int expected_peer, const char* what);
 
+  // Gives up on every operation outstanding with `peer` after it failed a deadline, so
+  // later waits (wait_all included) do not wait for it again; its late completions,
+  // failed ones included, are ignored from then on. The buffers those operations
+  // named must stay registered until the transport closes.
+  void abandon_peer(int peer);
+  bool abandoned(int peer) const { return peer >= 0 && static_cast<size_t>(peer) < abandoned_.size() && abandoned_[peer]; }
+
   // Polls the transport once; returns how many completions it handled.
   size_t poll_once();
   size_t outstanding() const { return outstanding_; }
@@ -95,6 +102,7 @@ class Progress {
   std::vector<std::string> peer_names_;
   std::vector<Slot> slots_;
   std::vector<size_t> outstanding_by_peer_;
+  std::vector<bool> abandoned_;
   std::vector<Completion> batch_;
   std::deque<Completion> imms_;
   uint64_t next_id_ = 1;

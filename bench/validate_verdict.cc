@@ -1,0 +1,309 @@
+#include "bench/validate_verdict.h"
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+#include <fmt/format.h>
+
+namespace railbench {
+namespace {
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+// Scaled median absolute deviation: an estimate of the spread that a few outliers do
+// not move (1.4826 makes it match the standard deviation of normal data).
+double mad(const std::vector<double>& v, double med) {
+  std::vector<double> d;
+  for (double x : v) d.push_back(std::fabs(x - med));
+  return 1.4826 * median(d);
+}
+
+struct RailBaseline {
+  double tx = 0, rx = 0, bidir = 0, lat = 0;
+  double tx_mad = 0, rx_mad = 0, bidir_mad = 0, lat_mad = 0;
+};
+
+RailBaseline baseline(const std::vector<LinkStats>& links) {
+  std::vector<double> tx, rx, bidir, lat;
+  for (const auto& l : links) {
+    if (l.pairs - l.failed <= 0) continue;
+    tx.push_back(l.tx);
+    rx.push_back(l.rx);
+    bidir.push_back(l.bidir);
+    lat.push_back(l.lat_p50);
+  }
+  RailBaseline b;
+  b.tx = median(tx), b.rx = median(rx), b.bidir = median(bidir), b.lat = median(lat);
+  b.tx_mad = mad(tx, b.tx), b.rx_mad = mad(rx, b.rx), b.bidir_mad = mad(bidir, b.bidir), b.lat_mad = mad(lat, b.lat);
+  return b;
+}
+
+// Below the rail's median by the relative margin AND (when the rail has spread at all)
+// by more than k MADs: both, so neither a tight rail nor a noisy one raises false alarms.
+bool low_outlier(double v, double med, double spread, const SuThresholds& t) {
+  if (med <= 0) return false;
+  if (v >= med * (1 - t.rel_bw_below_median)) return false;
+  return spread == 0 || v < med - t.mad_k * spread;
+}
+
+bool high_latency(double v, double med, double spread, const SuThresholds& t) {
+  if (med <= 0) return false;
+  if (v <= med * (1 + t.rel_lat_above_median) || v - med < t.rel_lat_min_us) return false;
+  return spread == 0 || v > med + t.mad_k * spread;
+}
+
+// The checks of one set of figures against the rail's thresholds and baseline; used
+// for the full schedule (link medians) and for a re-test (one pair) alike.
+std::vector<Suspect> check(const SuConfig& c, LinkId link, double tx, double rx, double bidir, double lat_p50,
+                           double lat_p99, const RailBaseline& b) {
+  std::vector<Suspect> out;
+  const SuThresholds& t = c.thresholds;
+  const double line = line_gbytes(c.rails[link.rail]);
+  const double need = t.bw_min_fraction * line;
+  for (auto [v, dir, med, spread] : {std::tuple{tx, "sending", b.tx, b.tx_mad}, std::tuple{rx, "receiving", b.rx, b.rx_mad}}) {
+    if (v < need) {
+      out.push_back({link, "bandwidth",
+                     fmt::format("{} {:.3f} GB/s < {:.0f}% of line rate {:.3f} GB/s", dir, v, t.bw_min_fraction * 100, line),
+                     v, need, "GB/s"});
+    } else if (low_outlier(v, med, spread, t)) {
+      out.push_back({link, "bandwidth",
+                     fmt::format("{} {:.3f} GB/s, {:.0f}% below the rail's median {:.3f} GB/s", dir, v,
+                                 (1 - v / med) * 100, med),
+                     v, med, "GB/s"});
+    }
+  }
+  const double need_bidir = t.bidir_min_fraction * 2 * line;
+  if (out.empty() && bidir > 0 && (bidir < need_bidir || low_outlier(bidir, b.bidir, b.bidir_mad, t))) {
+    out.push_back({link, "bidirectional",
+                   fmt::format("both directions {:.3f} GB/s (need {:.3f}, rail median {:.3f})", bidir, need_bidir, b.bidir),
+                   bidir, std::max(need_bidir, b.bidir), "GB/s"});
+  }
+  if (t.lat_p50_max_us > 0 && lat_p50 > t.lat_p50_max_us) {
+    out.push_back({link, "latency", fmt::format("p50 {:.1f} us > limit {:.1f} us", lat_p50, t.lat_p50_max_us), lat_p50,
+                   t.lat_p50_max_us, "us"});
+  } else if (high_latency(lat_p50, b.lat, b.lat_mad, t)) {
+    out.push_back({link, "latency",
+                   fmt::format("p50 {:.1f} us, {:.1f}x the rail's median {:.1f} us", lat_p50, lat_p50 / b.lat, b.lat),
+                   lat_p50, b.lat, "us"});
+  } else if (t.lat_p99_max_us > 0 && lat_p99 > t.lat_p99_max_us) {
+    out.push_back({link, "latency", fmt::format("p99 {:.1f} us > limit {:.1f} us", lat_p99, t.lat_p99_max_us), lat_p99,
+                   t.lat_p99_max_us, "us"});
+  }
+  return out;
+}
+
+}  // namespace
+
+void to_json(nlohmann::json& j, const PairResult& p) {
+  j = nlohmann::json{{"phase", p.phase},     {"node_a", p.node_a},     {"node_b", p.node_b},   {"rail_a", p.rail_a},
+                     {"rail_b", p.rail_b},   {"ok", p.ok},             {"error", p.error},     {"bw_ab", p.bw_ab},
+                     {"bw_ba", p.bw_ba},     {"bidir", p.bidir},       {"lat_p50", p.lat_p50}, {"lat_p99", p.lat_p99},
+                     {"lat_p999", p.lat_p999}};
+}
+
+void from_json(const nlohmann::json& j, PairResult& p) {
+  p.phase = j.at("phase");
+  p.node_a = j.at("node_a"), p.node_b = j.at("node_b");
+  p.rail_a = j.at("rail_a"), p.rail_b = j.at("rail_b");
+  p.ok = j.at("ok"), p.error = j.at("error");
+  p.bw_ab = j.at("bw_ab"), p.bw_ba = j.at("bw_ba"), p.bidir = j.at("bidir");
+  p.lat_p50 = j.at("lat_p50"), p.lat_p99 = j.at("lat_p99"), p.lat_p999 = j.at("lat_p999");
+}
+
+void to_json(nlohmann::json& j, const Finding& f) {
+  j = nlohmann::json{{"severity", f.severity}, {"kind", f.kind},         {"subject", f.subject},
+                     {"reason", f.reason},     {"measured", f.measured}, {"expected", f.expected},
+                     {"unit", f.unit}};
+  if (f.node >= 0) j["node"] = f.node;
+  if (f.rail >= 0) j["rail"] = f.rail;
+}
+
+std::string link_name(const SuConfig& config, const std::vector<std::string>& node_names, LinkId link) {
+  return fmt::format("{} rail{} ({})", node_names.at(link.node), link.rail, config.rails.at(link.rail).leaf);
+}
+
+std::vector<std::vector<LinkStats>> link_stats(const SuConfig& config, int nodes, const std::vector<PairResult>& rail) {
+  std::vector<std::vector<LinkStats>> out(config.num_rails(), std::vector<LinkStats>(nodes));
+  struct Acc {
+    std::vector<double> tx, rx, bidir, p50, p99;
+  };
+  std::vector<std::vector<Acc>> acc(config.num_rails(), std::vector<Acc>(nodes));
+  for (const auto& p : rail) {
+    if (p.rail_a != p.rail_b) continue;
+    for (int side = 0; side < 2; ++side) {
+      const int node = side == 0 ? p.node_a : p.node_b;
+      LinkStats& s = out[p.rail_a][node];
+      s.link = {node, p.rail_a};
+      ++s.pairs;
+      if (!p.ok) {
+        ++s.failed;
+        continue;
+      }
+      Acc& a = acc[p.rail_a][node];
+      a.tx.push_back(side == 0 ? p.bw_ab : p.bw_ba);
+      a.rx.push_back(side == 0 ? p.bw_ba : p.bw_ab);
+      a.bidir.push_back(p.bidir);
+      a.p50.push_back(p.lat_p50);
+      a.p99.push_back(p.lat_p99);
+    }
+  }
+  for (int r = 0; r < config.num_rails(); ++r) {
+    for (int n = 0; n < nodes; ++n) {
+      LinkStats& s = out[r][n];
+      s.link = {n, r};
+      const Acc& a = acc[r][n];
+      s.tx = median(a.tx), s.rx = median(a.rx), s.bidir = median(a.bidir);
+      s.lat_p50 = median(a.p50), s.lat_p99 = median(a.p99);
+    }
+  }
+  return out;
+}
+
+std::vector<Suspect> find_suspects(const SuConfig& config, const std::vector<std::vector<LinkStats>>& stats) {
+  std::vector<Suspect> out;
+  for (size_t r = 0; r < stats.size(); ++r) {
+    const RailBaseline b = baseline(stats[r]);
+    for (const auto& l : stats[r]) {
+      if (l.pairs == 0) continue;
+      // Most of its partners could not be reached: the link, not the partners. Exactly
+      // half (two nodes, one pair) also counts: the re-test decides which end.
+      if (2 * l.failed >= l.pairs && l.failed > 0) {
+        out.push_back({l.link, "unreachable",
+                       fmt::format("no traffic with {} of {} partners within the deadline", l.failed, l.pairs),
+                       static_cast<double>(l.pairs - l.failed), static_cast<double>(l.pairs), "partners"});
+        continue;
+      }
+      auto found = check(config, l.link, l.tx, l.rx, l.bidir, l.lat_p50, l.lat_p99, b);
+      // One suspect per link: the first (bandwidth before latency) names it.
+      if (!found.empty()) out.push_back(found.front());
+    }
+  }
+  return out;
+}
+
+std::vector<std::vector<Retest>> plan_retests(const std::vector<Suspect>& suspects,
+                                              const std::vector<std::vector<LinkStats>>& stats) {
+  std::vector<std::vector<Retest>> rounds;
+  std::set<std::pair<int, int>> bad;  // (rail, node)
+  for (const auto& s : suspects) bad.insert({s.link.rail, s.link.node});
+  for (const auto& s : suspects) {
+    // An unreachable link was already tried against every partner, each of which
+    // reached its other partners: another attempt would only wait out the deadline.
+    if (s.kind == "unreachable") continue;
+    // Good partners on the suspect's rail, best sender first.
+    std::vector<const LinkStats*> good;
+    for (const auto& l : stats[s.link.rail]) {
+      if (l.link.node != s.link.node && l.pairs > 0 && 2 * l.failed < l.pairs && !bad.count({s.link.rail, l.link.node})) {
+        good.push_back(&l);
+      }
+    }
+    if (good.empty()) continue;
+    std::sort(good.begin(), good.end(), [](const LinkStats* a, const LinkStats* b) { return a->tx > b->tx; });
+    // First round where neither node is busy (every rank takes one pair per round).
+    const int partner = good.front()->link.node;
+    size_t k = 0;
+    for (; k < rounds.size(); ++k) {
+      bool busy = false;
+      for (const auto& t : rounds[k]) {
+        for (int n : {t.suspect.node, t.partner}) {
+          if ((n == s.link.node || n == partner) && t.suspect.rail == s.link.rail) busy = true;
+        }
+      }
+      if (!busy) break;
+    }
+    if (k == rounds.size()) rounds.emplace_back();
+    rounds[k].push_back({s.link, partner});
+  }
+  return rounds;
+}
+
+std::vector<Finding> judge_links(const SuConfig& config, const std::vector<std::string>& node_names,
+                                 const std::vector<std::vector<LinkStats>>& stats, const std::vector<Suspect>& suspects,
+                                 const std::vector<PairResult>& retests, const std::vector<PairResult>& cross) {
+  std::vector<Finding> out;
+  std::set<std::pair<int, int>> blamed;  // (rail, node) of links found bad
+  for (const auto& s : suspects) {
+    Finding f{"FAIL", s.kind, link_name(config, node_names, s.link), s.reason, s.measured, s.expected, s.unit,
+              s.link.node, s.link.rail};
+    const PairResult* rt = nullptr;
+    for (const auto& p : retests)
+      if (p.node_a == s.link.node && p.rail_a == s.link.rail) rt = &p;
+    const auto& mine = stats[s.link.rail][s.link.node];
+    const bool others_fine = std::all_of(stats[s.link.rail].begin(), stats[s.link.rail].end(), [&](const LinkStats& l) {
+      return l.link.node == s.link.node || l.pairs == 0 || 2 * l.failed < l.pairs;
+    });
+    if (s.kind == "unreachable" && others_fine && mine.pairs > 1) {
+      f.reason += "; its partners reached their other partners, so the fault is on this link";
+    } else if (!rt) {
+      // No good partner on the rail (two nodes, or every partner suspect too).
+      f.reason += "; no good partner left to re-test against, so either end may be at fault";
+    } else {
+      const std::string partner = node_names.at(rt->node_b);
+      if (!rt->ok) {
+        f.reason += fmt::format("; confirmed: re-test against {} failed too ({})", partner, rt->error);
+      } else {
+        const RailBaseline b = baseline(stats[s.link.rail]);
+        const auto again = check(config, s.link, rt->bw_ab, rt->bw_ba, rt->bidir, rt->lat_p50, rt->lat_p99, b);
+        if (again.empty()) {
+          f.severity = "WARN";
+          f.reason += fmt::format("; not confirmed: passed a re-test against {} (intermittent?)", partner);
+        } else {
+          f.reason += fmt::format("; confirmed against {}: {}", partner, again.front().reason);
+        }
+      }
+    }
+    if (f.severity == "FAIL") blamed.insert({s.link.rail, s.link.node});
+    out.push_back(f);
+  }
+  // Cross-rail spot checks: the path through the spine. A pair explained by a link
+  // already blamed is not a second finding.
+  std::vector<double> xs;
+  for (const auto& p : cross)
+    if (p.ok) xs.push_back(std::min(p.bw_ab, p.bw_ba));
+  const double xmed = median(xs);
+  const double xspread = mad(xs, xmed);
+  for (const auto& p : cross) {
+    if (blamed.count({p.rail_a, p.node_a}) || blamed.count({p.rail_b, p.node_b})) continue;
+    const std::string subject =
+        fmt::format("{} rail{} -> {} rail{} ({} -> spine -> {})", node_names.at(p.node_a), p.rail_a,
+                    node_names.at(p.node_b), p.rail_b, config.rails[p.rail_a].leaf, config.rails[p.rail_b].leaf);
+    const double line = std::min(line_gbytes(config.rails[p.rail_a]), line_gbytes(config.rails[p.rail_b]));
+    const double need = config.thresholds.bw_min_fraction * line;
+    const double v = std::min(p.bw_ab, p.bw_ba);
+    if (!p.ok) {
+      out.push_back({"FAIL", "cross-rail", subject, "no traffic within the deadline: " + p.error, 0, need, "GB/s"});
+    } else if (v < need) {
+      out.push_back({"FAIL", "cross-rail", subject,
+                     fmt::format("{:.3f} GB/s < {:.0f}% of line rate {:.3f} GB/s", v,
+                                 config.thresholds.bw_min_fraction * 100, line),
+                     v, need, "GB/s"});
+    } else if (low_outlier(v, xmed, xspread, config.thresholds)) {
+      out.push_back({"FAIL", "cross-rail", subject,
+                     fmt::format("{:.3f} GB/s, {:.0f}% below the cross-rail median {:.3f} GB/s", v,
+                                 (1 - v / xmed) * 100, xmed),
+                     v, xmed, "GB/s"});
+    }
+  }
+  return out;
+}
+
+void sort_findings(std::vector<Finding>& findings) {
+  auto badness = [](const Finding& f) {
+    if (f.expected <= 0) return 0.0;
+    // How far from expected: bandwidth below (ratio < 1) or latency above (ratio > 1).
+    const double ratio = f.measured / f.expected;
+    return f.unit == "us" ? 1 / std::max(ratio, 1e-9) : ratio;
+  };
+  std::stable_sort(findings.begin(), findings.end(), [&](const Finding& a, const Finding& b) {
+    if (a.severity != b.severity) return a.severity == "FAIL";
+    return badness(a) < badness(b);
+  });
+}
+
+}  // namespace railbench

@@ -1,0 +1,100 @@
+// The judgement half of `validate`, kept free of transports and ranks so it is tested
+// on numbers alone: from the pair measurements, which links are suspect, and after the
+// re-tests, which are confirmed bad. A link is one NIC port of one node on one rail
+// (its cable to the leaf); its figures are medians over all the partners it was
+// measured against, so one bad link does not smear onto the nodes it was paired with.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "lib/su_config.h"
+
+namespace railbench {
+
+// One measured pair: node_a's slot rail_a against node_b's slot rail_b (equal on the
+// rail checks, different on cross-rail spot checks). Bandwidths are GB/s medians over
+// the timed windows, latencies microseconds (RTT/2) percentiles.
+struct PairResult {
+  std::string phase;  // "rail", "cross", "retest"
+  int node_a = 0, node_b = 0;
+  int rail_a = 0, rail_b = 0;
+  bool ok = true;
+  std::string error;  // why it did not finish (deadline, transport error)
+  double bw_ab = 0, bw_ba = 0, bidir = 0;
+  double lat_p50 = 0, lat_p99 = 0, lat_p999 = 0;
+};
+
+void to_json(nlohmann::json& j, const PairResult& p);
+void from_json(const nlohmann::json& j, PairResult& p);
+
+struct LinkId {
+  int node = 0;
+  int rail = 0;
+  bool operator==(const LinkId&) const = default;
+};
+
+// A link's figures over its partners on its rail.
+struct LinkStats {
+  LinkId link;
+  int pairs = 0, failed = 0;
+  double tx = 0, rx = 0, bidir = 0;  // GB/s medians: sending, receiving, both at once
+  double lat_p50 = 0, lat_p99 = 0;   // us medians
+};
+
+struct Suspect {
+  LinkId link;
+  std::string kind;    // "unreachable", "bandwidth", "bidirectional", "latency"
+  std::string reason;  // measured vs expected, in words
+  double measured = 0, expected = 0;
+  std::string unit;
+};
+
+struct Finding {
+  std::string severity;  // "FAIL" or "WARN"
+  std::string kind;      // inventory, unreachable, bandwidth, bidirectional, latency, cross-rail, collective, run
+  std::string subject;   // "node03 rail1 (leaf1)", "node01 slot0 -> node02 slot1", "allreduce"
+  std::string reason;
+  double measured = 0, expected = 0;
+  std::string unit;
+  int node = -1, rail = -1;  // the link blamed, when one is
+};
+
+void to_json(nlohmann::json& j, const Finding& f);
+
+// Per rail, every node's link figures (index: rail, then node; nodes without a
+// measurement have pairs == 0).
+std::vector<std::vector<LinkStats>> link_stats(const SuConfig& config, int nodes, const std::vector<PairResult>& rail);
+
+// Links whose figures break an absolute threshold or sit far from their rail's median.
+std::vector<Suspect> find_suspects(const SuConfig& config, const std::vector<std::vector<LinkStats>>& stats);
+
+// For each suspect, a partner on the same rail that is not itself suspect (the best by
+// bandwidth), scheduled as rounds of disjoint pairs; a suspect with no possible partner
+// is left out (two-node SUs). Returns pairs (suspect node, partner node, rail).
+struct Retest {
+  LinkId suspect;
+  int partner = 0;
+};
+std::vector<std::vector<Retest>> plan_retests(const std::vector<Suspect>& suspects,
+                                              const std::vector<std::vector<LinkStats>>& stats);
+
+// The findings of the traffic phases: suspects confirmed by their re-test are FAIL,
+// those that passed it WARN, those without a possible partner FAIL naming both ends;
+// cross-rail pairs below threshold and not explained by a bad link are FAIL.
+std::vector<Finding> judge_links(const SuConfig& config, const std::vector<std::string>& node_names,
+                                 const std::vector<std::vector<LinkStats>>& stats, const std::vector<Suspect>& suspects,
+                                 const std::vector<PairResult>& retests, const std::vector<PairResult>& cross);
+
+// "node03 rail1 (leaf1)"
+std::string link_name(const SuConfig& config, const std::vector<std::string>& node_names, LinkId link);
+
+// Worst first: FAIL before WARN, then by measured/expected (furthest from expected first).
+void sort_findings(std::vector<Finding>& findings);
+
+// GB/s a rail's line rate allows (1 Gb/s = 0.125 GB/s).
+inline double line_gbytes(const SuRail& rail) { return rail.line_rate_gbps / 8.0; }
+
+}  // namespace railbench

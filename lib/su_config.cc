@@ -1,0 +1,244 @@
+#include "lib/su_config.h"
+
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "lib/errors.h"
+#include "lib/hostlist.h"
+#include "lib/sizes.h"
+
+namespace railbench {
+namespace {
+
+using nlohmann::json;
+
+class Reader {
+ public:
+  explicit Reader(std::string path) : path_(std::move(path)) {}
+
+  [[noreturn]] void fail(const std::string& field, const std::string& why) const {
+    throw UsageError(fmt::format("config {}: {}: {}", path_, field, why));
+  }
+
+  // Every key of `obj` must be one of `known`: a typo is an error, not a default.
+  void only(const json& obj, const std::string& where, std::initializer_list<const char*> known) const {
+    if (!obj.is_object()) fail(where.empty() ? "(top level)" : where, fmt::format("expected an object, got {}", obj.dump()));
+    for (const auto& [key, value] : obj.items()) {
+      bool ok = false;
+      std::string list;
+      for (const char* k : known) {
+        ok = ok || key == k;
+        list += fmt::format("{}{}", list.empty() ? "" : ", ", k);
+      }
+      if (!ok) fail(join(where, key), fmt::format("unknown field; the fields here are: {}", list));
+    }
+  }
+
+  static std::string join(const std::string& where, const std::string& key) {
+    return where.empty() ? key : where + "." + key;
+  }
+
+  double number(const json& obj, const std::string& where, const char* key, double fallback, double lo, double hi,
+                bool required = false) const {
+    if (!obj.contains(key)) {
+      if (required) fail(join(where, key), fmt::format("missing; expected a number in [{}, {}]", lo, hi));
+      return fallback;
+    }
+    const json& v = obj.at(key);
+    if (!v.is_number()) fail(join(where, key), fmt::format("expected a number, got {}", v.dump()));
+    const double d = v.get<double>();
+    if (d < lo || d > hi) fail(join(where, key), fmt::format("{} is outside [{}, {}]", d, lo, hi));
+    return d;
+  }
+
+  int integer(const json& obj, const std::string& where, const char* key, int fallback, int lo, int hi,
+              bool required = false) const {
+    if (obj.contains(key) && !obj.at(key).is_number_integer()) {
+      fail(join(where, key), fmt::format("expected a whole number, got {}", obj.at(key).dump()));
+    }
+    return static_cast<int>(number(obj, where, key, fallback, lo, hi, required));
+  }
+
+  std::string string(const json& obj, const std::string& where, const char* key, const std::string& fallback,
+                     bool required = false) const {
+    if (!obj.contains(key)) {
+      if (required) fail(join(where, key), "missing; expected a string");
+      return fallback;
+    }
+    const json& v = obj.at(key);
+    if (!v.is_string() || v.get<std::string>().empty()) {
+      fail(join(where, key), fmt::format("expected a non-empty string, got {}", v.dump()));
+    }
+    return v.get<std::string>();
+  }
+
+  uint64_t size(const json& obj, const std::string& where, const char* key, uint64_t fallback) const {
+    if (!obj.contains(key)) return fallback;
+    const json& v = obj.at(key);
+    try {
+      if (v.is_number_unsigned()) return v.get<uint64_t>();
+      if (v.is_string()) return parse_size(v.get<std::string>());
+    } catch (const UsageError& e) {
+      fail(join(where, key), e.what());
+    }
+    fail(join(where, key), fmt::format("expected a size such as 8, \"4K\" or \"8M\", got {}", v.dump()));
+  }
+
+  bool boolean(const json& obj, const std::string& where, const char* key, bool fallback) const {
+    if (!obj.contains(key)) return fallback;
+    if (!obj.at(key).is_boolean()) fail(join(where, key), fmt::format("expected true or false, got {}", obj.at(key).dump()));
+    return obj.at(key).get<bool>();
+  }
+
+ private:
+  std::string path_;
+};
+
+bool valid_ib_mtu(int mtu) {
+  return mtu == 256 || mtu == 512 || mtu == 1024 || mtu == 2048 || mtu == 4096;
+}
+
+}  // namespace
+
+bool SuConfig::rdma_nics() const {
+  return transport == "verbs" || transport.rfind("verbs:", 0) == 0 || transport == "ofi:verbs";
+}
+
+SuConfig parse_su_config(const std::string& text, const std::string& path) {
+  json doc;
+  try {
+    doc = json::parse(text, nullptr, true, /*ignore_comments=*/true);
+  } catch (const json::parse_error& e) {
+    throw UsageError(fmt::format("config {}: not valid JSON ({}); comments // and /* */ are allowed", path, e.what()));
+  }
+  Reader r(path);
+  r.only(doc, "", {"name", "description", "nodes", "gpus_per_node", "transport", "gid_index", "qps_per_peer", "rails",
+                   "thresholds", "tests"});
+  SuConfig c;
+  c.path = path;
+  c.name = r.string(doc, "", "name", std::filesystem::path(path).stem().string());
+  c.nodes_expr = r.string(doc, "", "nodes", "", true);
+  try {
+    c.nodes = expand_hostlist(c.nodes_expr, 100000);
+  } catch (const UsageError& e) {
+    r.fail("nodes", e.what());
+  }
+  std::set<std::string> seen;
+  for (const auto& n : c.nodes) {
+    if (!seen.insert(n).second) r.fail("nodes", fmt::format("node '{}' is listed twice", n));
+  }
+  c.gpus_per_node = r.integer(doc, "", "gpus_per_node", 0, 1, 64, true);
+  c.transport = r.string(doc, "", "transport", c.transport);
+  if (c.transport != "verbs" && c.transport.rfind("ofi", 0) != 0) {
+    r.fail("transport", fmt::format("'{}' is not a transport: use verbs, ofi:tcp, ofi:verbs or ofi:efa", c.transport));
+  }
+  c.gid_index = r.integer(doc, "", "gid_index", -1, -1, 255);
+  c.qps_per_peer = r.integer(doc, "", "qps_per_peer", 1, 1, 64);
+
+  if (!doc.contains("rails") || !doc.at("rails").is_array()) {
+    r.fail("rails", "missing; expected a list with one entry per GPU slot: {\"gpu\": 0, \"nic\": \"mlx5_0\", ...}");
+  }
+  const json& rails = doc.at("rails");
+  if (static_cast<int>(rails.size()) != c.gpus_per_node) {
+    r.fail("rails", fmt::format("has {} entries but gpus_per_node is {}: one NIC (rail) per GPU slot", rails.size(),
+                                c.gpus_per_node));
+  }
+  c.rails.resize(rails.size());
+  std::vector<bool> have(rails.size(), false);
+  std::set<std::string> nics;
+  for (size_t i = 0; i < rails.size(); ++i) {
+    const std::string where = fmt::format("rails[{}]", i);
+    const json& e = rails[i];
+    r.only(e, where, {"gpu", "nic", "leaf", "speed_gbps", "line_rate_gbps", "mtu"});
+    SuRail rail;
+    rail.gpu = r.integer(e, where, "gpu", static_cast<int>(i), 0, c.gpus_per_node - 1);
+    if (have[rail.gpu]) r.fail(where + ".gpu", fmt::format("GPU slot {} has two rails", rail.gpu));
+    have[rail.gpu] = true;
+    rail.nic = r.string(e, where, "nic", "", true);
+    if (!nics.insert(rail.nic).second) r.fail(where + ".nic", fmt::format("NIC '{}' serves two slots", rail.nic));
+    rail.leaf = r.string(e, where, "leaf", fmt::format("leaf{}", rail.gpu));
+    rail.speed_gbps = r.number(e, where, "speed_gbps", 0, 0.001, 100000, true);
+    rail.line_rate_gbps = r.number(e, where, "line_rate_gbps", rail.speed_gbps, 0.001, 100000);
+    rail.mtu = r.integer(e, where, "mtu", 0, 256, 65536, true);
+    if (c.rdma_nics() && !valid_ib_mtu(rail.mtu)) {
+      r.fail(where + ".mtu", fmt::format("{} is not an IB MTU: with transport {} use 256, 512, 1024, 2048 or 4096 "
+                                         "(the active MTU of the port)",
+                                         rail.mtu, c.transport));
+    }
+    c.rails[rail.gpu] = rail;
+  }
+
+  SuThresholds& t = c.thresholds;
+  if (doc.contains("thresholds")) {
+    const json& j = doc.at("thresholds");
+    const std::string w = "thresholds";
+    r.only(j, w, {"bw_min_fraction", "bidir_min_fraction", "lat_p50_max_us", "lat_p99_max_us", "rel_bw_below_median",
+                  "rel_lat_above_median", "rel_lat_min_us", "mad_k", "allreduce_busbw_min_fraction",
+                  "alltoall_busbw_min_fraction"});
+    t.bw_min_fraction = r.number(j, w, "bw_min_fraction", t.bw_min_fraction, 0, 1);
+    t.bidir_min_fraction = r.number(j, w, "bidir_min_fraction", t.bidir_min_fraction, 0, 1);
+    t.lat_p50_max_us = r.number(j, w, "lat_p50_max_us", t.lat_p50_max_us, 0, 1e7);
+    t.lat_p99_max_us = r.number(j, w, "lat_p99_max_us", t.lat_p99_max_us, 0, 1e7);
+    t.rel_bw_below_median = r.number(j, w, "rel_bw_below_median", t.rel_bw_below_median, 0.01, 1);
+    t.rel_lat_above_median = r.number(j, w, "rel_lat_above_median", t.rel_lat_above_median, 0.01, 1000);
+    t.rel_lat_min_us = r.number(j, w, "rel_lat_min_us", t.rel_lat_min_us, 0, 1e7);
+    t.mad_k = r.number(j, w, "mad_k", t.mad_k, 0, 100);
+    t.allreduce_busbw_min_fraction = r.number(j, w, "allreduce_busbw_min_fraction", t.allreduce_busbw_min_fraction, 0, 10);
+    t.alltoall_busbw_min_fraction = r.number(j, w, "alltoall_busbw_min_fraction", t.alltoall_busbw_min_fraction, 0, 10);
+  }
+  SuTests& s = c.tests;
+  if (doc.contains("tests")) {
+    const json& j = doc.at("tests");
+    const std::string w = "tests";
+    r.only(j, w, {"bw_bytes", "bw_window", "bw_iters", "lat_bytes", "lat_iters", "collective_bytes",
+                  "collective_iters", "cross_rail", "collectives", "pair_timeout_s"});
+    s.bw_bytes = r.size(j, w, "bw_bytes", s.bw_bytes);
+    s.bw_window = r.integer(j, w, "bw_window", s.bw_window, 1, 1024);
+    s.bw_iters = r.integer(j, w, "bw_iters", s.bw_iters, 1, 100000);
+    s.lat_bytes = r.size(j, w, "lat_bytes", s.lat_bytes);
+    s.lat_iters = r.integer(j, w, "lat_iters", s.lat_iters, 1, 10000000);
+    s.collective_bytes = r.size(j, w, "collective_bytes", s.collective_bytes);
+    s.collective_iters = r.integer(j, w, "collective_iters", s.collective_iters, 1, 100000);
+    s.cross_rail = r.boolean(j, w, "cross_rail", s.cross_rail);
+    s.collectives = r.boolean(j, w, "collectives", s.collectives);
+    s.pair_timeout_s = r.number(j, w, "pair_timeout_s", s.pair_timeout_s, 0.1, 3600);
+    if (s.bw_bytes == 0 || s.bw_bytes > (1ULL << 30)) r.fail("tests.bw_bytes", "use 1 byte .. 1G");
+    if (s.lat_bytes == 0 || s.lat_bytes > s.bw_bytes) r.fail("tests.lat_bytes", "use 1 byte .. tests.bw_bytes");
+    if (s.collective_bytes < 1024 || s.collective_bytes > (1ULL << 32)) r.fail("tests.collective_bytes", "use 1K .. 4G");
+  }
+  return c;
+}
+
+SuConfig load_su_config(const std::string& name_or_path) {
+  const std::string path = resolve_config_path(name_or_path);
+  std::ifstream in(path);
+  if (!in) {
+    throw UsageError(fmt::format("config '{}': cannot read {}: give a path, or a name from {} (e.g. su-h200-32x8-400g)",
+                                 name_or_path, path, resolve_config_path("")));
+  }
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return parse_su_config(ss.str(), path);
+}
+
+std::string resolve_config_path(const std::string& name_or_path) {
+  std::string dir;
+  if (const char* env = std::getenv("RAILBENCH_CONFIG_DIR")) dir = env;
+#ifdef RAILBENCH_SOURCE_CONFIG_DIR
+  if (dir.empty()) dir = RAILBENCH_SOURCE_CONFIG_DIR;
+#endif
+  if (name_or_path.empty()) return dir;
+  if (name_or_path.find('/') != std::string::npos || std::filesystem::exists(name_or_path) || dir.empty()) {
+    return name_or_path;
+  }
+  std::string p = dir + "/" + name_or_path;
+  if (!std::filesystem::exists(p) && std::filesystem::exists(p + ".json")) p += ".json";
+  return p;
+}
+
+}  // namespace railbench

@@ -1,0 +1,79 @@
+// The description of a scalable unit (SU) that `railbench validate` accepts or rejects:
+// which nodes, how many GPU slots each, which NIC (rail) serves each slot with what
+// speed and MTU, the transport, the thresholds and how hard to test. JSON with
+// comments; see configs/ and the README's "validate" section for every field.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace railbench {
+
+struct SuRail {
+  int gpu = 0;               // the GPU slot this NIC serves; rail index == slot
+  std::string nic;           // verbs device[:port] ("mlx5_0") or netdev ("eth2", "rail0")
+  std::string leaf;          // the leaf switch the rail's cables go to (names findings)
+  double speed_gbps = 0;     // expected port speed
+  double line_rate_gbps = 0; // rate the link is expected to carry; defaults to speed_gbps
+  int mtu = 0;               // expected MTU: IB MTU (256..4096) for verbs, link MTU for a netdev
+};
+
+struct SuThresholds {
+  // absolute, against the rail's line rate (1 Gb/s = 0.125 GB/s)
+  double bw_min_fraction = 0.85;     // each direction of a pair
+  double bidir_min_fraction = 0.75;  // both directions at once, against 2 x line rate
+  double lat_p50_max_us = 0;         // 0: no absolute latency limit
+  double lat_p99_max_us = 0;
+  // relative, against the other links of the same rail (robust: median and MAD)
+  double rel_bw_below_median = 0.15;   // a link this far below its rail's median is suspect...
+  double rel_lat_above_median = 0.5;   // ...or this far above it in p50 latency
+  double rel_lat_min_us = 2;           // ...and by at least this many microseconds
+  double mad_k = 3.5;                  // ...and more than k scaled MADs from the median
+  // collectives over every rank, busbw against the slowest rail's line rate
+  double allreduce_busbw_min_fraction = 0.5;
+  double alltoall_busbw_min_fraction = 0.4;
+};
+
+struct SuTests {
+  uint64_t bw_bytes = 8 << 20;  // message size of the bandwidth tests
+  int bw_window = 16;           // messages in flight
+  int bw_iters = 8;             // timed windows per direction
+  uint64_t lat_bytes = 8;
+  int lat_iters = 1000;
+  uint64_t collective_bytes = 64 << 20;
+  int collective_iters = 10;
+  bool cross_rail = true;       // slot i -> slot j spot checks through the spine
+  bool collectives = true;
+  double pair_timeout_s = 30;   // a pair without progress for this long is a failed link
+};
+
+struct SuConfig {
+  std::string path;  // where it was read from (error messages)
+  std::string name;
+  std::string nodes_expr;
+  std::vector<std::string> nodes;
+  int gpus_per_node = 0;
+  std::string transport = "verbs";
+  int gid_index = -1;
+  int qps_per_peer = 1;
+  std::vector<SuRail> rails;  // rails[i].gpu == i
+  SuThresholds thresholds;
+  SuTests tests;
+
+  int num_rails() const { return static_cast<int>(rails.size()); }
+  // The transport's kind of NIC name: "rdma" (verbs devices) or "netdev" (interfaces).
+  bool rdma_nics() const;
+};
+
+// Parses and checks a config. Throws UsageError naming the file, the field (as a JSON
+// path such as rails[3].speed_gbps) and what was expected; unknown fields are errors
+// too, so a typo does not silently fall back to a default.
+SuConfig parse_su_config(const std::string& text, const std::string& path = "<config>");
+SuConfig load_su_config(const std::string& path);
+
+// The directory shipped configs live in: $RAILBENCH_CONFIG_DIR, else the source tree's
+// configs/ (compiled in). A bare name "su-h200-32x8-400g" resolves there.
+std::string resolve_config_path(const std::string& name_or_path);
+
+}  // namespace railbench

@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# Breaks one link of the simulated SU (the cable between a node's NIC and its leaf),
+# the way links break in real SUs, or mends it:
+#   fault.sh degrade NODE RAIL PERCENT   carry only PERCENT of the SU's rate, both directions
+#   fault.sh delay NODE RAIL MS          add MS milliseconds each way (needs sch_netem)
+#   fault.sh down NODE RAIL              switch port down: the NIC sees no carrier
+#   fault.sh blackhole NODE RAIL         port unplugged from the leaf: link up, nothing passes
+#   fault.sh clear [NODE RAIL]           mend one link, or every link
+#   fault.sh list                        the faults in place
+# NODE: node02 or 2; RAIL: rail1 or 1.
+here=$(cd "$(dirname "$0")" && pwd)
+source "$here/lib.sh"
+rb_su_require_root
+rb_su_load_state
+faults="$RB_SU_STATE/faults"
+touch "$faults"
+
+usage() { sed -n '2,10p' "$0" >&2; exit 2; }
+
+mend() {  # mend N R
+  local n=$1 r=$2 ns port
+  ns=$(rb_su_ns "$(rb_su_node_name "$n")")
+  port=$(rb_su_port "$n" "$r")
+  ip link set "$port" master "$(rb_su_leaf "$r")" 2>/dev/null || true
+  ip link set "$port" up
+  rb_su_shape "$ns" "rail$r" "$RB_SU_RATE"
+  rb_su_shape "" "$port" "$RB_SU_RATE"
+  sed -i "/^$n $r /d" "$faults"
+}
+
+cmd=${1:-}
+case $cmd in
+  list)
+    if [[ -s $faults ]]; then
+      while read -r n r what; do echo "$(rb_su_node_name "$n") rail$r: $what"; done <"$faults"
+    else
+      echo "no faults: every link at $RB_SU_RATE Mb/s"
+    fi
+    exit 0 ;;
+  clear)
+    if (($# == 3)); then
+      mend "$(rb_su_node_number "$2")" "$(rb_su_rail_number "$3")"
+    elif (($# == 1)); then
+      for ((n = 1; n <= RB_SU_NODES; n++)); do for ((r = 0; r < RB_SU_RAILS; r++)); do mend $n $r; done; done
+      : >"$faults"
+    else
+      usage
+    fi
+    echo "netns-su: mended"
+    exit 0 ;;
+  degrade | delay | down | blackhole) ;;
+  *) usage ;;
+esac
+(($# >= 3)) || usage
+n=$(rb_su_node_number "$2")
+r=$(rb_su_rail_number "$3")
+ns=$(rb_su_ns "$(rb_su_node_name "$n")")
+port=$(rb_su_port "$n" "$r")
+mend "$n" "$r"
+case $cmd in
+  degrade)
+    pct=${4:-}
+    [[ $pct =~ ^[0-9]+$ ]] && ((pct >= 1 && pct <= 100)) || rb_su_die "degrade needs a PERCENT of the rate, 1..100"
+    rate=$((RB_SU_RATE * pct / 100))
+    ((rate >= 1)) || rate=1
+    rb_su_shape "$ns" "rail$r" "$rate"
+    rb_su_shape "" "$port" "$rate"
+    what="degraded to $pct% ($rate Mb/s)" ;;
+  delay)
+    ms=${4:-}
+    [[ $ms =~ ^[0-9]+(\.[0-9]+)?$ ]] || rb_su_die "delay needs milliseconds, e.g. 5"
+    for side in "ip netns exec $ns tc qdisc replace dev rail$r" "tc qdisc replace dev $port"; do
+      if ! $side parent 1:10 handle 10: netem delay "${ms}ms" limit 1000 2>/dev/null; then
+        rb_su_die "this kernel has no netem qdisc (sch_netem), so delay cannot be injected here; degrade, down and blackhole work everywhere, delay works inside the soft-RoCE VM (scripts/rxe-vm/run.sh), whose kernel has it"
+      fi
+    done
+    what="${ms} ms added each way" ;;
+  down)
+    ip link set "$port" down
+    what="switch port down" ;;
+  blackhole)
+    ip link set "$port" nomaster
+    what="unplugged from $(rb_su_leaf "$r") (link up, no traffic)" ;;
+esac
+echo "$n $r $what" >>"$faults"
+echo "netns-su: $(rb_su_node_name "$n") rail$r: $what"

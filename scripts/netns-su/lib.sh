@@ -1,0 +1,77 @@
+# Sourced by the netns-su scripts: names and state of the simulated scalable unit.
+#
+# The SU is a scale model of a rail-optimized cluster on one machine:
+#   node NN         a network namespace rbsu-nodeNN with its own UTS name (hostname nodeNN)
+#   rail R          one veth per node, railR inside (10.210.R.NN/24), into bridge rbsu-leafR
+#   spine           namespace rbsu-spine, one leg into every leaf (10.210.R.254), forwarding,
+#                   so slot i -> slot j (i != j) crosses it as cross-rail traffic does
+#   management      mgmt0 in every node (10.211.0.NN/24) on bridge rbsu-mgmt, which also has
+#                   10.211.0.254 in the root namespace: mpirun's out-of-band network
+#   links           every node<->leaf link is shaped with htb in both directions to the
+#                   SU's rate, so a healthy link carries a known rate
+# Everything created carries the prefix, so tear-down can find it all after a failure.
+set -euo pipefail
+
+RB_SU_PREFIX=${RB_SU_PREFIX:-rbsu}
+RB_SU_STATE=${RB_SU_STATE:-/run/railbench-netns-su/$RB_SU_PREFIX}
+RB_SU_RAIL_NET=10.210    # rail R: 10.210.R.0/24
+RB_SU_MGMT_NET=10.211.0  # management: 10.211.0.0/24, root side .254
+
+rb_su_die() {
+  echo "netns-su: error: $*" >&2
+  exit 2
+}
+
+rb_su_require_root() {
+  [[ $(id -u) -eq 0 ]] || rb_su_die "needs root (network namespaces, bridges, tc): run as root or with sudo"
+  command -v ip >/dev/null || rb_su_die "'ip' not found: apt-get install iproute2"
+  command -v tc >/dev/null || rb_su_die "'tc' not found: apt-get install iproute2"
+}
+
+rb_su_node_name() { printf 'node%02d' "$1"; }         # 1 -> node01
+rb_su_ns() { printf '%s-%s' "$RB_SU_PREFIX" "$1"; }   # node01 -> rbsu-node01
+rb_su_leaf() { printf '%s-leaf%d' "$RB_SU_PREFIX" "$1"; }
+rb_su_mgmt_bridge() { printf '%s-mgmt' "$RB_SU_PREFIX"; }
+rb_su_spine_ns() { printf '%s-spine' "$RB_SU_PREFIX"; }
+# Root-namespace end of node N's rail R veth: the leaf's switch port (max 15 characters).
+rb_su_port() { printf '%s-n%02dr%d' "$RB_SU_PREFIX" "$1" "$2"; }
+rb_su_rail_ip() { printf '%s.%d.%d' "$RB_SU_RAIL_NET" "$2" "$1"; }  # node N, rail R
+
+rb_su_load_state() {
+  [[ -f $RB_SU_STATE/su.env ]] || rb_su_die "no simulated SU is up (no $RB_SU_STATE/su.env): run scripts/netns-su/up.sh first"
+  # shellcheck disable=SC1091
+  source "$RB_SU_STATE/su.env"
+}
+
+# Node number from a node name or number: node03 / 3 -> 3.
+rb_su_node_number() {
+  local n=${1#node}
+  [[ $n =~ ^[0-9]+$ ]] || rb_su_die "'$1' is not a node: use a name such as node02 or its number"
+  n=$((10#$n))
+  ((n >= 1 && n <= RB_SU_NODES)) || rb_su_die "node $1 does not exist: this SU has node01..$(rb_su_node_name "$RB_SU_NODES")"
+  echo "$n"
+}
+
+rb_su_rail_number() {
+  local r=${1#rail}
+  [[ $r =~ ^[0-9]+$ ]] || rb_su_die "'$1' is not a rail: use rail0..rail$((RB_SU_RAILS - 1)) or its number"
+  ((r < RB_SU_RAILS)) || rb_su_die "rail $1 does not exist: this SU has rail0..rail$((RB_SU_RAILS - 1))"
+  echo "$r"
+}
+
+# Shapes one direction of a link: htb, one class, everything in it.
+rb_su_shape() {  # rb_su_shape NETNS-or-"" DEV RATE_MBIT
+  local ns=$1 dev=$2 rate=$3
+  local -a in=()
+  [[ -n $ns ]] && in=(ip netns exec "$ns")
+  "${in[@]}" tc qdisc del dev "$dev" root 2>/dev/null || true  # htb cannot be changed in place
+  "${in[@]}" tc qdisc add dev "$dev" root handle 1: htb default 10
+  # A burst of ~2 ms at the rate keeps the shaper accurate for the message sizes used.
+  local burst=$((rate * 1000 / 8 * 2 / 1000 + 16))
+  "${in[@]}" tc class add dev "$dev" parent 1: classid 1:10 htb rate "${rate}mbit" ceil "${rate}mbit" quantum 60000 \
+    burst "${burst}k" cburst "${burst}k"
+  # A shallow queue (~64 packets) as a switch port has, not veth's 1000-packet default:
+  # a deep one turns a busy direction into tens of milliseconds of delay for the other
+  # direction's ACKs.
+  "${in[@]}" tc qdisc add dev "$dev" parent 1:10 handle 10: pfifo limit 64
+}

@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# Builds the simulated scalable unit (see lib.sh for its shape).
+#   up.sh [--nodes N] [--rails R] [--rate MBIT] [--mtu BYTES]
+# Defaults: 4 nodes x 2 rails at 400 Mb/s per link (a 1:1000 model of 400G NICs).
+# On any failure, everything already created is torn down again.
+here=$(cd "$(dirname "$0")" && pwd)
+source "$here/lib.sh"
+
+nodes=4 rails=2 rate=400 mtu=1500
+while (($#)); do
+  case $1 in
+    --nodes) nodes=$2; shift 2 ;;
+    --rails) rails=$2; shift 2 ;;
+    --rate) rate=$2; shift 2 ;;
+    --mtu) mtu=$2; shift 2 ;;
+    -h | --help) sed -n '2,5p' "$0"; exit 0 ;;
+    *) rb_su_die "unknown option '$1': use --nodes N --rails R --rate MBIT --mtu BYTES" ;;
+  esac
+done
+[[ $nodes =~ ^[0-9]+$ ]] && ((nodes >= 2 && nodes <= 99)) || rb_su_die "--nodes $nodes: use 2..99"
+[[ $rails =~ ^[0-9]+$ ]] && ((rails >= 1 && rails <= 8)) || rb_su_die "--rails $rails: use 1..8"
+[[ $rate =~ ^[0-9]+$ ]] && ((rate >= 1)) || rb_su_die "--rate $rate: a whole number of Mb/s, e.g. 400"
+[[ $mtu =~ ^[0-9]+$ ]] && ((mtu >= 576 && mtu <= 9000)) || rb_su_die "--mtu $mtu: use 576..9000"
+rb_su_require_root
+[[ -f $RB_SU_STATE/su.env ]] && rb_su_die "a simulated SU is already up ($RB_SU_STATE): run scripts/netns-su/down.sh first"
+
+trap 'echo "netns-su: setup failed, tearing down" >&2; "$here/down.sh" >/dev/null 2>&1 || true' ERR
+mkdir -p "$RB_SU_STATE"
+cat >"$RB_SU_STATE/su.env" <<STATE
+RB_SU_NODES=$nodes
+RB_SU_RAILS=$rails
+RB_SU_RATE=$rate
+RB_SU_MTU=$mtu
+STATE
+
+sysctl_ns() { ip netns exec "$1" sysctl -qw "$2" >/dev/null; }
+
+# Leaves (one bridge per rail) and the management bridge, in the root namespace.
+for ((r = 0; r < rails; r++)); do
+  ip link add "$(rb_su_leaf $r)" type bridge
+  ip link set "$(rb_su_leaf $r)" mtu "$mtu" up
+done
+mgmt=$(rb_su_mgmt_bridge)
+ip link add "$mgmt" type bridge
+ip addr add "$RB_SU_MGMT_NET.254/24" dev "$mgmt"
+ip link set "$mgmt" up
+
+# The spine: forwards between the rail subnets.
+spine=$(rb_su_spine_ns)
+ip netns add "$spine"
+ip -n "$spine" link set lo up
+sysctl_ns "$spine" net.ipv4.ip_forward=1
+sysctl_ns "$spine" net.ipv4.conf.all.rp_filter=0
+for ((r = 0; r < rails; r++)); do
+  port="$RB_SU_PREFIX-sp$r"
+  ip link add "$port" type veth peer name "leaf$r" netns "$spine"
+  ip link set "$port" master "$(rb_su_leaf $r)" mtu "$mtu" up
+  ip -n "$spine" addr add "$RB_SU_RAIL_NET.$r.254/24" dev "leaf$r"
+  ip -n "$spine" link set "leaf$r" mtu "$mtu" up
+done
+
+for ((n = 1; n <= nodes; n++)); do
+  node=$(rb_su_node_name $n)
+  ns=$(rb_su_ns "$node")
+  ip netns add "$ns"
+  ip -n "$ns" link set lo up
+  # One host with several NICs on different subnets: answer ARP only on the NIC that
+  # owns the address, and route by source address (below), as multi-rail hosts do.
+  sysctl_ns "$ns" net.ipv4.conf.all.arp_ignore=1
+  sysctl_ns "$ns" net.ipv4.conf.all.arp_announce=2
+  sysctl_ns "$ns" net.ipv4.conf.all.rp_filter=0
+  sysctl_ns "$ns" net.ipv4.conf.default.rp_filter=0
+  ip link add "$RB_SU_PREFIX-n$(printf %02d $n)m" type veth peer name mgmt0 netns "$ns"
+  ip link set "$RB_SU_PREFIX-n$(printf %02d $n)m" master "$mgmt" up
+  ip -n "$ns" addr add "$RB_SU_MGMT_NET.$n/24" dev mgmt0
+  ip -n "$ns" link set mgmt0 up
+  for ((r = 0; r < rails; r++)); do
+    port=$(rb_su_port $n $r)
+    ip link add "$port" type veth peer name "rail$r" netns "$ns"
+    ip link set "$port" master "$(rb_su_leaf $r)" mtu "$mtu" up
+    ip -n "$ns" link set "rail$r" mtu "$mtu"
+    sysctl_ns "$ns" "net.ipv4.conf.rail$r.rp_filter=0"
+    ip -n "$ns" addr add "$(rb_su_rail_ip $n $r)/24" dev "rail$r"
+    ip -n "$ns" link set "rail$r" up
+    # Source routing: traffic from railR's address leaves through railR; other rails'
+    # subnets are reached through the spine.
+    table=$((100 + r))
+    ip -n "$ns" route add "$RB_SU_RAIL_NET.$r.0/24" dev "rail$r" src "$(rb_su_rail_ip $n $r)" table $table
+    ip -n "$ns" route add "$RB_SU_RAIL_NET.0.0/16" via "$RB_SU_RAIL_NET.$r.254" dev "rail$r" table $table
+    ip -n "$ns" rule add from "$(rb_su_rail_ip $n $r)" table $table priority $table
+    # Both directions of the node<->leaf link at the SU's rate.
+    rb_su_shape "$ns" "rail$r" "$rate"
+    rb_su_shape "" "$port" "$rate"
+  done
+done
+trap - ERR
+echo "netns-su: up: $nodes nodes x $rails rails at $rate Mb/s per link, MTU $mtu" \
+  "(nodes $(rb_su_node_name 1)..$(rb_su_node_name "$nodes"), rails rail0..rail$((rails - 1)), management $RB_SU_MGMT_NET.0/24)"
