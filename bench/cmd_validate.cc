@@ -31,7 +31,7 @@ namespace {
 // Which rank is which GPU slot of which node: ranks sharing a host name are a node,
 // in rank order their slots 0..gpus_per_node-1 (what --map-by ppr:G:node gives).
 struct SuLayout {
-  std::vector<std::string> node_names;  // the run's nodes, in config order
+  std::vector<std::string> node_names;    // the run's nodes, in config order
   std::vector<std::vector<int>> rank_of;  // [node][slot]
   std::vector<int> node_of, slot_of;      // per rank
   std::vector<std::string> missing;       // config nodes not in this run
@@ -46,9 +46,10 @@ SuLayout map_ranks(const SuConfig& c, const std::vector<std::string>& hosts) {
   for (size_t r = 0; r < hosts.size(); ++r) {
     const std::string h = short_host(hosts[r]);
     if (std::find(c.nodes.begin(), c.nodes.end(), h) == c.nodes.end()) {
-      throw UsageError(fmt::format("rank {} runs on host '{}', which is not among the config's nodes ({}): fix "
-                                   "\"nodes\" in {} or the hostfile",
-                                   r, h, c.nodes_expr, c.path));
+      throw UsageError(
+          fmt::format("rank {} runs on host '{}', which is not among the config's nodes ({}): fix "
+                      "\"nodes\" in {} or the hostfile",
+                      r, h, c.nodes_expr, c.path));
     }
     by_host[h].push_back(static_cast<int>(r));
   }
@@ -62,10 +63,10 @@ SuLayout map_ranks(const SuConfig& c, const std::vector<std::string>& hosts) {
       continue;
     }
     if (static_cast<int>(it->second.size()) != c.gpus_per_node) {
-      throw UsageError(fmt::format("node {} has {} ranks but the config has {} GPUs per node: launch one rank per GPU, "
-                                   "e.g. mpirun -np {} --map-by ppr:{}:node",
-                                   name, it->second.size(), c.gpus_per_node, by_host.size() * c.gpus_per_node,
-                                   c.gpus_per_node));
+      throw UsageError(
+          fmt::format("node {} has {} ranks but the config has {} GPUs per node: launch one rank per GPU, "
+                      "e.g. mpirun -np {} --map-by ppr:{}:node",
+                      name, it->second.size(), c.gpus_per_node, by_host.size() * c.gpus_per_node, c.gpus_per_node));
     }
     const int node = static_cast<int>(L.node_names.size());
     L.node_names.push_back(name);
@@ -76,9 +77,10 @@ SuLayout map_ranks(const SuConfig& c, const std::vector<std::string>& hosts) {
     }
   }
   if (L.node_names.size() < 2) {
-    throw UsageError(fmt::format("validate needs ranks on at least 2 nodes of the SU to measure links, got {}: "
-                                 "launch across nodes with a hostfile",
-                                 L.node_names.size()));
+    throw UsageError(
+        fmt::format("validate needs ranks on at least 2 nodes of the SU to measure links, got {}: "
+                    "launch across nodes with a hostfile",
+                    L.node_names.size()));
   }
   return L;
 }
@@ -153,8 +155,9 @@ class PairRunner {
         }
         if (!side.ok && m.ok) m.ok = false, m.error = side.error;
       }
-      if (!m.ok) broken_.insert({std::min(j.at("rank_a").get<int>(), j.at("rank_b").get<int>()),
-                                 std::max(j.at("rank_a").get<int>(), j.at("rank_b").get<int>())});
+      if (!m.ok)
+        broken_.insert({std::min(j.at("rank_a").get<int>(), j.at("rank_b").get<int>()),
+                        std::max(j.at("rank_a").get<int>(), j.at("rank_b").get<int>())});
     }
     std::vector<PairResult> out;
     for (auto& [k, v] : merged) out.push_back(v);
@@ -173,7 +176,6 @@ class PairRunner {
   const SuConfig& c_;
   std::set<std::pair<int, int>> broken_;  // rank pairs that failed: never tested again
 };
-
 
 // Iteration times (max over ranks) of a collective; throws on a failure anywhere.
 template <class Fn>
@@ -217,13 +219,17 @@ json run_collectives(RunContext& ctx, const SuConfig& c, const SuLayout& L, std:
     const std::string name = spec.name;
     std::string error;
     double us = 0;
-    std::string algo = name == "alltoall" ? "pairwise" : choose_allreduce(bytes, n, static_cast<int>(L.node_names.size()), true);
+    std::string algo =
+        name == "alltoall" ? "pairwise" : choose_allreduce(bytes, n, static_cast<int>(L.node_names.size()), true);
     try {
       if (name == "allreduce") {
         std::unique_ptr<AllReduce> ar;
-        if (algo == "hier") ar = make_hier_allreduce(ctx.progress(), bytes, 1, layout);
-        else if (algo == "rhd") ar = make_rhd_allreduce(ctx.progress(), bytes, 1);
-        else ar = make_ring_allreduce(ctx.progress(), RingOptions{bytes, 16 << 20, 1, RingProtocol::send});
+        if (algo == "hier")
+          ar = make_hier_allreduce(ctx.progress(), bytes, 1, layout);
+        else if (algo == "rhd")
+          ar = make_rhd_allreduce(ctx.progress(), bytes, 1);
+        else
+          ar = make_ring_allreduce(ctx.progress(), RingOptions{bytes, 16 << 20, 1, RingProtocol::send});
         us = median_iteration_us(ctx, c.tests.collective_iters,
                                  [&] { ar->run(bufs, bytes / 4, DataType::f32, ReduceOp::sum); });
       } else {
@@ -240,8 +246,8 @@ json run_collectives(RunContext& ctx, const SuConfig& c, const SuLayout& L, std:
       if (first.empty() && !e.empty()) first = e;
     const double busbw = first.empty() && us > 0 ? bytes / (us * 1e-6) / 1e9 * spec.factor : 0;
     const double need = spec.need_fraction * slowest;
-    json entry{{"collective", name}, {"algo", algo}, {"bytes", bytes}, {"ranks", n}, {"time_us", us},
-               {"busbw_gbs", busbw}, {"need_busbw_gbs", need}};
+    json entry{{"collective", name}, {"algo", algo},       {"bytes", bytes},        {"ranks", n},
+               {"time_us", us},      {"busbw_gbs", busbw}, {"need_busbw_gbs", need}};
     if (!first.empty()) {
       entry["error"] = first;
       findings.push_back({"FAIL", "collective", name, "did not complete: " + first, 0, need, "GB/s"});
@@ -253,13 +259,13 @@ json run_collectives(RunContext& ctx, const SuConfig& c, const SuLayout& L, std:
         return f.severity == "FAIL" && f.node >= 0 && f.rail >= 0;
       });
       findings.push_back({"FAIL", "collective", fmt::format("{} ({})", name, algo),
-                          fmt::format("busbw {:.3f} GB/s < {:.0f}% of the slowest rail's line rate {:.3f} GB/s{}", busbw,
-                                      spec.need_fraction * 100, slowest,
+                          fmt::format("busbw {:.3f} GB/s < {:.0f}% of the slowest rail's line rate {:.3f} GB/s{}",
+                                      busbw, spec.need_fraction * 100, slowest,
                                       explained ? " (a collective runs at its slowest link: see the links above)" : ""),
                           busbw, need, "GB/s"});
     }
-    ctx.print(fmt::format("#   {:<10} {:<9} {:>10} B  {:>10.1f} us  busbw {:>8.3f} GB/s (need {:.3f})  {}", name,
-                          algo, bytes, us, busbw, need, busbw < need ? "FAIL" : "PASS"));
+    ctx.print(fmt::format("#   {:<10} {:<9} {:>10} B  {:>10.1f} us  busbw {:>8.3f} GB/s (need {:.3f})  {}", name, algo,
+                          bytes, us, busbw, need, busbw < need ? "FAIL" : "PASS"));
     out.push_back(entry);
   }
   return out;
@@ -309,7 +315,10 @@ int run_validate(Bootstrap& bootstrap, CommonOptions common, const ValidateOptio
   SuLayout L;
   ctx.agree([&] { L = map_ranks(c, ctx.hosts()); });
 
-  json cfg{{"su", c.name}, {"file", c.path}, {"nodes", c.nodes_expr}, {"gpus_per_node", c.gpus_per_node},
+  json cfg{{"su", c.name},
+           {"file", c.path},
+           {"nodes", c.nodes_expr},
+           {"gpus_per_node", c.gpus_per_node},
            {"pair_timeout_s", common.timeout_s}};
   ResultsFile results(ctx.is_root() ? common.json_path : "", ctx.results_header(cfg));
   try {
@@ -326,18 +335,22 @@ int validate_phases(RunContext& ctx, const SuConfig& c, const SuLayout& L, const
                     const ValidateOptions& opt, ResultsFile& results) {
   const int my_node = L.node_of[ctx.rank()], my_slot = L.slot_of[ctx.rank()];
   const int N = static_cast<int>(L.node_names.size()), R = c.num_rails();
-  json cfg{{"su", c.name}, {"file", c.path}, {"nodes", c.nodes_expr}, {"gpus_per_node", c.gpus_per_node},
+  json cfg{{"su", c.name},
+           {"file", c.path},
+           {"nodes", c.nodes_expr},
+           {"gpus_per_node", c.gpus_per_node},
            {"pair_timeout_s", common.timeout_s}};
   std::vector<Finding> findings;
   for (const auto& m : L.missing) {
-    findings.push_back({"FAIL", "inventory", m, "in the config but not part of this run (no rank ran there)", 0, 1, ""});
+    findings.push_back(
+        {"FAIL", "inventory", m, "in the config but not part of this run (no rank ran there)", 0, 1, ""});
   }
   ctx.print(fmt::format("# railbench validate: {} ({}), {} of {} nodes x {} GPUs, {} rails, transport {}", c.name,
                         c.path, N, c.nodes.size(), c.gpus_per_node, R, common.transport));
 
   // ---- phase 1: inventory ----
-  const NicReport my_nic = c.rdma_nics() ? probe_rdma_nic(c.rails[my_slot].nic, c.gid_index)
-                                         : probe_netdev_nic(c.rails[my_slot].nic);
+  const NicReport my_nic =
+      c.rdma_nics() ? probe_rdma_nic(c.rails[my_slot].nic, c.gid_index) : probe_netdev_nic(c.rails[my_slot].nic);
   const auto nics = gather_inventory(ctx, c, L, my_nic);
   bool blocking = false;
   auto inv = judge_inventory(c, L.node_names, nics, blocking);
@@ -356,7 +369,8 @@ int validate_phases(RunContext& ctx, const SuConfig& c, const SuLayout& L, const
     sort_findings(findings);
     for (const auto& line : summary_lines(c, L.node_names, findings, stats)) ctx.print(line);
     results.set("findings", findings);
-    const bool pass = std::none_of(findings.begin(), findings.end(), [](const Finding& f) { return f.severity == "FAIL"; });
+    const bool pass =
+        std::none_of(findings.begin(), findings.end(), [](const Finding& f) { return f.severity == "FAIL"; });
     results.set("verdict", pass ? "PASS" : "FAIL");
     results.finish(complete, error);
     if (!common.json_path.empty()) ctx.print(fmt::format("# results: {}", common.json_path));
@@ -430,7 +444,8 @@ int validate_phases(RunContext& ctx, const SuConfig& c, const SuLayout& L, const
     retest_results.insert(retest_results.end(), got.begin(), got.end());
     results.set("retest_pairs", retest_results);
   }
-  ctx.print(fmt::format("# phase 4 re-tests: {} suspect link(s), {} re-tested", suspects.size(), retest_results.size()));
+  ctx.print(
+      fmt::format("# phase 4 re-tests: {} suspect link(s), {} re-tested", suspects.size(), retest_results.size()));
   auto links = judge_links(c, L.node_names, stats, suspects, retest_results, cross_results);
   findings.insert(findings.end(), links.begin(), links.end());
 

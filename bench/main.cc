@@ -110,8 +110,10 @@ int main(int argc, char** argv) {
   validate->add_flag("--plan", vo.plan, "Print the schedule and an estimated duration; run nothing");
   validate->add_flag("--inventory-only", vo.inventory_only, "Check NICs, ports, speeds and MTUs; send no traffic");
   validate->add_option("-t,--transport", vo.transport, "Override the config's transport (verbs, ofi:tcp, ...)");
-  validate->add_option("--pair-timeout", vo.timeout_s, "Seconds a pair may go without progress (config: tests.pair_timeout_s)");
-  validate->add_option("--json", common.json_path, "Write results (inventory, per-rail matrices, findings) to this file");
+  validate->add_option("--pair-timeout", vo.timeout_s,
+                       "Seconds a pair may go without progress (config: tests.pair_timeout_s)");
+  validate->add_option("--json", common.json_path,
+                       "Write results (inventory, per-rail matrices, findings) to this file");
 
   auto* info = app.add_subcommand("info", "What this build contains and which providers and devices this host has");
 
@@ -156,7 +158,8 @@ int main(int argc, char** argv) {
     }
   }
   if (validate->parsed() && vo.timeout_s < 0) {
-    if (first_rank_by_environment()) fmt::print(stderr, "railbench: error: --pair-timeout {} must be positive\n", vo.timeout_s);
+    if (first_rank_by_environment())
+      fmt::print(stderr, "railbench: error: --pair-timeout {} must be positive\n", vo.timeout_s);
     return 2;
   }
   if (common.timeout_s <= 0) {

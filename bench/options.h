@@ -32,11 +32,11 @@ struct SendRecvOptions {
 };
 
 struct ValidateOptions {
-  std::string config;        // --config: a path, or a name in configs/
-  bool plan = false;         // --plan: print the schedule and estimate, run nothing
+  std::string config;  // --config: a path, or a name in configs/
+  bool plan = false;   // --plan: print the schedule and estimate, run nothing
   bool inventory_only = false;
-  std::string transport;     // -t: overrides the config's transport
-  double timeout_s = 0;      // --pair-timeout: overrides tests.pair_timeout_s
+  std::string transport;  // -t: overrides the config's transport
+  double timeout_s = 0;   // --pair-timeout: overrides tests.pair_timeout_s
 };
 
 // allreduce, allgather, reducescatter, alltoall.

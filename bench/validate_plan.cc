@@ -59,10 +59,9 @@ std::vector<std::string> describe_plan(const SuConfig& c, const ValidatePlan& p)
   out.push_back(fmt::format("# {} nodes ({}) x {} GPUs = {} ranks, {} rails, transport {}", p.nodes, c.nodes_expr,
                             c.gpus_per_node, p.ranks, p.rails, c.transport));
   for (const auto& r : c.rails) {
-    out.push_back(fmt::format("#   rail{}: GPU {} -> {} on {}, {} Gb/s, MTU {}{}", r.gpu, r.gpu, r.nic, r.leaf,
-                              r.speed_gbps, r.mtu,
-                              r.line_rate_gbps != r.speed_gbps ? fmt::format(", carries {} Gb/s", r.line_rate_gbps)
-                                                               : std::string()));
+    out.push_back(fmt::format(
+        "#   rail{}: GPU {} -> {} on {}, {} Gb/s, MTU {}{}", r.gpu, r.gpu, r.nic, r.leaf, r.speed_gbps, r.mtu,
+        r.line_rate_gbps != r.speed_gbps ? fmt::format(", carries {} Gb/s", r.line_rate_gbps) : std::string()));
   }
   out.push_back("#");
   out.push_back("# phase 1  inventory: every rank reads its NIC (exists, port up, speed, MTU, GID); no traffic");
@@ -83,22 +82,24 @@ std::vector<std::string> describe_plan(const SuConfig& c, const ValidatePlan& p)
   }
   if (p.rounds.size() > show) out.push_back(fmt::format("#     ... {} more rounds", p.rounds.size() - show));
   if (!p.cross.empty()) {
-    out.push_back(fmt::format("# phase 3  cross-rail spot checks: 1 round, node 2m slot s <-> node 2m+1 slot s+1 "
-                              "(through the spine): {} pair tests",
-                              p.cross.size() * static_cast<size_t>(p.rails)));
+    out.push_back(
+        fmt::format("# phase 3  cross-rail spot checks: 1 round, node 2m slot s <-> node 2m+1 slot s+1 "
+                    "(through the spine): {} pair tests",
+                    p.cross.size() * static_cast<size_t>(p.rails)));
   } else {
     out.push_back("# phase 3  cross-rail spot checks: off (one rail, or tests.cross_rail false)");
   }
   out.push_back("# phase 4  re-tests: each suspect link against a good partner on its rail (one round per clash)");
   if (c.tests.collectives) {
-    out.push_back(fmt::format("# phase 5  collectives over all {} ranks: all-reduce and all-to-all of {}, {} iterations",
-                              p.ranks, format_size(c.tests.collective_bytes), c.tests.collective_iters));
+    out.push_back(
+        fmt::format("# phase 5  collectives over all {} ranks: all-reduce and all-to-all of {}, {} iterations", p.ranks,
+                    format_size(c.tests.collective_bytes), c.tests.collective_iters));
   }
   out.push_back("#");
-  out.push_back(fmt::format("# estimate at line rate: rail checks {} ({} per round), cross-rail {}, collectives {}; "
-                            "total {} plus start-up and re-tests",
-                            duration(p.rail_s), duration(p.pair_s), duration(p.cross_s), duration(p.collectives_s),
-                            duration(p.total_s)));
+  out.push_back(fmt::format(
+      "# estimate at line rate: rail checks {} ({} per round), cross-rail {}, collectives {}; "
+      "total {} plus start-up and re-tests",
+      duration(p.rail_s), duration(p.pair_s), duration(p.cross_s), duration(p.collectives_s), duration(p.total_s)));
   out.push_back(fmt::format("# launch: mpirun -np {} --map-by ppr:{}:node railbench validate --config {}", p.ranks,
                             c.gpus_per_node, c.path));
   return out;

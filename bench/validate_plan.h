@@ -13,10 +13,10 @@ namespace railbench {
 
 struct ValidatePlan {
   int nodes = 0, rails = 0, ranks = 0;
-  std::vector<Round> rounds;       // node pairs per round of the rail checks (all rails at once)
-  size_t rail_pair_tests = 0;      // pairs x rails
-  Round cross;                     // cross-rail spot checks: node 2m slot s <-> node 2m+1 slot s+1
-  double pair_s = 0;               // one pair test: latency, a->b, b->a, both at once
+  std::vector<Round> rounds;   // node pairs per round of the rail checks (all rails at once)
+  size_t rail_pair_tests = 0;  // pairs x rails
+  Round cross;                 // cross-rail spot checks: node 2m slot s <-> node 2m+1 slot s+1
+  double pair_s = 0;           // one pair test: latency, a->b, b->a, both at once
   double rail_s = 0, cross_s = 0, collectives_s = 0, total_s = 0;
 };
 

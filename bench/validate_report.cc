@@ -20,8 +20,8 @@ std::vector<Finding> judge_inventory(const SuConfig& c, const std::vector<std::s
       const SuRail& want = c.rails[s];
       const std::string subject = link_name(c, node_names, {static_cast<int>(n), static_cast<int>(s)});
       auto add = [&](const std::string& why, double measured, double expected, const std::string& unit) {
-        out.push_back({"FAIL", "inventory", subject, why, measured, expected, unit, static_cast<int>(n),
-                       static_cast<int>(s)});
+        out.push_back(
+            {"FAIL", "inventory", subject, why, measured, expected, unit, static_cast<int>(n), static_cast<int>(s)});
       };
       if (!r.found) {
         std::string have;
@@ -75,9 +75,14 @@ json rail_matrices(const SuConfig& c, const std::vector<std::string>& node_names
     }
     json links = json::array();
     for (const auto& l : stats[r]) {
-      links.push_back(json{{"node", node_names[l.link.node]}, {"pairs", l.pairs}, {"failed", l.failed},
-                           {"tx_gbs", l.tx}, {"rx_gbs", l.rx}, {"bidir_gbs", l.bidir},
-                           {"lat_p50_us", l.lat_p50}, {"lat_p99_us", l.lat_p99}});
+      links.push_back(json{{"node", node_names[l.link.node]},
+                           {"pairs", l.pairs},
+                           {"failed", l.failed},
+                           {"tx_gbs", l.tx},
+                           {"rx_gbs", l.rx},
+                           {"bidir_gbs", l.bidir},
+                           {"lat_p50_us", l.lat_p50},
+                           {"lat_p99_us", l.lat_p99}});
     }
     out.push_back(json{{"rail", r},
                        {"nic", c.rails[r].nic},
@@ -125,14 +130,17 @@ std::vector<std::string> summary_lines(const SuConfig& c, const std::vector<std:
                               c.rails[r].leaf, fmt::format("{}/{}", measured, stats[r].size()),
                               tx.empty() ? 0.0 : tx.front(), tx.empty() ? 0.0 : tx[(tx.size() - 1) / 2],
                               line_gbytes(c.rails[r]), p50.empty() ? 0.0 : p50[(p50.size() - 1) / 2], p99,
-                              bad ? "FAIL" : measured == 0 ? "not run" : "PASS"));
+                              bad             ? "FAIL"
+                              : measured == 0 ? "not run"
+                                              : "PASS"));
   }
   out.push_back("#");
   if (findings.empty()) {
     out.push_back("# findings: none");
   } else {
     out.push_back("# findings, worst first:");
-    out.push_back(fmt::format("# {:>4}  {:<7} {:<14} {:<34} {}", "#", "verdict", "check", "where", "measured vs expected"));
+    out.push_back(
+        fmt::format("# {:>4}  {:<7} {:<14} {:<34} {}", "#", "verdict", "check", "where", "measured vs expected"));
     for (size_t i = 0; i < findings.size(); ++i) {
       const Finding& f = findings[i];
       out.push_back(fmt::format("  {:>4}  {:<7} {:<14} {:<34} {}", i + 1, f.severity, f.kind, f.subject, f.reason));
@@ -144,7 +152,8 @@ std::vector<std::string> summary_lines(const SuConfig& c, const std::vector<std:
     if (f.node >= 0) bad_nodes.insert(node_names[f.node]);
     if (f.node >= 0 && f.rail >= 0) bad_links.insert(link_name(c, node_names, {f.node, f.rail}));
   }
-  const size_t fails = std::count_if(findings.begin(), findings.end(), [](const Finding& f) { return f.severity == "FAIL"; });
+  const size_t fails =
+      std::count_if(findings.begin(), findings.end(), [](const Finding& f) { return f.severity == "FAIL"; });
   out.push_back("#");
   if (fails == 0) {
     out.push_back(fmt::format("# verdict: PASS: {} nodes x {} rails, every link within thresholds", node_names.size(),
@@ -152,7 +161,8 @@ std::vector<std::string> summary_lines(const SuConfig& c, const std::vector<std:
   } else {
     std::string links;
     for (const auto& l : bad_links) links += (links.empty() ? "" : ", ") + l;
-    out.push_back(fmt::format("# verdict: FAIL: {} finding(s); bad links: {}", fails, links.empty() ? "none named" : links));
+    out.push_back(
+        fmt::format("# verdict: FAIL: {} finding(s); bad links: {}", fails, links.empty() ? "none named" : links));
   }
   return out;
 }

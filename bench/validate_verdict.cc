@@ -66,23 +66,26 @@ std::vector<Suspect> check(const SuConfig& c, LinkId link, double tx, double rx,
   const SuThresholds& t = c.thresholds;
   const double line = line_gbytes(c.rails[link.rail]);
   const double need = t.bw_min_fraction * line;
-  for (auto [v, dir, med, spread] : {std::tuple{tx, "sending", b.tx, b.tx_mad}, std::tuple{rx, "receiving", b.rx, b.rx_mad}}) {
+  for (auto [v, dir, med, spread] :
+       {std::tuple{tx, "sending", b.tx, b.tx_mad}, std::tuple{rx, "receiving", b.rx, b.rx_mad}}) {
     if (v < need) {
-      out.push_back({link, "bandwidth",
-                     fmt::format("{} {:.3f} GB/s < {:.0f}% of line rate {:.3f} GB/s", dir, v, t.bw_min_fraction * 100, line),
-                     v, need, "GB/s"});
+      out.push_back(
+          {link, "bandwidth",
+           fmt::format("{} {:.3f} GB/s < {:.0f}% of line rate {:.3f} GB/s", dir, v, t.bw_min_fraction * 100, line), v,
+           need, "GB/s"});
     } else if (low_outlier(v, med, spread, t)) {
-      out.push_back({link, "bandwidth",
-                     fmt::format("{} {:.3f} GB/s, {:.0f}% below the rail's median {:.3f} GB/s", dir, v,
-                                 (1 - v / med) * 100, med),
-                     v, med, "GB/s"});
+      out.push_back(
+          {link, "bandwidth",
+           fmt::format("{} {:.3f} GB/s, {:.0f}% below the rail's median {:.3f} GB/s", dir, v, (1 - v / med) * 100, med),
+           v, med, "GB/s"});
     }
   }
   const double need_bidir = t.bidir_min_fraction * 2 * line;
   if (out.empty() && bidir > 0 && (bidir < need_bidir || low_outlier(bidir, b.bidir, b.bidir_mad, t))) {
-    out.push_back({link, "bidirectional",
-                   fmt::format("both directions {:.3f} GB/s (need {:.3f}, rail median {:.3f})", bidir, need_bidir, b.bidir),
-                   bidir, std::max(need_bidir, b.bidir), "GB/s"});
+    out.push_back(
+        {link, "bidirectional",
+         fmt::format("both directions {:.3f} GB/s (need {:.3f}, rail median {:.3f})", bidir, need_bidir, b.bidir),
+         bidir, std::max(need_bidir, b.bidir), "GB/s"});
   }
   if (t.lat_p50_max_us > 0 && lat_p50 > t.lat_p50_max_us) {
     out.push_back({link, "latency", fmt::format("p50 {:.1f} us > limit {:.1f} us", lat_p50, t.lat_p50_max_us), lat_p50,
@@ -101,9 +104,9 @@ std::vector<Suspect> check(const SuConfig& c, LinkId link, double tx, double rx,
 }  // namespace
 
 void to_json(nlohmann::json& j, const PairResult& p) {
-  j = nlohmann::json{{"phase", p.phase},     {"node_a", p.node_a},     {"node_b", p.node_b},   {"rail_a", p.rail_a},
-                     {"rail_b", p.rail_b},   {"ok", p.ok},             {"error", p.error},     {"bw_ab", p.bw_ab},
-                     {"bw_ba", p.bw_ba},     {"bidir", p.bidir},       {"lat_p50", p.lat_p50}, {"lat_p99", p.lat_p99},
+  j = nlohmann::json{{"phase", p.phase},      {"node_a", p.node_a}, {"node_b", p.node_b},   {"rail_a", p.rail_a},
+                     {"rail_b", p.rail_b},    {"ok", p.ok},         {"error", p.error},     {"bw_ab", p.bw_ab},
+                     {"bw_ba", p.bw_ba},      {"bidir", p.bidir},   {"lat_p50", p.lat_p50}, {"lat_p99", p.lat_p99},
                      {"lat_p999", p.lat_p999}};
 }
 
@@ -117,9 +120,8 @@ void from_json(const nlohmann::json& j, PairResult& p) {
 }
 
 void to_json(nlohmann::json& j, const Finding& f) {
-  j = nlohmann::json{{"severity", f.severity}, {"kind", f.kind},         {"subject", f.subject},
-                     {"reason", f.reason},     {"measured", f.measured}, {"expected", f.expected},
-                     {"unit", f.unit}};
+  j = nlohmann::json{{"severity", f.severity}, {"kind", f.kind},         {"subject", f.subject}, {"reason", f.reason},
+                     {"measured", f.measured}, {"expected", f.expected}, {"unit", f.unit}};
   if (f.node >= 0) j["node"] = f.node;
   if (f.rail >= 0) j["rail"] = f.rail;
 }
@@ -199,7 +201,8 @@ std::vector<std::vector<Retest>> plan_retests(const std::vector<Suspect>& suspec
     // Good partners on the suspect's rail, best sender first.
     std::vector<const LinkStats*> good;
     for (const auto& l : stats[s.link.rail]) {
-      if (l.link.node != s.link.node && l.pairs > 0 && 2 * l.failed < l.pairs && !bad.count({s.link.rail, l.link.node})) {
+      if (l.link.node != s.link.node && l.pairs > 0 && 2 * l.failed < l.pairs &&
+          !bad.count({s.link.rail, l.link.node})) {
         good.push_back(&l);
       }
     }
@@ -229,7 +232,7 @@ std::vector<Finding> judge_links(const SuConfig& config, const std::vector<std::
   std::vector<Finding> out;
   std::set<std::pair<int, int>> blamed;  // (rail, node) of links found bad
   for (const auto& s : suspects) {
-    Finding f{"FAIL", s.kind, link_name(config, node_names, s.link), s.reason, s.measured, s.expected, s.unit,
+    Finding f{"FAIL",      s.kind,     link_name(config, node_names, s.link), s.reason, s.measured, s.expected, s.unit,
               s.link.node, s.link.rail};
     const PairResult* rt = nullptr;
     for (const auto& p : retests)
@@ -284,10 +287,10 @@ std::vector<Finding> judge_links(const SuConfig& config, const std::vector<std::
                                  config.thresholds.bw_min_fraction * 100, line),
                      v, need, "GB/s"});
     } else if (low_outlier(v, xmed, xspread, config.thresholds)) {
-      out.push_back({"FAIL", "cross-rail", subject,
-                     fmt::format("{:.3f} GB/s, {:.0f}% below the cross-rail median {:.3f} GB/s", v,
-                                 (1 - v / xmed) * 100, xmed),
-                     v, xmed, "GB/s"});
+      out.push_back(
+          {"FAIL", "cross-rail", subject,
+           fmt::format("{:.3f} GB/s, {:.0f}% below the cross-rail median {:.3f} GB/s", v, (1 - v / xmed) * 100, xmed),
+           v, xmed, "GB/s"});
     }
   }
   return out;

@@ -95,6 +95,8 @@ std::string link_name(const SuConfig& config, const std::vector<std::string>& no
 void sort_findings(std::vector<Finding>& findings);
 
 // GB/s a rail's line rate allows (1 Gb/s = 0.125 GB/s).
-inline double line_gbytes(const SuRail& rail) { return rail.line_rate_gbps / 8.0; }
+inline double line_gbytes(const SuRail& rail) {
+  return rail.line_rate_gbps / 8.0;
+}
 
 }  // namespace railbench

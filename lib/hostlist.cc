@@ -10,8 +10,8 @@ namespace railbench {
 namespace {
 
 [[noreturn]] void bad(const std::string& expr, size_t pos, const std::string& why) {
-  throw UsageError(fmt::format("hostlist '{}': {} at character {}; write it like gpu[001-032] or node1,node2", expr,
-                               why, pos + 1));
+  throw UsageError(
+      fmt::format("hostlist '{}': {} at character {}; write it like gpu[001-032] or node1,node2", expr, why, pos + 1));
 }
 
 bool all_digits(const std::string& s) {

@@ -1,8 +1,8 @@
 #include "lib/inventory.h"
 
+#include <arpa/inet.h>
 #include <ifaddrs.h>
 #include <netinet/in.h>
-#include <arpa/inet.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -66,10 +66,12 @@ int roce_active_mtu(int netdev_mtu) {
 }
 
 void to_json(nlohmann::json& j, const NicReport& r) {
-  j = nlohmann::json{{"nic", r.nic},       {"kind", r.kind},     {"found", r.found},
-                     {"up", r.up},         {"state", r.state},   {"speed_gbps", r.speed_gbps},
-                     {"mtu", r.mtu},       {"link_layer", r.link_layer}, {"netdev", r.netdev},
-                     {"address", r.address}, {"present", r.present}};
+  j = nlohmann::json{{"nic", r.nic},        {"kind", r.kind},
+                     {"found", r.found},    {"up", r.up},
+                     {"state", r.state},    {"speed_gbps", r.speed_gbps},
+                     {"mtu", r.mtu},        {"link_layer", r.link_layer},
+                     {"netdev", r.netdev},  {"address", r.address},
+                     {"present", r.present}};
 }
 
 void from_json(const nlohmann::json& j, NicReport& r) {
@@ -115,8 +117,8 @@ NicReport probe_rdma_nic(const std::string& nic, int gid_index, const std::strin
     for (const auto& name : list_dir(pdir / "gid_attrs/types")) {
       const int i = std::atoi(name.c_str());
       const std::string gid = read_line(pdir / "gids" / name);
-      if (read_line(pdir / "gid_attrs/types" / name) == "RoCE v2" && gid.rfind("0000:0000:0000:0000:0000:ffff:", 0) == 0 &&
-          (idx < 0 || i < idx)) {
+      if (read_line(pdir / "gid_attrs/types" / name) == "RoCE v2" &&
+          gid.rfind("0000:0000:0000:0000:0000:ffff:", 0) == 0 && (idx < 0 || i < idx)) {
         idx = i;
       }
     }

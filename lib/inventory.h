@@ -12,16 +12,16 @@
 namespace railbench {
 
 struct NicReport {
-  std::string nic;             // as the config names it: "mlx5_0", "mlx5_0:1", "eth2"
-  std::string kind;            // "rdma" or "netdev"
+  std::string nic;   // as the config names it: "mlx5_0", "mlx5_0:1", "eth2"
+  std::string kind;  // "rdma" or "netdev"
   bool found = false;
-  bool up = false;             // rdma: port ACTIVE; netdev: operstate up
-  std::string state;           // as sysfs says it: "ACTIVE", "DOWN", "up", "lowerlayerdown"
-  double speed_gbps = 0;       // 0 when the port does not say
-  int mtu = 0;                 // rdma: active IB MTU (RoCE: from the netdev MTU); netdev: link MTU
-  std::string link_layer;      // rdma: "Ethernet" or "InfiniBand"
-  std::string netdev;          // rdma over Ethernet: the netdev under the port
-  std::string address;         // rdma: the GID used; netdev: its IPv4 address
+  bool up = false;                   // rdma: port ACTIVE; netdev: operstate up
+  std::string state;                 // as sysfs says it: "ACTIVE", "DOWN", "up", "lowerlayerdown"
+  double speed_gbps = 0;             // 0 when the port does not say
+  int mtu = 0;                       // rdma: active IB MTU (RoCE: from the netdev MTU); netdev: link MTU
+  std::string link_layer;            // rdma: "Ethernet" or "InfiniBand"
+  std::string netdev;                // rdma over Ethernet: the netdev under the port
+  std::string address;               // rdma: the GID used; netdev: its IPv4 address
   std::vector<std::string> present;  // NICs of this kind the host has (for the error)
 };
 

@@ -70,7 +70,9 @@ class Progress {
   // failed ones included, are ignored from then on. The buffers those operations
   // named must stay registered until the transport closes.
   void abandon_peer(int peer);
-  bool abandoned(int peer) const { return peer >= 0 && static_cast<size_t>(peer) < abandoned_.size() && abandoned_[peer]; }
+  bool abandoned(int peer) const {
+    return peer >= 0 && static_cast<size_t>(peer) < abandoned_.size() && abandoned_[peer];
+  }
 
   // Polls the transport once; returns how many completions it handled.
   size_t poll_once();

@@ -27,7 +27,8 @@ class Reader {
 
   // Every key of `obj` must be one of `known`: a typo is an error, not a default.
   void only(const json& obj, const std::string& where, std::initializer_list<const char*> known) const {
-    if (!obj.is_object()) fail(where.empty() ? "(top level)" : where, fmt::format("expected an object, got {}", obj.dump()));
+    if (!obj.is_object())
+      fail(where.empty() ? "(top level)" : where, fmt::format("expected an object, got {}", obj.dump()));
     for (const auto& [key, value] : obj.items()) {
       bool ok = false;
       std::string list;
@@ -91,7 +92,8 @@ class Reader {
 
   bool boolean(const json& obj, const std::string& where, const char* key, bool fallback) const {
     if (!obj.contains(key)) return fallback;
-    if (!obj.at(key).is_boolean()) fail(join(where, key), fmt::format("expected true or false, got {}", obj.at(key).dump()));
+    if (!obj.at(key).is_boolean())
+      fail(join(where, key), fmt::format("expected true or false, got {}", obj.at(key).dump()));
     return obj.at(key).get<bool>();
   }
 
@@ -117,8 +119,9 @@ SuConfig parse_su_config(const std::string& text, const std::string& path) {
     throw UsageError(fmt::format("config {}: not valid JSON ({}); comments // and /* */ are allowed", path, e.what()));
   }
   Reader r(path);
-  r.only(doc, "", {"name", "description", "nodes", "gpus_per_node", "transport", "gid_index", "qps_per_peer", "rails",
-                   "thresholds", "tests"});
+  r.only(doc, "",
+         {"name", "description", "nodes", "gpus_per_node", "transport", "gid_index", "qps_per_peer", "rails",
+          "thresholds", "tests"});
   SuConfig c;
   c.path = path;
   c.name = r.string(doc, "", "name", std::filesystem::path(path).stem().string());
@@ -177,9 +180,10 @@ SuConfig parse_su_config(const std::string& text, const std::string& path) {
   if (doc.contains("thresholds")) {
     const json& j = doc.at("thresholds");
     const std::string w = "thresholds";
-    r.only(j, w, {"bw_min_fraction", "bidir_min_fraction", "lat_p50_max_us", "lat_p99_max_us", "rel_bw_below_median",
-                  "rel_lat_above_median", "rel_lat_min_us", "mad_k", "allreduce_busbw_min_fraction",
-                  "alltoall_busbw_min_fraction"});
+    r.only(j, w,
+           {"bw_min_fraction", "bidir_min_fraction", "lat_p50_max_us", "lat_p99_max_us", "rel_bw_below_median",
+            "rel_lat_above_median", "rel_lat_min_us", "mad_k", "allreduce_busbw_min_fraction",
+            "alltoall_busbw_min_fraction"});
     t.bw_min_fraction = r.number(j, w, "bw_min_fraction", t.bw_min_fraction, 0, 1);
     t.bidir_min_fraction = r.number(j, w, "bidir_min_fraction", t.bidir_min_fraction, 0, 1);
     t.lat_p50_max_us = r.number(j, w, "lat_p50_max_us", t.lat_p50_max_us, 0, 1e7);
@@ -188,15 +192,17 @@ SuConfig parse_su_config(const std::string& text, const std::string& path) {
     t.rel_lat_above_median = r.number(j, w, "rel_lat_above_median", t.rel_lat_above_median, 0.01, 1000);
     t.rel_lat_min_us = r.number(j, w, "rel_lat_min_us", t.rel_lat_min_us, 0, 1e7);
     t.mad_k = r.number(j, w, "mad_k", t.mad_k, 0, 100);
-    t.allreduce_busbw_min_fraction = r.number(j, w, "allreduce_busbw_min_fraction", t.allreduce_busbw_min_fraction, 0, 10);
+    t.allreduce_busbw_min_fraction =
+        r.number(j, w, "allreduce_busbw_min_fraction", t.allreduce_busbw_min_fraction, 0, 10);
     t.alltoall_busbw_min_fraction = r.number(j, w, "alltoall_busbw_min_fraction", t.alltoall_busbw_min_fraction, 0, 10);
   }
   SuTests& s = c.tests;
   if (doc.contains("tests")) {
     const json& j = doc.at("tests");
     const std::string w = "tests";
-    r.only(j, w, {"bw_bytes", "bw_window", "bw_iters", "lat_bytes", "lat_iters", "collective_bytes",
-                  "collective_iters", "cross_rail", "collectives", "pair_timeout_s"});
+    r.only(j, w,
+           {"bw_bytes", "bw_window", "bw_iters", "lat_bytes", "lat_iters", "collective_bytes", "collective_iters",
+            "cross_rail", "collectives", "pair_timeout_s"});
     s.bw_bytes = r.size(j, w, "bw_bytes", s.bw_bytes);
     s.bw_window = r.integer(j, w, "bw_window", s.bw_window, 1, 1024);
     s.bw_iters = r.integer(j, w, "bw_iters", s.bw_iters, 1, 100000);
@@ -209,7 +215,8 @@ SuConfig parse_su_config(const std::string& text, const std::string& path) {
     s.pair_timeout_s = r.number(j, w, "pair_timeout_s", s.pair_timeout_s, 0.1, 3600);
     if (s.bw_bytes == 0 || s.bw_bytes > (1ULL << 30)) r.fail("tests.bw_bytes", "use 1 byte .. 1G");
     if (s.lat_bytes == 0 || s.lat_bytes > s.bw_bytes) r.fail("tests.lat_bytes", "use 1 byte .. tests.bw_bytes");
-    if (s.collective_bytes < 1024 || s.collective_bytes > (1ULL << 32)) r.fail("tests.collective_bytes", "use 1K .. 4G");
+    if (s.collective_bytes < 1024 || s.collective_bytes > (1ULL << 32))
+      r.fail("tests.collective_bytes", "use 1K .. 4G");
   }
   return c;
 }

@@ -11,12 +11,12 @@
 namespace railbench {
 
 struct SuRail {
-  int gpu = 0;               // the GPU slot this NIC serves; rail index == slot
-  std::string nic;           // verbs device[:port] ("mlx5_0") or netdev ("eth2", "rail0")
-  std::string leaf;          // the leaf switch the rail's cables go to (names findings)
-  double speed_gbps = 0;     // expected port speed
-  double line_rate_gbps = 0; // rate the link is expected to carry; defaults to speed_gbps
-  int mtu = 0;               // expected MTU: IB MTU (256..4096) for verbs, link MTU for a netdev
+  int gpu = 0;                // the GPU slot this NIC serves; rail index == slot
+  std::string nic;            // verbs device[:port] ("mlx5_0") or netdev ("eth2", "rail0")
+  std::string leaf;           // the leaf switch the rail's cables go to (names findings)
+  double speed_gbps = 0;      // expected port speed
+  double line_rate_gbps = 0;  // rate the link is expected to carry; defaults to speed_gbps
+  int mtu = 0;                // expected MTU: IB MTU (256..4096) for verbs, link MTU for a netdev
 };
 
 struct SuThresholds {
@@ -26,10 +26,10 @@ struct SuThresholds {
   double lat_p50_max_us = 0;         // 0: no absolute latency limit
   double lat_p99_max_us = 0;
   // relative, against the other links of the same rail (robust: median and MAD)
-  double rel_bw_below_median = 0.15;   // a link this far below its rail's median is suspect...
-  double rel_lat_above_median = 0.5;   // ...or this far above it in p50 latency
-  double rel_lat_min_us = 2;           // ...and by at least this many microseconds
-  double mad_k = 3.5;                  // ...and more than k scaled MADs from the median
+  double rel_bw_below_median = 0.15;  // a link this far below its rail's median is suspect...
+  double rel_lat_above_median = 0.5;  // ...or this far above it in p50 latency
+  double rel_lat_min_us = 2;          // ...and by at least this many microseconds
+  double mad_k = 3.5;                 // ...and more than k scaled MADs from the median
   // collectives over every rank, busbw against the slowest rail's line rate
   double allreduce_busbw_min_fraction = 0.5;
   double alltoall_busbw_min_fraction = 0.4;
@@ -43,9 +43,9 @@ struct SuTests {
   int lat_iters = 1000;
   uint64_t collective_bytes = 64 << 20;
   int collective_iters = 10;
-  bool cross_rail = true;       // slot i -> slot j spot checks through the spine
+  bool cross_rail = true;  // slot i -> slot j spot checks through the spine
   bool collectives = true;
-  double pair_timeout_s = 30;   // a pair without progress for this long is a failed link
+  double pair_timeout_s = 30;  // a pair without progress for this long is a failed link
 };
 
 struct SuConfig {

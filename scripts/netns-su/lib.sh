@@ -2,11 +2,13 @@
 #
 # The SU is a scale model of a rail-optimized cluster on one machine:
 #   node NN         a network namespace rbsu-nodeNN with its own UTS name (hostname nodeNN)
-#   rail R          one veth per node, railR inside (10.210.R.NN/24), into bridge rbsu-leafR
-#   spine           namespace rbsu-spine, one leg into every leaf (10.210.R.254), forwarding,
+#   rail R          one veth per node, railR inside (10.X.R.NN/24), into bridge rbsu-leafR
+#   spine           namespace rbsu-spine, one leg into every leaf (10.X.R.254), forwarding,
 #                   so slot i -> slot j (i != j) crosses it as cross-rail traffic does
-#   management      mgmt0 in every node (10.211.0.NN/24) on bridge rbsu-mgmt, which also has
-#                   10.211.0.254 in the root namespace: mpirun's out-of-band network
+#   management      mgmt0 in every node (10.X.200.NN/24) on bridge rbsu-mgmt, which also has
+#                   10.X.200.254 in the root namespace: mpirun's out-of-band network
+# X is 100..199, from the prefix (RB_SU_PREFIX), so SUs with different prefixes (the
+# tests' and a demo's) can be up at once without sharing a subnet.
 #   links           every node<->leaf link is shaped with htb in both directions to the
 #                   SU's rate, so a healthy link carries a known rate
 # Everything created carries the prefix, so tear-down can find it all after a failure.
@@ -14,8 +16,9 @@ set -euo pipefail
 
 RB_SU_PREFIX=${RB_SU_PREFIX:-rbsu}
 RB_SU_STATE=${RB_SU_STATE:-/run/railbench-netns-su/$RB_SU_PREFIX}
-RB_SU_RAIL_NET=10.210    # rail R: 10.210.R.0/24
-RB_SU_MGMT_NET=10.211.0  # management: 10.211.0.0/24, root side .254
+RB_SU_NET=${RB_SU_NET:-10.$((100 + $(printf '%s' "$RB_SU_PREFIX" | cksum | cut -d' ' -f1) % 100))}
+RB_SU_RAIL_NET=$RB_SU_NET        # rail R: 10.X.R.0/24
+RB_SU_MGMT_NET=$RB_SU_NET.200    # management: 10.X.200.0/24, root side .254
 
 rb_su_die() {
   echo "netns-su: error: $*" >&2

@@ -23,6 +23,9 @@ done
 [[ $mtu =~ ^[0-9]+$ ]] && ((mtu >= 576 && mtu <= 9000)) || rb_su_die "--mtu $mtu: use 576..9000"
 rb_su_require_root
 [[ -f $RB_SU_STATE/su.env ]] && rb_su_die "a simulated SU is already up ($RB_SU_STATE): run scripts/netns-su/down.sh first"
+if ip -o addr show | grep -q " $RB_SU_MGMT_NET.254/"; then
+  rb_su_die "$RB_SU_MGMT_NET.0/24 is already in use on this host (another SU?): pick another RB_SU_PREFIX or set RB_SU_NET=10.N"
+fi
 
 trap 'echo "netns-su: setup failed, tearing down" >&2; "$here/down.sh" >/dev/null 2>&1 || true' ERR
 mkdir -p "$RB_SU_STATE"
@@ -86,7 +89,10 @@ for ((n = 1; n <= nodes; n++)); do
     # subnets are reached through the spine.
     table=$((100 + r))
     ip -n "$ns" route add "$RB_SU_RAIL_NET.$r.0/24" dev "rail$r" src "$(rb_su_rail_ip $n $r)" table $table
-    ip -n "$ns" route add "$RB_SU_RAIL_NET.0.0/16" via "$RB_SU_RAIL_NET.$r.254" dev "rail$r" table $table
+    for ((o = 0; o < rails; o++)); do
+      ((o == r)) && continue
+      ip -n "$ns" route add "$RB_SU_RAIL_NET.$o.0/24" via "$RB_SU_RAIL_NET.$r.254" dev "rail$r" table $table
+    done
     ip -n "$ns" rule add from "$(rb_su_rail_ip $n $r)" table $table priority $table
     # Both directions of the node<->leaf link at the SU's rate.
     rb_su_shape "$ns" "rail$r" "$rate"

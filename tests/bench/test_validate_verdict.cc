@@ -1,0 +1,215 @@
+#include <catch2/catch.hpp>
+
+#include <chrono>
+
+#include "bench/validate_plan.h"
+#include "bench/validate_verdict.h"
+#include "lib/schedule.h"
+
+using namespace railbench;
+
+namespace {
+
+// 4 nodes x 2 rails at 0.4 Gb/s line rate (0.05 GB/s), the simulated SU's shape.
+SuConfig su(int nodes = 4) {
+  SuConfig c;
+  c.name = "t";
+  for (int n = 1; n <= nodes; ++n) c.nodes.push_back("node0" + std::to_string(n));
+  c.gpus_per_node = 2;
+  for (int r = 0; r < 2; ++r)
+    c.rails.push_back({r, "rail" + std::to_string(r), "leaf" + std::to_string(r), 10, 0.4, 1500});
+  c.thresholds.bw_min_fraction = 0.5;
+  c.thresholds.bidir_min_fraction = 0.4;
+  c.thresholds.rel_bw_below_median = 0.35;
+  c.thresholds.rel_lat_above_median = 3;
+  c.thresholds.rel_lat_min_us = 100;
+  return c;
+}
+
+// Every node pair on every rail; `shape` may change a pair's figures.
+template <class Shape>
+std::vector<PairResult> all_pairs(const SuConfig& c, Shape&& shape) {
+  std::vector<PairResult> out;
+  int k = 0;
+  for (int r = 0; r < c.num_rails(); ++r) {
+    for (const auto& round : circle_schedule(static_cast<int>(c.nodes.size()))) {
+      for (const auto& p : round) {
+        // small, deterministic spread around 0.046 GB/s
+        const double jitter = 0.001 * (k++ % 3);
+        PairResult x{"rail", p.a, p.b, r, r, true, "", 0.046 - jitter, 0.045 + jitter, 0.090, 12, 30, 60};
+        shape(x);
+        out.push_back(x);
+      }
+    }
+  }
+  return out;
+}
+
+bool touches(const PairResult& p, int node, int rail) {
+  return p.rail_a == rail && (p.node_a == node || p.node_b == node);
+}
+
+std::vector<std::string> names(const SuConfig& c) {
+  return c.nodes;
+}
+
+}  // namespace
+
+TEST_CASE("verdict: a healthy SU has no suspects", "[validate]") {
+  const SuConfig c = su();
+  const auto stats = link_stats(c, 4, all_pairs(c, [](PairResult&) {}));
+  CHECK(find_suspects(c, stats).empty());
+  CHECK(judge_links(c, names(c), stats, {}, {}, {}).empty());
+}
+
+TEST_CASE("verdict: a degraded link is named, confirmed, and its partners are not blamed", "[validate]") {
+  const SuConfig c = su();
+  const auto rail = all_pairs(c, [](PairResult& p) {
+    if (touches(p, 2, 1)) {  // node03 rail1 carries a quarter of its rate, both ways
+      p.bw_ab = p.bw_ba = 0.012;
+      p.bidir = 0.024;
+    }
+  });
+  const auto stats = link_stats(c, 4, rail);
+  const auto suspects = find_suspects(c, stats);
+  REQUIRE(suspects.size() == 1);
+  CHECK(suspects[0].link == LinkId{2, 1});
+  CHECK(suspects[0].kind == "bandwidth");
+
+  const auto retests = plan_retests(suspects, stats);
+  REQUIRE(retests.size() == 1);
+  REQUIRE(retests[0].size() == 1);
+  CHECK(retests[0][0].partner != 2);
+
+  PairResult again{"retest", 2, retests[0][0].partner, 1, 1, true, "", 0.012, 0.012, 0.024, 12, 30, 60};
+  auto findings = judge_links(c, names(c), stats, suspects, {again}, {});
+  REQUIRE(findings.size() == 1);
+  CHECK(findings[0].severity == "FAIL");
+  CHECK(findings[0].subject == "node03 rail1 (leaf1)");
+  CHECK(findings[0].node == 2);
+  CHECK(findings[0].rail == 1);
+  CHECK_THAT(findings[0].reason, Catch::Contains("confirmed against"));
+
+  // The same suspect passing its re-test is a warning, not a failure.
+  PairResult fine{"retest", 2, retests[0][0].partner, 1, 1, true, "", 0.046, 0.046, 0.09, 12, 30, 60};
+  auto warned = judge_links(c, names(c), stats, suspects, {fine}, {});
+  REQUIRE(warned.size() == 1);
+  CHECK(warned[0].severity == "WARN");
+}
+
+TEST_CASE("verdict: one direction of a link is enough", "[validate]") {
+  const SuConfig c = su();
+  const auto rail = all_pairs(c, [](PairResult& p) {
+    // node02 rail0 sends slowly (its transmit side), receives fine
+    if (touches(p, 1, 0)) (p.node_a == 1 ? p.bw_ab : p.bw_ba) = 0.010;
+  });
+  const auto suspects = find_suspects(c, link_stats(c, 4, rail));
+  REQUIRE(suspects.size() == 1);
+  CHECK(suspects[0].link == LinkId{1, 0});
+  CHECK_THAT(suspects[0].reason, Catch::Contains("sending"));
+}
+
+TEST_CASE("verdict: an unreachable link is named without blaming the partners that could not reach it", "[validate]") {
+  const SuConfig c = su();
+  const auto rail = all_pairs(c, [](PairResult& p) {
+    if (touches(p, 1, 0)) {
+      p = PairResult{"rail", p.node_a, p.node_b, 0, 0, false, "no progress from rank 2 for 8 s"};
+    }
+  });
+  const auto stats = link_stats(c, 4, rail);
+  const auto suspects = find_suspects(c, stats);
+  REQUIRE(suspects.size() == 1);
+  CHECK(suspects[0].link == LinkId{1, 0});
+  CHECK(suspects[0].kind == "unreachable");
+  CHECK(plan_retests(suspects, stats).empty());  // it was tried against everybody already
+  auto findings = judge_links(c, names(c), stats, suspects, {}, {});
+  REQUIRE(findings.size() == 1);
+  CHECK(findings[0].severity == "FAIL");
+  CHECK_THAT(findings[0].reason, Catch::Contains("fault is on this link"));
+}
+
+TEST_CASE("verdict: two nodes cannot tell which end is bad, and say so", "[validate]") {
+  const SuConfig c = su(2);
+  const auto rail = all_pairs(c, [](PairResult& p) {
+    if (p.rail_a == 0) p.bw_ab = p.bw_ba = 0.01;
+  });
+  const auto stats = link_stats(c, 2, rail);
+  const auto suspects = find_suspects(c, stats);
+  CHECK(suspects.size() == 2);
+  CHECK(plan_retests(suspects, stats).empty());
+  for (const auto& f : judge_links(c, names(c), stats, suspects, {}, {})) {
+    CHECK(f.severity == "FAIL");
+    CHECK_THAT(f.reason, Catch::Contains("either end"));
+  }
+}
+
+TEST_CASE("verdict: added latency on one link, relative to its rail", "[validate]") {
+  const SuConfig c = su();
+  const auto rail = all_pairs(c, [](PairResult& p) {
+    if (touches(p, 3, 1)) p.lat_p50 = 12 + 5000;  // 5 ms each way
+  });
+  const auto suspects = find_suspects(c, link_stats(c, 4, rail));
+  REQUIRE(suspects.size() == 1);
+  CHECK(suspects[0].link == LinkId{3, 1});
+  CHECK(suspects[0].kind == "latency");
+  // Noise below rel_lat_min_us is not a finding.
+  const auto noisy = all_pairs(c, [](PairResult& p) {
+    if (touches(p, 3, 1)) p.lat_p50 = 12 + 80;
+  });
+  CHECK(find_suspects(c, link_stats(c, 4, noisy)).empty());
+}
+
+TEST_CASE("verdict: cross-rail pairs are judged, unless a bad link already explains them", "[validate]") {
+  const SuConfig c = su();
+  const auto stats = link_stats(c, 4, all_pairs(c, [](PairResult&) {}));
+  std::vector<PairResult> cross{{"cross", 0, 1, 0, 1, true, "", 0.045, 0.046, 0.09, 12, 30, 60},
+                                {"cross", 0, 1, 1, 0, true, "", 0.044, 0.046, 0.09, 12, 30, 60},
+                                {"cross", 2, 3, 0, 1, true, "", 0.005, 0.046, 0.09, 12, 30, 60},
+                                {"cross", 2, 3, 1, 0, true, "", 0.046, 0.045, 0.09, 12, 30, 60}};
+  auto findings = judge_links(c, names(c), stats, {}, {}, cross);
+  REQUIRE(findings.size() == 1);
+  CHECK(findings[0].kind == "cross-rail");
+  CHECK_THAT(findings[0].subject, Catch::Contains("node03 rail0 -> node04 rail1"));
+  // node03 rail0 is already known bad: the slow cross pair is not a second finding.
+  Suspect s{{2, 0}, "bandwidth", "slow", 0.01, 0.05, "GB/s"};
+  auto explained = judge_links(c, names(c), stats, {s}, {}, cross);
+  CHECK(std::count_if(explained.begin(), explained.end(), [](const Finding& f) { return f.kind == "cross-rail"; }) ==
+        0);
+}
+
+TEST_CASE("verdict: findings sort worst first", "[validate]") {
+  std::vector<Finding> f{{"WARN", "bandwidth", "a", "", 0.01, 0.05, "GB/s"},
+                         {"FAIL", "bandwidth", "b", "", 0.04, 0.05, "GB/s"},
+                         {"FAIL", "latency", "c", "", 500, 10, "us"},
+                         {"FAIL", "bandwidth", "d", "", 0.01, 0.05, "GB/s"}};
+  sort_findings(f);
+  CHECK(f[0].subject == "c");  // 50x the expected latency
+  CHECK(f[1].subject == "d");
+  CHECK(f[2].subject == "b");
+  CHECK(f[3].subject == "a");  // warnings last
+}
+
+TEST_CASE("plan: the 32 x 8 H200 SU, and 1024 nodes x 8 rails instantly", "[validate]") {
+  SuConfig c = su();
+  c.nodes.clear();
+  for (int n = 0; n < 32; ++n) c.nodes.push_back("gpu" + std::to_string(n));
+  c.gpus_per_node = 8;
+  c.rails.clear();
+  for (int r = 0; r < 8; ++r) c.rails.push_back({r, "mlx5_" + std::to_string(r), "leaf", 400, 400, 4096});
+  ValidatePlan p = make_validate_plan(c);
+  CHECK(p.rounds.size() == 31);
+  CHECK(p.rail_pair_tests == 31u * 16 * 8);
+  CHECK(p.cross.size() == 16);
+  CHECK(p.total_s > 0);
+  CHECK(describe_plan(c, p).size() > 10);
+
+  c.nodes.clear();
+  for (int n = 0; n < 1024; ++n) c.nodes.push_back("gpu" + std::to_string(n));
+  const auto t0 = std::chrono::steady_clock::now();
+  ValidatePlan big = make_validate_plan(c);
+  const auto lines = describe_plan(c, big);
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  CHECK(big.rounds.size() == 1023);
+  CHECK(big.rail_pair_tests == 1023u * 512 * 8);
+  CHECK(s < 2.0);  // generous: it takes milliseconds
+}

@@ -1,0 +1,34 @@
+#include <catch2/catch.hpp>
+
+#include "lib/errors.h"
+#include "lib/hostlist.h"
+
+using namespace railbench;
+
+TEST_CASE("hostlist: ranges keep the zero padding of their first bound", "[hostlist]") {
+  auto h = expand_hostlist("gpu[001-032]");
+  REQUIRE(h.size() == 32);
+  CHECK(h.front() == "gpu001");
+  CHECK(h[9] == "gpu010");
+  CHECK(h.back() == "gpu032");
+  CHECK(expand_hostlist("n[8-11]") == std::vector<std::string>{"n8", "n9", "n10", "n11"});
+}
+
+TEST_CASE("hostlist: lists, plain names and several bracket groups", "[hostlist]") {
+  CHECK(expand_hostlist("node[1-3,7],login1") ==
+        std::vector<std::string>{"node1", "node2", "node3", "node7", "login1"});
+  CHECK(expand_hostlist("a,b") == std::vector<std::string>{"a", "b"});
+  CHECK(expand_hostlist("rack[1-2]-gpu[01-02]") ==
+        std::vector<std::string>{"rack1-gpu01", "rack1-gpu02", "rack2-gpu01", "rack2-gpu02"});
+  CHECK(expand_hostlist("gpu[0001-1024]").size() == 1024);
+}
+
+TEST_CASE("hostlist: bad expressions name the problem and where", "[hostlist]") {
+  CHECK_THROWS_WITH(expand_hostlist("gpu[001-032"), Catch::Contains("without a matching ']'"));
+  CHECK_THROWS_WITH(expand_hostlist("gpu[9-2]"), Catch::Contains("runs backwards"));
+  CHECK_THROWS_WITH(expand_hostlist("gpu[a-b]"), Catch::Contains("not a number"));
+  CHECK_THROWS_WITH(expand_hostlist("a,,b"), Catch::Contains("empty name"));
+  CHECK_THROWS_WITH(expand_hostlist("gpu]1["), Catch::Contains("without a matching '['"));
+  CHECK_THROWS_WITH(expand_hostlist("n[1-100]", 50), Catch::Contains("more than 50"));
+  CHECK_THROWS_AS(expand_hostlist(""), UsageError);
+}

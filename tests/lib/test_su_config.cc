@@ -1,0 +1,89 @@
+#include <catch2/catch.hpp>
+
+#include <fmt/format.h>
+
+#include "lib/errors.h"
+#include "lib/su_config.h"
+
+using namespace railbench;
+
+namespace {
+
+// A valid two-rail config with one field replaced (or added) by `patch`.
+std::string config_with(const std::string& rails, const std::string& extra = "") {
+  return fmt::format(R"({{
+  // comments are allowed
+  "name": "t", "nodes": "n[1-4]", "gpus_per_node": 2, "transport": "ofi:tcp",
+  "rails": {} {}
+}})",
+                     rails, extra);
+}
+
+const char* kRails =
+    R"([{"gpu": 0, "nic": "eth0", "speed_gbps": 400, "mtu": 9000},
+        {"gpu": 1, "nic": "eth1", "speed_gbps": 400, "mtu": 9000, "leaf": "leafB", "line_rate_gbps": 200}])";
+
+}  // namespace
+
+TEST_CASE("su config: a valid config and its defaults", "[su_config]") {
+  SuConfig c = parse_su_config(config_with(kRails), "t.json");
+  CHECK(c.nodes == std::vector<std::string>{"n1", "n2", "n3", "n4"});
+  CHECK(c.num_rails() == 2);
+  CHECK(c.rails[0].leaf == "leaf0");
+  CHECK(c.rails[0].line_rate_gbps == 400);
+  CHECK(c.rails[1].line_rate_gbps == 200);
+  CHECK(c.rails[1].leaf == "leafB");
+  CHECK_FALSE(c.rdma_nics());
+  CHECK(c.thresholds.bw_min_fraction == Approx(0.85));
+  CHECK(c.tests.bw_bytes == 8u << 20);
+}
+
+TEST_CASE("su config: every error names the field and what was expected", "[su_config]") {
+  auto err = [](const std::string& text) {
+    try {
+      parse_su_config(text, "t.json");
+    } catch (const UsageError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  CHECK_THAT(err("{"), Catch::Contains("not valid JSON"));
+  CHECK_THAT(err(config_with(kRails, R"(, "thresholds": {"bw_min_fraction": 2})")),
+             Catch::Contains("thresholds.bw_min_fraction") && Catch::Contains("outside [0, 1]"));
+  CHECK_THAT(err(config_with(kRails, R"(, "tresholds": {})")),
+             Catch::Contains("tresholds: unknown field") && Catch::Contains("thresholds"));
+  CHECK_THAT(err(config_with(R"([{"gpu": 0, "nic": "eth0", "speed_gbps": 400, "mtu": 9000}])")),
+             Catch::Contains("rails: has 1 entries but gpus_per_node is 2"));
+  CHECK_THAT(err(config_with(R"([{"gpu": 0, "nic": "eth0", "speed_gbps": 400, "mtu": 9000},
+                                {"gpu": 0, "nic": "eth1", "speed_gbps": 400, "mtu": 9000}])")),
+             Catch::Contains("rails[1].gpu") && Catch::Contains("two rails"));
+  CHECK_THAT(err(config_with(R"([{"gpu": 0, "nic": "eth0", "mtu": 9000},
+                                {"gpu": 1, "nic": "eth1", "speed_gbps": 400, "mtu": 9000}])")),
+             Catch::Contains("rails[0].speed_gbps: missing"));
+  CHECK_THAT(err(config_with(kRails, R"(, "tests": {"bw_bytes": "lots"})")), Catch::Contains("tests.bw_bytes"));
+  CHECK_THAT(err(R"({"nodes": "n[1-", "gpus_per_node": 1, "rails": []})"), Catch::Contains("nodes:"));
+  CHECK_THAT(err(R"({"nodes": "n1,n1", "gpus_per_node": 1, "rails": []})"), Catch::Contains("listed twice"));
+  CHECK_THAT(err(R"({"nodes": "n[1-2]", "gpus_per_node": 1, "transport": "carrier-pigeon",
+                     "rails": [{"nic": "x", "speed_gbps": 1, "mtu": 1500}]})"),
+             Catch::Contains("transport") && Catch::Contains("verbs, ofi:tcp"));
+  // verbs ports are judged by their active IB MTU, which has five possible values.
+  CHECK_THAT(err(R"({"nodes": "n[1-2]", "gpus_per_node": 1, "transport": "verbs",
+                     "rails": [{"nic": "mlx5_0", "speed_gbps": 400, "mtu": 9000}]})"),
+             Catch::Contains("rails[0].mtu") && Catch::Contains("4096"));
+}
+
+TEST_CASE("su config: the shipped configs parse", "[su_config]") {
+  for (const char* name : {"su-h200-32x8-400g", "netns-4x2", "netns-4x3"}) {
+    INFO(name);
+    SuConfig c = load_su_config(name);
+    CHECK(c.num_rails() == c.gpus_per_node);
+  }
+  SuConfig h200 = load_su_config("su-h200-32x8-400g");
+  CHECK(h200.nodes.size() == 32);
+  CHECK(h200.nodes.front() == "gpu001");
+  CHECK(h200.gpus_per_node == 8);
+  CHECK(h200.rails[7].nic == "mlx5_7");
+  CHECK(h200.rails[7].speed_gbps == 400);
+  CHECK(h200.rdma_nics());
+  CHECK_THROWS_WITH(load_su_config("no-such-su"), Catch::Contains("cannot read"));
+}

@@ -1,0 +1,132 @@
+#!/usr/bin/env bash
+# `railbench validate` on a simulated SU (scripts/netns-su): real network namespaces,
+# veth, bridges, tc shaping, ranks under a real mpirun across the namespaces.
+#   cases.sh CASE RAILBENCH
+# CASE: healthy, degraded, blackhole, down, inventory. Exit 77 (ctest: skipped) when
+# this host cannot make network namespaces (not root, no iproute2).
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+su="$here/../../scripts/netns-su"
+case_name=$1 rb=$2
+# One prefix per case, so a leftover of one case never meets another.
+export RB_SU_PREFIX="rbt${case_name:0:4}"
+export RB_SU_STATE="/run/railbench-netns-su/$RB_SU_PREFIX"
+
+if [[ $(id -u) -ne 0 ]] || ! command -v ip >/dev/null || ! ip netns add "$RB_SU_PREFIX-probe" 2>/dev/null; then
+  echo "SKIP: network namespaces need root and iproute2 on this host"
+  exit 77
+fi
+ip netns del "$RB_SU_PREFIX-probe"
+
+work=$(mktemp -d)
+cleanup() {
+  "$su/down.sh" >/dev/null 2>&1 || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+"$su/down.sh" >/dev/null 2>&1 || true
+"$su/up.sh" --nodes 4 --rails 2 --rate 400 || { echo "FAIL: could not build the simulated SU"; exit 1; }
+
+fail() {
+  echo "FAIL: $*"
+  exit 1
+}
+
+# validate under mpirun, with a hard deadline; leaves exit code, output and JSON in $work.
+run_validate() {  # run_validate DEADLINE CONFIG SLOTS
+  local deadline=$1 config=$2 slots=$3 start
+  start=$(date +%s)
+  timeout --kill-after=10 "$deadline" "$su/mpirun.sh" --slots "$slots" -- \
+    "$rb" validate --config "$config" --json "$work/v.json" >"$work/out" 2>"$work/err"
+  rc=$?
+  elapsed=$(($(date +%s) - start))
+  grep -v '^--\|^ *$' "$work/out"
+  ((rc == 124 || rc == 137)) && { cat "$work/err"; fail "validate hung until the ${deadline}s deadline"; }
+  [[ -s $work/v.json ]] || { cat "$work/err"; fail "no results file"; }
+  echo "(exit $rc after ${elapsed}s)"
+}
+
+# The FAIL findings that blame a link, as "nodeNN railR kind" lines, sorted.
+blamed() {
+  python3 - "$work/v.json" <<'PY'
+import json, sys
+doc = json.load(open(sys.argv[1]))
+nodes = [n for r in doc.get("rails", [])[:1] for n in r["nodes"]]
+for f in doc["findings"]:
+    if f["severity"] == "FAIL" and "node" in f and "rail" in f:
+        print(f["subject"].split()[0], "rail%d" % f["rail"], f["kind"])
+PY
+}
+
+expect_blamed() {  # expect_blamed "node03 rail1" KIND_REGEX
+  local got
+  got=$(blamed | sort -u)
+  echo "blamed: ${got:-nothing}"
+  [[ $(echo "$got" | grep -c .) -eq 1 ]] || fail "expected exactly one bad link ($1), got: ${got:-none}"
+  [[ $got == "$1 "* ]] || fail "expected $1 to be blamed, got: $got"
+  [[ $got =~ $2 ]] || fail "expected a '$2' finding, got: $got"
+}
+
+verdict() { python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['verdict'])" "$work/v.json"; }
+has_key() { python3 -c "import json,sys; sys.exit(0 if sys.argv[2] in json.load(open(sys.argv[1])) else 1)" "$work/v.json" "$1"; }
+
+case $case_name in
+  healthy)
+    run_validate 300 netns-4x2 2
+    ((rc == 0)) || fail "a healthy SU must pass (exit $rc)"
+    [[ $(verdict) == PASS ]] || fail "verdict $(verdict)"
+    python3 - "$work/v.json" <<'PY' || fail "per-rail matrices incomplete"
+import json, sys
+doc = json.load(open(sys.argv[1]))
+assert doc["status"] == "complete", doc["status"]
+assert len(doc["rails"]) == 2
+for r in doc["rails"]:
+    n = len(r["nodes"])
+    assert n == 4
+    for a in range(n):
+        for b in range(n):
+            if a != b:
+                assert r["bw_gbs"][a][b] > 0 and r["lat_p99_us"][a][b] > 0, (r["rail"], a, b)
+assert len(doc["cross_rail_pairs"]) == 4
+assert [c["collective"] for c in doc["collectives"]] == ["allreduce", "alltoall"]
+PY
+    ;;
+  degraded)
+    "$su/fault.sh" degrade node03 rail1 20
+    run_validate 300 netns-4x2 2
+    ((rc != 0)) || fail "a degraded link must fail the SU"
+    expect_blamed "node03 rail1" "bandwidth"
+    grep -q "confirmed against" "$work/out" || fail "the finding was not confirmed against a second partner"
+    ;;
+  blackhole)
+    # The link stays up but carries nothing: only the pair deadlines can find it.
+    "$su/fault.sh" blackhole node02 rail0
+    run_validate 240 netns-4x2 2
+    ((rc != 0)) || fail "an unreachable link must fail the SU"
+    expect_blamed "node02 rail0" "unreachable"
+    has_key collectives && [[ $(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['collectives'])" "$work/v.json") == skipped* ]] ||
+      fail "collectives should be skipped when pairs cannot talk"
+    ;;
+  down)
+    "$su/fault.sh" down node04 rail1
+    run_validate 120 netns-4x2 2
+    ((rc != 0)) || fail "a down port must fail the SU"
+    expect_blamed "node04 rail1" "inventory"
+    ! has_key rail_pairs || fail "traffic ran although a port was down"
+    ;;
+  inventory)
+    # The config says 3 rails; the nodes have 2.
+    run_validate 120 netns-4x3 3
+    ((rc != 0)) || fail "a missing NIC must fail the SU"
+    got=$(blamed | sort -u)
+    [[ $(echo "$got" | grep -c 'rail2 inventory') -eq 4 ]] || fail "expected rail2 missing on all 4 nodes, got: $got"
+    [[ $(echo "$got" | grep -vc 'rail2') -eq 0 ]] || fail "only rail2 should be named, got: $got"
+    grep -q "interface rail2 not found on the node (it has: lo, mgmt0, rail0, rail1)" "$work/out" ||
+      fail "the finding should list what the node has"
+    ! has_key rail_pairs || fail "traffic ran before the inventory was right"
+    ;;
+  *)
+    fail "unknown case '$case_name'"
+    ;;
+esac
+echo "PASS: $case_name"
