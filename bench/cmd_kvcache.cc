@@ -237,8 +237,8 @@ int run_kvcache(Bootstrap& bootstrap, const CommonOptions& common, const KvCache
                   "flight per pair; blocks of {} tokens, allocator runs of {} block(s); protocol {}{}",
                   pair_text, opt.requests, warmup, opt.concurrency, opt.block_tokens, opt.alloc_run, protocol,
                   base.protocol == KvProtocol::write
-                      ? (caps.ordered_writes && t.num_rails() == 1 ? " (ordered: the last write carries the imm)"
-                                                                   : " (unordered: imm after the writes complete)")
+                      ? (caps.ordered_writes ? " (writes ordered per rail: each rail's last write carries the imm)"
+                                             : " (unordered: imm after the writes complete)")
                       : ""));
   ctx.print(
       "# time: per request, from the prefill rank's first post until the decode rank's ack arrives (decode acks when "

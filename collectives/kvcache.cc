@@ -185,7 +185,7 @@ KvRunResult KvTransfer::run(KvMode mode, int warmup, int requests, bool check) {
 
 void KvTransfer::Impl::run_prefill(KvMode mode, int warmup, int total, bool check, KvRunResult& out) {
   const int C = o.concurrency;
-  const bool ordered = p.transport().caps().ordered_writes && o.rails == 1;
+  const bool ordered = p.transport().caps().ordered_writes;
   // Plans per (pair, slot), computed before anything is timed.
   std::vector<std::vector<std::vector<KvCopy>>> plans(mine.size());
   std::vector<std::vector<std::vector<KvCopy>>> packs(mine.size());
@@ -233,12 +233,21 @@ void KvTransfer::Impl::run_prefill(KvMode mode, int warmup, int total, bool chec
       for (const KvCopy& c : copies) p.send(peer, c.rail, LocalSpan{src, c.src, c.len});
       return;
     }
-    // The immediate must not overtake the data: when writes are not delivered in
-    // order, the last write waits for every other write's completion.
+    // The immediate must not overtake the data. Writes on one rail land in post order
+    // (caps().ordered_writes), so each rail's last write carries the immediate and the
+    // decode rank waits for one per rail. Otherwise every other write must complete
+    // before the one that carries it.
+    std::vector<size_t> last_on_rail(static_cast<size_t>(o.rails), copies.size());
+    for (size_t i = 0; i < copies.size(); ++i) last_on_rail[static_cast<size_t>(copies[i].rail)] = i;
     unordered_ids.clear();
     for (size_t i = 0; i + 1 < copies.size(); ++i) {
       const KvCopy& c = copies[i];
-      const uint64_t id = p.write(peer, c.rail, LocalSpan{src, c.src, c.len}, RemoteSpan{key, c.dst});
+      const LocalSpan from{src, c.src, c.len};
+      if (ordered && last_on_rail[static_cast<size_t>(c.rail)] == i) {
+        p.write_imm(peer, c.rail, from, RemoteSpan{key, c.dst}, req);
+        continue;
+      }
+      const uint64_t id = p.write(peer, c.rail, from, RemoteSpan{key, c.dst});
       if (!ordered) unordered_ids.push_back(id);
     }
     for (uint64_t id : unordered_ids) p.wait(id, "KV block writes before the completion write");
@@ -307,14 +316,27 @@ void KvTransfer::Impl::run_decode(KvMode mode, int total, bool check, KvRunResul
   const size_t need = mine.size() * static_cast<size_t>(total);
   std::fill(ack_sends.begin(), ack_sends.end(), 0);
   if (o.protocol == KvProtocol::write) {
+    const bool ordered = p.transport().caps().ordered_writes;
     const int expected = mine.size() == 1 ? pairs[static_cast<size_t>(mine[0])].prefill : -1;
-    for (size_t done = 0; done < need; ++done) {
+    // One immediate per rail the request used when writes are ordered per rail, else one.
+    std::vector<std::vector<int>> needed(mine.size()), seen(mine.size(), std::vector<int>(static_cast<size_t>(total)));
+    for (size_t q = 0; q < mine.size(); ++q) {
+      for (int c = 0; c < o.concurrency; ++c) {
+        std::vector<char> used(static_cast<size_t>(o.rails), 0);
+        for (const KvCopy& copy : transfer_copies(mode, mine[q], c)) used[static_cast<size_t>(copy.rail)] = 1;
+        needed[q].push_back(ordered ? static_cast<int>(std::count(used.begin(), used.end(), 1)) : 1);
+      }
+    }
+    for (size_t done = 0; done < need;) {
       const uint32_t req = p.wait_imm(expected, "the write with immediate that completes a KV-cache request");
       const int k = static_cast<int>(req % static_cast<uint32_t>(npairs()));
       const int j = static_cast<int>(req / static_cast<uint32_t>(npairs()));
-      if (std::find(mine.begin(), mine.end(), k) == mine.end() || j >= total)
+      const auto q = static_cast<size_t>(std::find(mine.begin(), mine.end(), k) - mine.begin());
+      if (q >= mine.size() || j >= total)
         throw TransportError(fmt::format("rank {}: completion for request {}, not one of this rank's", rank, req));
+      if (++seen[q][static_cast<size_t>(j)] < needed[q][static_cast<size_t>(j % o.concurrency)]) continue;
       finish_request(mode, k, j, check, out);
+      ++done;
     }
     return;
   }
