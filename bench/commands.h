@@ -11,6 +11,7 @@ namespace railbench {
 int run_sendrecv(Bootstrap& bootstrap, const CommonOptions& common, const SendRecvOptions& options);
 int run_collective(Bootstrap& bootstrap, const CommonOptions& common, const CollectiveOptions& options,
                    Pattern pattern);
+int run_kvcache(Bootstrap& bootstrap, const CommonOptions& common, const KvCacheOptions& options);
 int run_info();
 int run_validate(Bootstrap& bootstrap, CommonOptions common, const ValidateOptions& options);
 int run_validate_plan(const ValidateOptions& options);  // no ranks needed

@@ -114,6 +114,35 @@ int main(int argc, char** argv) {
                        "Seconds a pair may go without progress (config: tests.pair_timeout_s)");
   validate->add_option("--json", common.json_path,
                        "Write results (inventory, per-rail matrices, findings) to this file");
+  KvCacheOptions kv;
+  auto* kvcache = app.add_subcommand(
+      "kvcache", "KV-cache transfer of prefill/decode disaggregation: paged blocks per mode vs one contiguous write");
+  add_common(kvcache, common);
+  kvcache->add_option("--model", kv.model, "Preset from configs/models (llama-3.1-70b, deepseek-v3, ...)")
+      ->capture_default_str();
+  kvcache->add_option("--layers", kv.layers, "Custom model: layers");
+  kvcache->add_option("--kv-heads", kv.kv_heads, "Custom model: KV heads (grouped-query attention)");
+  kvcache->add_option("--head-dim", kv.head_dim, "Custom model: head dimension");
+  kvcache->add_option("--latent-dim", kv.latent_dim, "Custom model: MLA latent width per token per layer");
+  kvcache->add_option("--rope-dim", kv.rope_dim, "Custom model: MLA rotary values per token per layer");
+  kvcache->add_option("--kv-dtype", kv.kv_dtype, "fp16, bf16 or fp8")->capture_default_str();
+  kvcache->add_option("--tokens", kv.tokens, "Tokens per request: a value or a list (4096 or 1K,4K,32K)")
+      ->delimiter(',')
+      ->capture_default_str();
+  kvcache->add_option("--block-tokens", kv.block_tokens, "Tokens per KV block")->capture_default_str();
+  kvcache->add_option("--mode", kv.modes, "per-block, coalesced, staged (a list; one contiguous write always runs)")
+      ->delimiter(',')
+      ->capture_default_str();
+  kvcache->add_option("--prefill-ranks", kv.prefill_ranks, "Prefill ranks (0,1 or 0-1; default: first half)");
+  kvcache->add_option("--decode-ranks", kv.decode_ranks, "Decode ranks (default: the others)");
+  kvcache->add_option("--requests", kv.requests, "Timed requests per pair and mode")->capture_default_str();
+  kvcache->add_option("--concurrency", kv.concurrency, "Requests in flight per pair")->capture_default_str();
+  kvcache
+      ->add_option("--alloc-run", kv.alloc_run, "Consecutive block ids the pool allocator hands out (1: all scattered)")
+      ->capture_default_str();
+  kvcache->add_option("--protocol", kv.protocol, "auto, write (one-sided + immediate) or send (two-sided)")
+      ->capture_default_str();
+  kvcache->add_option("--max-mem", kv.max_mem, "Memory all ranks of a host may allocate (default 90% of MemAvailable)");
 
   auto* info = app.add_subcommand("info", "What this build contains and which providers and devices this host has");
 
@@ -127,7 +156,7 @@ int main(int argc, char** argv) {
     if (first_rank_by_environment()) {
       fmt::print(stderr,
                  "railbench: error: unknown subcommand '{}': use one of sendrecv, allreduce, allgather, "
-                 "reducescatter, alltoall, validate, info\n",
+                 "reducescatter, alltoall, kvcache, validate, info\n",
                  argv[1]);
     }
     return 2;
@@ -178,6 +207,7 @@ int main(int argc, char** argv) {
     if (reducescatter->parsed()) return run_collective(*bootstrap, common, co, Pattern::reduce_scatter);
     if (alltoall->parsed()) return run_collective(*bootstrap, common, co, Pattern::all_to_all);
     if (validate->parsed()) return run_validate(*bootstrap, common, vo);
+    if (kvcache->parsed()) return run_kvcache(*bootstrap, common, kv);
   } catch (const AgreedError& e) {
     // Every rank saw it: say it once, and let every rank end normally (MPI_Finalize).
     if (bootstrap ? bootstrap->rank() == 0 : first_rank_by_environment()) {

@@ -50,4 +50,25 @@ struct CollectiveOptions {
   int ranks_per_node = 0;  // hier/auto: consecutive ranks per node; 0 groups by host name
 };
 
+// kvcache: the prefill -> decode KV-cache transfer.
+struct KvCacheOptions {
+  std::string model = "llama-3.1-8b";  // preset name (configs/models), unless --layers is given
+  int layers = 0;                      // custom geometry
+  int kv_heads = 0;
+  int head_dim = 0;
+  int latent_dim = 0;  // custom MLA: latent width per token per layer
+  int rope_dim = 0;
+  std::string kv_dtype = "fp16";
+  std::vector<std::string> tokens{"4096"};  // one or more token counts (4K = 4096)
+  int block_tokens = 16;
+  std::vector<std::string> modes{"per-block", "coalesced", "staged"};
+  std::string prefill_ranks;      // "0,1" or "0-1"; default: the first half of the ranks
+  std::string decode_ranks;       // default: the other ranks
+  int requests = 8;               // timed requests per prefill/decode pair and mode
+  int concurrency = 1;            // requests in flight per pair
+  int alloc_run = 4;              // block ids the pool allocator hands out in one run
+  std::string protocol = "auto";  // auto, write, send
+  std::string max_mem;            // per host; default 90% of MemAvailable
+};
+
 }  // namespace railbench

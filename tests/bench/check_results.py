@@ -38,6 +38,7 @@ def main():
     ap.add_argument("--check", action="store_true", help="the run used -c: wrong counts must be 0")
     ap.add_argument("--sizes", type=int, default=0, help="exact number of sizes expected")
     ap.add_argument("--algo", default="", help="every size must have run this algorithm")
+    ap.add_argument("--modes", default="", help="kvcache: these modes (and contiguous) at every token count")
     ap.add_argument("--channels", type=int, default=0,
                     help="every rank must have used this many channels (queue pairs) to every peer on every rail")
     a = ap.parse_args()
@@ -66,7 +67,30 @@ def main():
     if doc["config"]["check"] != a.check:
         fail(f"config.check is {doc['config']['check']}")
 
-    if a.command == "sendrecv":
+    if a.command == "kvcache":
+        modes = a.modes.split(",") if a.modes else []
+        seen = set()
+        for res in results:
+            where = f"{res['tokens']} tokens {res['mode']}"
+            seen.add((res["tokens"], res["mode"]))
+            check_summary(f"{where} request_us", res["request_us"])
+            if a.check and res["wrong"] != 0:
+                fail(f"{where}: #wrong {res['wrong']}")
+            gbps = res["bytes"] / (res["request_us"]["p50"] * 1e-6) / 1e9
+            if abs(gbps - res["gbps"]) > 1e-6 * max(1, gbps):
+                fail(f"{where}: gbps {res['gbps']} != bytes / p50 {gbps}")
+            if res["mode"] == "per-block" and res["ops"] != res["blocks"]:
+                fail(f"{where}: {res['ops']} writes for {res['blocks']} blocks")
+            if res["ratio_to_contiguous"] <= 0 or res["aggregate_gbps"] <= 0:
+                fail(f"{where}: ratio {res['ratio_to_contiguous']}, aggregate {res['aggregate_gbps']}")
+        for tokens in {t for t, _ in seen}:
+            for mode in ["contiguous"] + modes:
+                if (tokens, mode) not in seen:
+                    fail(f"no result for {mode} at {tokens} tokens")
+        rows = doc.get("what_if", {}).get("rows", [])
+        if len(rows) < 18 or any(r["ms_at_400gbps"] <= 0 for r in rows):
+            fail(f"what_if table has {len(rows)} rows (expected >= 6 models x 3 token counts, positive times)")
+    elif a.command == "sendrecv":
         expected = {(r, i, j) for r in range(a.rails) for i in range(a.ranks) for j in range(i + 1, a.ranks)}
         for res in results:
             got = {(p["rail"], p["a"], p["b"]) for p in res["pairs"]}

@@ -52,6 +52,11 @@ case $group in
     run "verbs --qps-per-peer 4 uses 4 queue pairs per peer and rail" 2 expect-ok \
       "--command sendrecv --check --rails 2 --channels 4" -- \
       "$rb" sendrecv -t verbs --rails 2 --qps-per-peer 4 "${sr[@]}"
+    # KV-cache blocks over verbs writes with immediate, one imm per rail; a small
+    # custom model (1 MiB per request) since rxe under TCG moves ~20 MB/s.
+    run "verbs kvcache every mode -np 2, 2 rails" 2 expect-ok \
+      "--command kvcache --check --rails 2 --modes per-block,coalesced,staged --sizes 4" -- \
+      "$rb" kvcache -t verbs --rails 2 --layers 4 --kv-heads 2 --head-dim 64 --tokens 512 --requests 3 -c
     run "verbs --qps-per-peer 3 allreduce -np 3" 3 expect-ok "--command allreduce --check --channels 3" -- \
       "$rb" allreduce -t verbs --qps-per-peer 3 "${ar[@]}"
     ;;

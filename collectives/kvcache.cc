@@ -1,0 +1,379 @@
+#include "collectives/kvcache.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "lib/clock.h"
+#include "lib/errors.h"
+
+namespace railbench {
+
+const char* to_string(KvMode mode) {
+  switch (mode) {
+    case KvMode::per_block: return "per-block";
+    case KvMode::coalesced: return "coalesced";
+    case KvMode::staged: return "staged";
+    case KvMode::contiguous: return "contiguous";
+  }
+  return "?";
+}
+
+KvMode parse_kv_mode(const std::string& name) {
+  for (KvMode m : {KvMode::per_block, KvMode::coalesced, KvMode::staged, KvMode::contiguous})
+    if (name == to_string(m)) return m;
+  throw UsageError(fmt::format("unknown --mode '{}': use per-block, coalesced, staged or contiguous", name));
+}
+
+std::vector<KvPair> kv_pairs(const KvOptions& o) {
+  std::vector<KvPair> out;
+  const size_t n = std::max(o.prefill.size(), o.decode.size());
+  if (o.prefill.empty() || o.decode.empty()) return out;
+  for (size_t k = 0; k < n; ++k) out.push_back(KvPair{o.prefill[k % o.prefill.size()], o.decode[k % o.decode.size()]});
+  return out;
+}
+
+namespace {
+
+// The pairs `rank` takes part in, in pair order; a pair's slots on that rank start at
+// its position here times the concurrency.
+std::vector<int> pairs_of(const std::vector<KvPair>& pairs, int rank) {
+  std::vector<int> out;
+  for (size_t k = 0; k < pairs.size(); ++k)
+    if (pairs[k].prefill == rank || pairs[k].decode == rank) out.push_back(static_cast<int>(k));
+  return out;
+}
+
+int slots_of(const KvOptions& o, int rank) {
+  return static_cast<int>(pairs_of(kv_pairs(o), rank).size()) * o.concurrency;
+}
+
+uint64_t pool_seed(int rank) {
+  return 0x6b76636163686500ULL + static_cast<uint64_t>(rank);
+}
+
+}  // namespace
+
+uint64_t kv_rank_bytes(const KvOptions& o, int rank) {
+  const int slots = slots_of(o, rank);
+  return KvPool(o.shape, slots, o.alloc_run, 0).bytes() + static_cast<uint64_t>(slots) * o.shape.request_bytes();
+}
+
+struct KvTransfer::Impl {
+  Impl(Progress& progress, Bootstrap& bootstrap, const KvOptions& options)
+      : p(progress), b(bootstrap), o(options), pairs(kv_pairs(options)), rank(bootstrap.rank()) {}
+
+  Progress& p;
+  Bootstrap& b;
+  KvOptions o;
+  std::vector<KvPair> pairs;
+  int rank;
+  std::vector<int> mine;      // my pairs, in order
+  std::vector<KvPool> pools;  // every rank's pool (empty for ranks without pairs)
+  std::vector<std::byte> pool_mem, staging_mem, ack_mem;
+  std::unique_ptr<MemoryRegion> pool_mr, staging_mr, ack_mr;
+  std::vector<RemoteKey> pool_keys, staging_keys;
+  std::vector<uint64_t> ack_sends;  // decode: last ack send per slot
+
+  int npairs() const { return static_cast<int>(pairs.size()); }
+  int slot(int who, int k, int j) const {
+    const auto list = pairs_of(pairs, who);
+    const auto pos = std::find(list.begin(), list.end(), k) - list.begin();
+    return static_cast<int>(pos) * o.concurrency + j % o.concurrency;
+  }
+  bool block_mode(KvMode m) const { return m == KvMode::per_block || m == KvMode::coalesced; }
+  uint64_t staging_offset(int s) const { return static_cast<uint64_t>(s) * o.shape.request_bytes(); }
+
+  // Pool blocks of `s` to its staging slot (pack) or back (unpack).
+  std::vector<KvCopy> pack_copies(int s, bool unpack) const {
+    auto copies = kv_pack_copies(pools[static_cast<size_t>(rank)], s);
+    for (KvCopy& c : copies) {
+      c.dst += staging_offset(s);
+      if (unpack) std::swap(c.src, c.dst);
+    }
+    return copies;
+  }
+
+  // The transfers of pair k's request in slot j % C, as both sides compute them.
+  std::vector<KvCopy> transfer_copies(KvMode mode, int k, int j) const {
+    const KvPair& pr = pairs[static_cast<size_t>(k)];
+    const int ss = slot(pr.prefill, k, j), ds = slot(pr.decode, k, j);
+    const size_t max_msg = std::max<size_t>(p.transport().caps().max_msg_size, 64);
+    if (!block_mode(mode))
+      return kv_contiguous_copies(staging_offset(ss), staging_offset(ds), o.shape.request_bytes(), max_msg, o.rails);
+    auto copies = kv_block_copies(pools[static_cast<size_t>(pr.prefill)], ss, pools[static_cast<size_t>(pr.decode)], ds,
+                                  mode == KvMode::coalesced, o.rails);
+    kv_split_copies(copies, max_msg);
+    return copies;
+  }
+
+  void run_prefill(KvMode mode, int warmup, int total, bool check, KvRunResult& out);
+  void run_decode(KvMode mode, int total, bool check, KvRunResult& out);
+  void finish_request(KvMode mode, int k, int j, bool check, KvRunResult& out);
+};
+
+KvTransfer::KvTransfer(Progress& progress, Bootstrap& bootstrap, const KvOptions& options)
+    : impl_(std::make_unique<Impl>(progress, bootstrap, options)) {
+  Impl& m = *impl_;
+  Transport& t = progress.transport();
+  const int n = t.world_size();
+  auto bad_rank = [&](int r) { return r < 0 || r >= n; };
+  for (const auto* list : {&options.prefill, &options.decode}) {
+    if (list->empty()) throw UsageError("KV-cache transfer needs at least one prefill and one decode rank");
+    for (int r : *list)
+      if (bad_rank(r)) throw UsageError(fmt::format("rank {} in the prefill/decode lists: ranks are 0..{}", r, n - 1));
+  }
+  for (int r : options.prefill) {
+    if (std::count(options.decode.begin(), options.decode.end(), r) ||
+        std::count(options.prefill.begin(), options.prefill.end(), r) > 1)
+      throw UsageError(
+          fmt::format("rank {} appears twice in --prefill-ranks/--decode-ranks: each rank has one role", r));
+  }
+  for (int r : options.decode)
+    if (std::count(options.decode.begin(), options.decode.end(), r) > 1)
+      throw UsageError(fmt::format("rank {} appears twice in --decode-ranks", r));
+  if (options.concurrency < 1) throw UsageError(fmt::format("--concurrency {} must be 1 or more", options.concurrency));
+  if (options.rails < 1 || options.rails > t.num_rails())
+    throw UsageError(
+        fmt::format("KV-cache transfer asked for {} rails, transport has {}", options.rails, t.num_rails()));
+  const auto& caps = t.caps();
+  if (options.protocol == KvProtocol::write && !(caps.write && caps.write_with_imm))
+    throw UnsupportedError(
+        fmt::format("{} ({}) has no RDMA write with immediate: use the send protocol", t.name(), t.provider()));
+  if (options.protocol == KvProtocol::send && !caps.send_recv)
+    throw UnsupportedError(fmt::format("{} ({}) has no send/recv", t.name(), t.provider()));
+
+  m.mine = pairs_of(m.pairs, m.rank);
+  for (int r = 0; r < n; ++r)
+    m.pools.emplace_back(options.shape, slots_of(options, r), options.alloc_run, pool_seed(r));
+  const int slots = slots_of(options, m.rank);
+  // Zero-filled, so every page is touched before anything is timed.
+  m.pool_mem.resize(std::max<uint64_t>(m.pools[static_cast<size_t>(m.rank)].bytes(), 64));
+  m.staging_mem.resize(std::max<uint64_t>(static_cast<uint64_t>(slots) * options.shape.request_bytes(), 64));
+  m.ack_mem.resize(static_cast<size_t>(std::max(slots, 1)) * 8);
+  m.ack_sends.assign(static_cast<size_t>(std::max(slots, 1)), 0);
+  m.pool_mr = t.register_memory(m.pool_mem.data(), m.pool_mem.size(), MemoryKind::host);
+  m.staging_mr = t.register_memory(m.staging_mem.data(), m.staging_mem.size(), MemoryKind::host);
+  m.ack_mr = t.register_memory(m.ack_mem.data(), m.ack_mem.size(), MemoryKind::host);
+  for (const auto& blob : bootstrap.all_gather_v(m.pool_mr->remote_key().serialize()))
+    m.pool_keys.push_back(RemoteKey::deserialize(blob));
+  for (const auto& blob : bootstrap.all_gather_v(m.staging_mr->remote_key().serialize()))
+    m.staging_keys.push_back(RemoteKey::deserialize(blob));
+}
+
+KvTransfer::~KvTransfer() = default;
+
+KvRunResult KvTransfer::run(KvMode mode, int warmup, int requests, bool check) {
+  Impl& m = *impl_;
+  KvRunResult out;
+  const int total = warmup + requests;
+  const bool prefill = std::count(m.o.prefill.begin(), m.o.prefill.end(), m.rank) > 0;
+  if (!m.mine.empty()) out.ops_per_request = m.transfer_copies(mode, m.mine.front(), 0).size();
+  m.b.barrier();
+  if (!m.mine.empty()) {
+    if (prefill) {
+      m.run_prefill(mode, warmup, total, check, out);
+    } else {
+      m.run_decode(mode, total, check, out);
+    }
+  }
+  m.p.wait_all("the last KV-cache transfers and acks");
+  m.b.barrier();  // runs must not overlap
+  return out;
+}
+
+void KvTransfer::Impl::run_prefill(KvMode mode, int warmup, int total, bool check, KvRunResult& out) {
+  const int C = o.concurrency;
+  const bool ordered = p.transport().caps().ordered_writes;
+  // Plans per (pair, slot), computed before anything is timed.
+  std::vector<std::vector<std::vector<KvCopy>>> plans(mine.size());
+  std::vector<std::vector<std::vector<KvCopy>>> packs(mine.size());
+  for (size_t q = 0; q < mine.size(); ++q) {
+    for (int c = 0; c < C; ++c) {
+      plans[q].push_back(transfer_copies(mode, mine[q], c));
+      packs[q].push_back(block_mode(mode) ? std::vector<KvCopy>{} : pack_copies(slot(rank, mine[q], c), false));
+    }
+  }
+  struct Ack {
+    uint64_t id;
+    size_t buf;
+  };
+  std::vector<Ack> acks;
+  std::vector<size_t> free_bufs;
+  for (size_t i = 0; i < ack_mem.size() / 8; ++i) free_bufs.push_back(i);
+  std::vector<int> next(mine.size(), 0);
+  std::vector<std::vector<char>> acked(mine.size(), std::vector<char>(static_cast<size_t>(total), 0));
+  std::vector<std::vector<Clock::time_point>> started(mine.size(), std::vector<Clock::time_point>(total));
+  std::vector<uint64_t> unordered_ids, wait_ids;
+  Clock::time_point first = Clock::time_point::max(), last = Clock::time_point::min();
+
+  auto start = [&](size_t q, int j) {
+    const int k = mine[q];
+    const int peer = pairs[static_cast<size_t>(k)].decode;
+    const int s = slot(rank, k, j);
+    const auto req = static_cast<uint32_t>(j * npairs() + k);
+    const auto& copies = plans[q][static_cast<size_t>(j % C)];
+    const auto& pack = packs[q][static_cast<size_t>(j % C)];
+    if (check) {
+      kv_fill(pools[static_cast<size_t>(rank)], s, pool_mem.data(), req);
+      if (mode == KvMode::contiguous) kv_apply_copies(pack, pool_mem.data(), staging_mem.data());
+    }
+    const Clock::time_point t0 = Clock::now();
+    started[q][static_cast<size_t>(j)] = t0;
+    if (j >= warmup) first = std::min(first, t0);
+    const size_t buf = free_bufs.back();
+    free_bufs.pop_back();
+    acks.push_back(Ack{p.recv(peer, 0, LocalSpan{ack_mr.get(), buf * 8, 8}), buf});
+    if (mode == KvMode::staged) kv_apply_copies(pack, pool_mem.data(), staging_mem.data());
+    const MemoryRegion* src = block_mode(mode) ? pool_mr.get() : staging_mr.get();
+    const RemoteKey* key =
+        block_mode(mode) ? &pool_keys[static_cast<size_t>(peer)] : &staging_keys[static_cast<size_t>(peer)];
+    if (o.protocol == KvProtocol::send) {
+      for (const KvCopy& c : copies) p.send(peer, c.rail, LocalSpan{src, c.src, c.len});
+      return;
+    }
+    // The immediate must not overtake the data. Writes on one rail land in post order
+    // (caps().ordered_writes), so each rail's last write carries the immediate and the
+    // decode rank waits for one per rail. Otherwise every other write must complete
+    // before the one that carries it.
+    std::vector<size_t> last_on_rail(static_cast<size_t>(o.rails), copies.size());
+    for (size_t i = 0; i < copies.size(); ++i) last_on_rail[static_cast<size_t>(copies[i].rail)] = i;
+    unordered_ids.clear();
+    for (size_t i = 0; i + 1 < copies.size(); ++i) {
+      const KvCopy& c = copies[i];
+      const LocalSpan from{src, c.src, c.len};
+      if (ordered && last_on_rail[static_cast<size_t>(c.rail)] == i) {
+        p.write_imm(peer, c.rail, from, RemoteSpan{key, c.dst}, req);
+        continue;
+      }
+      const uint64_t id = p.write(peer, c.rail, from, RemoteSpan{key, c.dst});
+      if (!ordered) unordered_ids.push_back(id);
+    }
+    for (uint64_t id : unordered_ids) p.wait(id, "KV block writes before the completion write");
+    const KvCopy& c = copies.back();
+    p.write_imm(peer, c.rail, LocalSpan{src, c.src, c.len}, RemoteSpan{key, c.dst}, req);
+  };
+
+  const size_t need = mine.size() * static_cast<size_t>(total);
+  size_t done = 0;
+  while (done < need) {
+    for (bool more = true; more;) {
+      more = false;
+      for (size_t q = 0; q < mine.size(); ++q) {
+        const int j = next[q];
+        if (j < total && (j < C || acked[q][static_cast<size_t>(j - C)])) {
+          start(q, j);
+          ++next[q];
+          more = true;
+        }
+      }
+    }
+    wait_ids.clear();
+    for (const Ack& a : acks) wait_ids.push_back(a.id);
+    p.wait_any(wait_ids, "the ack of a KV-cache request (decode rank saw it complete)");
+    const Clock::time_point now = Clock::now();
+    for (size_t i = 0; i < acks.size();) {
+      if (!p.done(acks[i].id)) {
+        ++i;
+        continue;
+      }
+      uint64_t req = 0;
+      std::memcpy(&req, ack_mem.data() + acks[i].buf * 8, 8);
+      free_bufs.push_back(acks[i].buf);
+      acks.erase(acks.begin() + static_cast<std::ptrdiff_t>(i));
+      const int k = static_cast<int>(req % static_cast<uint64_t>(npairs()));
+      const int j = static_cast<int>(req / static_cast<uint64_t>(npairs()));
+      const auto q = static_cast<size_t>(std::find(mine.begin(), mine.end(), k) - mine.begin());
+      if (q >= mine.size() || j >= total || acked[q][static_cast<size_t>(j)]) {
+        throw TransportError(fmt::format("rank {}: ack for request {} that this rank did not send", rank, req));
+      }
+      acked[q][static_cast<size_t>(j)] = 1;
+      ++done;
+      if (j >= warmup) {
+        out.request_us.push_back(seconds_between(started[q][static_cast<size_t>(j)], now) * 1e6);
+        last = std::max(last, now);
+      }
+    }
+  }
+  if (!out.request_us.empty()) out.wall_s = seconds_between(first, last);
+}
+
+void KvTransfer::Impl::finish_request(KvMode mode, int k, int j, bool check, KvRunResult& out) {
+  const int s = slot(rank, k, j);
+  const auto req = static_cast<uint64_t>(j) * static_cast<uint64_t>(npairs()) + static_cast<uint64_t>(k);
+  if (mode == KvMode::staged || (check && mode == KvMode::contiguous))
+    kv_apply_copies(pack_copies(s, true), staging_mem.data(), pool_mem.data());
+  if (check)
+    out.wrong += kv_count_wrong(pools[static_cast<size_t>(rank)], s, pool_mem.data(), static_cast<uint32_t>(req));
+  uint64_t& last_ack = ack_sends[static_cast<size_t>(s)];
+  if (last_ack) p.wait(last_ack, "the previous ack from this slot");
+  std::memcpy(ack_mem.data() + static_cast<size_t>(s) * 8, &req, 8);
+  last_ack = p.send(pairs[static_cast<size_t>(k)].prefill, 0, LocalSpan{ack_mr.get(), static_cast<size_t>(s) * 8, 8});
+}
+
+void KvTransfer::Impl::run_decode(KvMode mode, int total, bool check, KvRunResult& out) {
+  const size_t need = mine.size() * static_cast<size_t>(total);
+  std::fill(ack_sends.begin(), ack_sends.end(), 0);
+  if (o.protocol == KvProtocol::write) {
+    const bool ordered = p.transport().caps().ordered_writes;
+    const int expected = mine.size() == 1 ? pairs[static_cast<size_t>(mine[0])].prefill : -1;
+    // One immediate per rail the request used when writes are ordered per rail, else one.
+    std::vector<std::vector<int>> needed(mine.size()), seen(mine.size(), std::vector<int>(static_cast<size_t>(total)));
+    for (size_t q = 0; q < mine.size(); ++q) {
+      for (int c = 0; c < o.concurrency; ++c) {
+        std::vector<char> used(static_cast<size_t>(o.rails), 0);
+        for (const KvCopy& copy : transfer_copies(mode, mine[q], c)) used[static_cast<size_t>(copy.rail)] = 1;
+        needed[q].push_back(ordered ? static_cast<int>(std::count(used.begin(), used.end(), 1)) : 1);
+      }
+    }
+    for (size_t done = 0; done < need;) {
+      const uint32_t req = p.wait_imm(expected, "the write with immediate that completes a KV-cache request");
+      const int k = static_cast<int>(req % static_cast<uint32_t>(npairs()));
+      const int j = static_cast<int>(req / static_cast<uint32_t>(npairs()));
+      const auto q = static_cast<size_t>(std::find(mine.begin(), mine.end(), k) - mine.begin());
+      if (q >= mine.size() || j >= total)
+        throw TransportError(fmt::format("rank {}: completion for request {}, not one of this rank's", rank, req));
+      if (++seen[q][static_cast<size_t>(j)] < needed[q][static_cast<size_t>(j % o.concurrency)]) continue;
+      finish_request(mode, k, j, check, out);
+      ++done;
+    }
+    return;
+  }
+  // Two-sided: receives posted per request in the order the prefill rank sends.
+  struct Flight {
+    int k, j;
+    std::vector<uint64_t> ids;
+  };
+  std::vector<Flight> flights;
+  const MemoryRegion* dst = block_mode(mode) ? pool_mr.get() : staging_mr.get();
+  auto post = [&](int k, int j) {
+    Flight f{k, j, {}};
+    for (const KvCopy& c : transfer_copies(mode, k, j))
+      f.ids.push_back(p.recv(pairs[static_cast<size_t>(k)].prefill, c.rail, LocalSpan{dst, c.dst, c.len}));
+    flights.push_back(std::move(f));
+  };
+  for (int k : mine)
+    for (int j = 0; j < std::min(o.concurrency, total); ++j) post(k, j);
+  std::vector<uint64_t> last_ids;
+  for (size_t done = 0; done < need;) {
+    last_ids.clear();
+    for (const Flight& f : flights) last_ids.push_back(f.ids.back());
+    p.wait_any(last_ids, "the KV blocks of a request from its prefill rank");
+    for (size_t i = 0; i < flights.size();) {
+      Flight& f = flights[i];
+      if (!p.done(f.ids.back())) {
+        ++i;
+        continue;
+      }
+      for (uint64_t id : f.ids) p.wait(id, "the KV blocks of a request from its prefill rank");
+      const int k = f.k, j = f.j;
+      flights.erase(flights.begin() + static_cast<std::ptrdiff_t>(i));
+      finish_request(mode, k, j, check, out);
+      ++done;
+      if (j + o.concurrency < total) post(k, j + o.concurrency);
+    }
+  }
+}
+
+}  // namespace railbench

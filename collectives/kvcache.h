@@ -1,0 +1,77 @@
+// The KV-cache transfer of prefill/decode disaggregation, written only against lib/:
+// prefill ranks write requests' paged KV blocks into decode ranks' block pools, and
+// the decode rank learns a request is complete from a write with immediate (or, over
+// send/recv, from its last receive), then answers with a small ack that ends the
+// request's time on the prefill rank.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "collectives/kvcache_layout.h"
+#include "lib/bootstrap.h"
+#include "lib/progress.h"
+
+namespace railbench {
+
+// per_block: one write per block, posted as a batch. coalesced: blocks adjacent on
+// both sides merged. staged: pack into a contiguous buffer, one write, unpack.
+// contiguous: one write of the same bytes between contiguous buffers (the reference).
+enum class KvMode : uint8_t { per_block, coalesced, staged, contiguous };
+const char* to_string(KvMode mode);
+KvMode parse_kv_mode(const std::string& name);  // UsageError listing the modes
+
+// write: one-sided writes and a write with immediate; send: two-sided, for transports
+// without one-sided writes.
+enum class KvProtocol : uint8_t { write, send };
+
+// Prefill/decode pair k is (prefill[k % P], decode[k % D]), k < max(P, D); request j of
+// pair k is the (j * pairs + k)-th request, and uses slot j % concurrency of the pair.
+struct KvOptions {
+  KvShape shape;
+  std::vector<int> prefill;
+  std::vector<int> decode;
+  int concurrency = 1;  // requests in flight per pair
+  int alloc_run = 4;    // consecutive block ids the pool allocator hands out at once
+  int rails = 1;
+  KvProtocol protocol = KvProtocol::write;
+};
+
+struct KvPair {
+  int prefill = 0;
+  int decode = 0;
+};
+std::vector<KvPair> kv_pairs(const KvOptions& o);
+
+// Bytes one rank allocates and registers: its block pool and staging buffers.
+uint64_t kv_rank_bytes(const KvOptions& o, int rank);
+
+// What one rank measured in one run().
+struct KvRunResult {
+  std::vector<double> request_us;  // prefill: each timed request, start to ack
+  double wall_s = 0;               // prefill: first timed start to last ack
+  uint64_t wrong = 0;              // decode, with check: bytes off the pattern
+  uint64_t ops_per_request = 0;    // writes (or sends) per request, the final one included
+};
+
+class KvTransfer {
+ public:
+  // Collective (every rank of the bootstrap calls it): allocates, touches and
+  // registers this rank's pool and staging buffers and exchanges remote keys.
+  KvTransfer(Progress& progress, Bootstrap& bootstrap, const KvOptions& options);
+  ~KvTransfer();
+
+  // Collective: `warmup` untimed then `requests` timed requests per pair in `mode`.
+  // With `check`, prefill fills each request's blocks with its pattern before the
+  // request starts and decode verifies them before it acks. Blocking; throws
+  // TimeoutError naming the peer when one stops answering.
+  KvRunResult run(KvMode mode, int warmup, int requests, bool check);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace railbench
