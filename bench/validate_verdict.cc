@@ -182,8 +182,15 @@ std::vector<Suspect> find_suspects(const SuConfig& config, const std::vector<std
         continue;
       }
       auto found = check(config, l.link, l.tx, l.rx, l.bidir, l.lat_p50, l.lat_p99, b);
-      // One suspect per link: the first (bandwidth before latency) names it.
-      if (!found.empty()) out.push_back(found.front());
+      if (found.empty()) continue;
+      // One suspect per link. Added latency comes first when present: over a
+      // window-limited protocol it also costs bandwidth, so it is the likelier cause.
+      const auto lead = std::find_if(found.begin(), found.end(), [](const Suspect& x) { return x.kind == "latency"; });
+      const size_t first = lead != found.end() ? static_cast<size_t>(lead - found.begin()) : 0;
+      Suspect s = found[first];
+      for (size_t i = 0; i < found.size(); ++i)
+        if (i != first) s.reason += "; also " + found[i].reason;
+      out.push_back(s);
     }
   }
   return out;

@@ -69,9 +69,12 @@ case $cmd in
   delay)
     ms=${4:-}
     [[ $ms =~ ^[0-9]+(\.[0-9]+)?$ ]] || rb_su_die "delay needs milliseconds, e.g. 5"
-    for side in "ip netns exec $ns tc qdisc replace dev rail$r" "tc qdisc replace dev $port"; do
-      if ! $side parent 1:10 handle 10: netem delay "${ms}ms" limit 1000 2>/dev/null; then
-        rb_su_die "this kernel has no netem qdisc (sch_netem), so delay cannot be injected here; degrade, down and blackhole work everywhere, delay works inside the soft-RoCE VM (scripts/rxe-vm/run.sh), whose kernel has it"
+    for side in "ip netns exec $ns tc qdisc" "tc qdisc"; do
+      dev=$port
+      [[ $side == ip* ]] && dev=rail$r
+      $side del dev "$dev" parent 1:10 handle 10: 2>/dev/null || true
+      if ! err=$($side add dev "$dev" parent 1:10 handle 10: netem delay "${ms}ms" limit 1000 2>&1); then
+        rb_su_die "cannot add a netem qdisc ($err): this kernel lacks sch_netem, so delay cannot be injected here; degrade, down and blackhole work everywhere, delay works inside the soft-RoCE VM (scripts/rxe-vm/run.sh), whose kernel has it"
       fi
     done
     what="${ms} ms added each way" ;;

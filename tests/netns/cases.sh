@@ -2,7 +2,8 @@
 # `railbench validate` on a simulated SU (scripts/netns-su): real network namespaces,
 # veth, bridges, tc shaping, ranks under a real mpirun across the namespaces.
 #   cases.sh CASE RAILBENCH
-# CASE: healthy, degraded, blackhole, down, inventory. Exit 77 (ctest: skipped) when
+# CASE: healthy, degraded, blackhole, down, inventory, delay (needs sch_netem: run inside
+# the soft-RoCE VM, whose kernel has it). Exit 77 (ctest: skipped) when
 # this host cannot make network namespaces (not root, no iproute2).
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -25,7 +26,9 @@ cleanup() {
 }
 trap cleanup EXIT
 "$su/down.sh" >/dev/null 2>&1 || true
-"$su/up.sh" --nodes 4 --rails 2 --rate 400 || { echo "FAIL: could not build the simulated SU"; exit 1; }
+rails=2
+[[ $case_name == delay ]] && rails=1
+"$su/up.sh" --nodes 4 --rails "$rails" --rate 400 || { echo "FAIL: could not build the simulated SU"; exit 1; }
 
 fail() {
   echo "FAIL: $*"
@@ -124,6 +127,12 @@ PY
     grep -q "interface rail2 not found on the node (it has: lo, mgmt0, rail0, rail1)" "$work/out" ||
       fail "the finding should list what the node has"
     ! has_key rail_pairs || fail "traffic ran before the inventory was right"
+    ;;
+  delay)
+    "$su/fault.sh" delay node02 rail0 25 || exit 77  # no netem: says so, skipped
+    run_validate 600 netns-4x1-delay 1
+    ((rc != 0)) || fail "a link with 25 ms added must fail the SU"
+    expect_blamed "node02 rail0" "latency"
     ;;
   *)
     fail "unknown case '$case_name'"
