@@ -97,6 +97,7 @@ void RunContext::open_transport() {
     placement_ =
         place_memory(options_.mem, options_.gpu_map, nccl ? MemoryKind::cuda : MemoryKind::host, local_rank(), topo);
     spec_.gpu = placement_.gpu;
+    spec_.mem = placement_.kind;
     // Rail-optimized nodes: the NIC nearest the GPU is this slot's rail unless --rails says.
     if (spec_.name == "verbs" && spec_.rail_names.empty() && spec_.num_rails == 1 && !placement_.nic.empty())
       spec_.rail_names = {placement_.nic};

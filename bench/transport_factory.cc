@@ -91,6 +91,8 @@ std::unique_ptr<Transport> make_transport(const TransportSpec& spec, int rank, i
     o.domains = spec.rail_names;
     o.num_rails = spec.num_rails;
     o.all_ranks_on_one_host = all_on_one_host;
+    o.hmem = spec.mem == MemoryKind::cuda;
+    o.gpu = spec.gpu < 0 ? 0 : spec.gpu;
     return ofi::make_transport(o, rank, world_size);
   }
 #endif

@@ -19,7 +19,8 @@ struct TransportSpec {
   std::vector<std::string> rail_names;  // explicit domains/devices, empty: auto
   int gid_index = -1;                   // verbs: --gid-index, -1 picks the RoCE v2 GID
   int qps_per_peer = 1;                 // verbs: --qps-per-peer
-  int gpu = -1;                         // nccl: the CUDA device this rank drives
+  int gpu = -1;                         // nccl, and GPU buffers of ofi: the CUDA device of this rank
+  MemoryKind mem = MemoryKind::host;    // --mem: ofi asks for FI_HMEM when it is cuda
 };
 
 // Parses -t and --rails; throws UsageError naming the valid forms.

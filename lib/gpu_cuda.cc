@@ -62,8 +62,10 @@ int require_devices(const std::string& what) {
   const std::string why = p.status != 0 ? fmt::format("cudaGetDeviceCount returned {}", p.error)
                                         : std::string("cudaGetDeviceCount found 0 devices");
   const char* visible = std::getenv("CUDA_VISIBLE_DEVICES");
-  throw UnsupportedError(fmt::format("{}: no CUDA device visible ({}{}); run on a GPU node or use --mem host", what,
-                                     why, visible ? fmt::format(", CUDA_VISIBLE_DEVICES='{}'", visible) : ""));
+  const bool nccl = what.rfind("-t nccl", 0) == 0;
+  throw UnsupportedError(fmt::format("{}: no CUDA device visible ({}{}); run on a GPU node or use {}", what, why,
+                                     visible ? fmt::format(", CUDA_VISIBLE_DEVICES='{}'", visible) : "",
+                                     nccl ? "-t ofi or -t verbs" : "--mem host"));
 }
 
 DeviceInfo device_info(int index) {
