@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <random>
 
 #include <fmt/format.h>
@@ -308,10 +309,16 @@ namespace {
 // GPUDirect RDMA: a dma-buf of the GPU range (kernel 5.12+, driver 515+, open kernel
 // modules), else plain ibv_reg_mr, which works when nvidia-peermem is loaded. When both
 // fail, the error says what each returned.
+// RAILBENCH_GPUDIRECT=dmabuf or =peermem tries only that one.
 ibv_mr* register_gpu_memory(ibv_pd* pd, void* data, size_t length, int access, const std::string& rail) {
-  std::string dmabuf_why;
+  const char* env = std::getenv("RAILBENCH_GPUDIRECT");
+  const std::string only = env ? env : "";
+  if (!only.empty() && only != "dmabuf" && only != "peermem") {
+    throw UsageError(fmt::format("RAILBENCH_GPUDIRECT='{}': use dmabuf, peermem, or leave it unset to try both", only));
+  }
+  std::string dmabuf_why = "not tried (RAILBENCH_GPUDIRECT=peermem)";
   uint64_t offset = 0;
-  const int fd = gpu::dmabuf_fd(data, length, offset, dmabuf_why);
+  const int fd = only == "peermem" ? -1 : gpu::dmabuf_fd(data, length, offset, dmabuf_why);
   if (fd >= 0) {
     ibv_mr* mr = ibv_reg_dmabuf_mr(pd, offset, length, reinterpret_cast<uint64_t>(data), fd, access);
     const int err = errno;
@@ -319,14 +326,15 @@ ibv_mr* register_gpu_memory(ibv_pd* pd, void* data, size_t length, int access, c
     if (mr != nullptr) return mr;
     dmabuf_why = fmt::format("ibv_reg_dmabuf_mr failed: {}", errno_text(err));
   }
-  ibv_mr* mr = ibv_reg_mr(pd, data, length, access);
+  ibv_mr* mr = only == "dmabuf" ? nullptr : ibv_reg_mr(pd, data, length, access);
   if (mr != nullptr) return mr;
   const int err = errno;
+  const std::string peermem_why = only == "dmabuf" ? "not tried (RAILBENCH_GPUDIRECT=dmabuf)" : errno_text(err);
   throw TransportError(fmt::format(
       "cannot register {} bytes of GPU memory at {} on rail {}: dma-buf: {}; nvidia-peermem (ibv_reg_mr): {}. Load "
       "nvidia-peermem (modprobe nvidia-peermem), or use a kernel 5.12+ with the open NVIDIA modules for dma-buf; "
       "or run with --mem cuda-host",
-      length, data, rail, dmabuf_why, errno_text(err)));
+      length, data, rail, dmabuf_why, peermem_why));
 }
 
 }  // namespace
