@@ -227,24 +227,21 @@ int run_collective(Bootstrap& bootstrap, const CommonOptions& common, const Coll
   std::unique_ptr<AllToAll> all_to_all;
   ctx.agree([&] {
     if (native) return;
-    if (mem == MemoryKind::cuda) {
-      throw UnsupportedError(fmt::format(
-          "{} with --mem cuda over -t {}: railbench's own collectives keep their staging buffers in host memory, "
-          "so GPU buffers need -t nccl (or use --mem cuda-host)",
-          name, t.name()));
-    }
-    const RingOptions ring{max_bytes, slice_bytes, t.num_rails(), protocol};
+    // Our own collectives on GPU memory: scratch alike, reductions by the CUDA kernels.
+    const RingOptions ring{max_bytes, slice_bytes, t.num_rails(), protocol, mem};
     if (pattern == Pattern::all_reduce) {
       const bool any = algo_opt == "auto";
       if (any || algo_opt == "ring") allreduces["ring"] = make_ring_allreduce(ctx.progress(), ring);
-      if (any || algo_opt == "rhd") allreduces["rhd"] = make_rhd_allreduce(ctx.progress(), max_bytes, t.num_rails());
+      if (any || algo_opt == "rhd")
+        allreduces["rhd"] = make_rhd_allreduce(ctx.progress(), max_bytes, t.num_rails(), mem);
       if ((any && nodes > 1 && nodes < n && uniform_nodes) || algo_opt == "hier")
-        allreduces["hier"] = make_hier_allreduce(ctx.progress(), max_bytes, t.num_rails(), layout);
+        allreduces["hier"] = make_hier_allreduce(ctx.progress(), max_bytes, t.num_rails(), layout, mem);
     }
     if (pattern == Pattern::all_gather) allgather = make_ring_allgather(ctx.progress(), ring);
     if (pattern == Pattern::reduce_scatter) reducescatter = make_ring_reducescatter(ctx.progress(), ring);
     if (alltoall)
-      all_to_all = std::make_unique<AllToAll>(ctx.progress(), AllToAllOptions{max_bytes, t.num_rails(), opt.window});
+      all_to_all =
+          std::make_unique<AllToAll>(ctx.progress(), AllToAllOptions{max_bytes, t.num_rails(), opt.window, mem});
   });
   auto algo_for = [&](size_t bytes) -> std::string {
     if (pattern == Pattern::all_reduce)
