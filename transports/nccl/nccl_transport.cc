@@ -72,10 +72,16 @@ struct Event {
 
 struct Comm {
   ncclComm_t c = nullptr;
+  bool abort = true;
   ~Comm() {
-    // Abort rather than destroy: destroy waits for outstanding work, which after a
-    // failed peer never finishes.
-    if (c) ncclCommAbort(c);
+    if (!c) return;
+    // Destroy waits for outstanding work, which after a failed peer never finishes:
+    // abort unless everything posted has completed.
+    if (abort) {
+      ncclCommAbort(c);
+    } else {
+      ncclCommDestroy(c);
+    }
   }
 };
 
@@ -111,9 +117,7 @@ class NcclTransport final : public Transport {
     caps_.max_msg_size = size_t{1} << 40;
     info_ = gpu::device_info(gpu_);
   }
-  ~NcclTransport() override {
-    if (stream_) cudaStreamSynchronize(stream_->s);
-  }
+  ~NcclTransport() override { comm_.abort = failed_ || !inflight_.empty() || !pending_.empty(); }
 
   std::string name() const override { return "nccl"; }
   std::string provider() const override {
@@ -303,6 +307,7 @@ class NcclTransport final : public Transport {
 
   // After an error nothing more will complete: hand every operation back as failed.
   size_t fail_all(std::span<Completion> out) {
+    failed_ = true;
     size_t n = 0;
     auto drain = [&](std::vector<Op>& ops) {
       while (!ops.empty() && n < out.size()) {
@@ -329,6 +334,7 @@ class NcclTransport final : public Transport {
   std::deque<Group> inflight_;
   std::string error_;
   double last_device_us_ = -1;
+  bool failed_ = false;  // an error left work on the stream that will never finish
 };
 
 }  // namespace
