@@ -388,7 +388,9 @@ int run_collective(Bootstrap& bootstrap, const CommonOptions& common, const Coll
         if (common.check) {
           // Fresh inputs, one run, every element compared against the reference.
           const uint32_t check_seed = seed + 1000;
-          if (!in_place) gpu::zero(bufs.recv->data(), max_bytes);
+          // (Only GPU memory goes through CUDA: a host run must not create a CUDA context.)
+          if (!in_place && staged) gpu::zero(bufs.recv->data(), max_bytes);
+          if (!in_place && !staged) std::memset(bufs.recv->data(), 0, max_bytes);
           fill(bufs, count, check_seed);
           run_once(algo, bufs, count);
           const uint64_t wrong = count_wrong(bufs, count, check_seed);

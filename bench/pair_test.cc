@@ -5,10 +5,10 @@
 #include <fmt/format.h>
 
 #include "collectives/check.h"
+#include "collectives/reduce.h"
 #include "lib/bandwidth.h"
 #include "lib/clock.h"
 #include "lib/errors.h"
-#include "lib/gpu.h"
 
 namespace railbench {
 
@@ -129,10 +129,10 @@ std::vector<double> PairTest::stream(int peer, int rail, size_t bytes, int windo
     std::vector<std::byte> host(bytes);
     if (sender) {
       fill_bytes(rank_, seed, host.data(), bytes);
-      gpu::copy(b_.src->data(), host.data(), bytes);
+      copy_bytes(b_.src->kind(), b_.src->data(), host.data(), bytes);
     } else {
       std::memset(host.data(), 0xA5, bytes);  // anything not delivered shows up
-      gpu::copy(b_.dst->data(), host.data(), bytes);
+      copy_bytes(b_.dst->kind(), b_.dst->data(), host.data(), bytes);
     }
   }
 
@@ -168,7 +168,7 @@ std::vector<double> PairTest::stream(int peer, int rail, size_t bytes, int windo
   }
   if (check_ && wrong && !sender) {
     std::vector<std::byte> host(bytes);
-    gpu::copy(host.data(), b_.dst->data(), bytes);
+    copy_bytes(b_.dst->kind(), host.data(), b_.dst->data(), bytes);
     *wrong += count_wrong_bytes(from, seed, host.data(), bytes);
   }
   return samples;
