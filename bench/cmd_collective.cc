@@ -17,6 +17,7 @@
 #include "collectives/gather_scatter.h"
 #include "lib/bandwidth.h"
 #include "lib/clock.h"
+#include "lib/gpu.h"
 #include "lib/results.h"
 #include "lib/sizes.h"
 
@@ -30,6 +31,8 @@ namespace {
 // timed loop, none inside it (as nccl-tests), and each rank records when each of its
 // iterations ended, so iteration i's time on a rank is end[i] - end[i-1]. The
 // iteration's time is then the maximum over ranks.
+// Transports that run on a GPU (NCCL) time each iteration with CUDA events on their
+// stream instead of the host clock.
 std::vector<double> time_iterations(RunContext& ctx, int warmup, int iters, const std::function<void()>& once) {
   for (int i = 0; i < warmup; ++i) once();
   ctx.bootstrap().barrier();
@@ -38,7 +41,8 @@ std::vector<double> time_iterations(RunContext& ctx, int warmup, int iters, cons
   for (int i = 0; i < iters; ++i) {
     once();
     auto now = Clock::now();
-    local[static_cast<size_t>(i)] = seconds_between(prev, now) * 1e6;
+    const double device_us = ctx.transport().device_time_us();
+    local[static_cast<size_t>(i)] = device_us >= 0 ? device_us : seconds_between(prev, now) * 1e6;
     prev = now;
   }
   std::vector<double> all(local.size() * static_cast<size_t>(ctx.size()));
@@ -150,7 +154,7 @@ int run_collective(Bootstrap& bootstrap, const CommonOptions& common, const Coll
   const char* name = command_name(pattern);
   RunContext ctx(bootstrap, common, name);
   const bool alltoall = pattern == Pattern::all_to_all;
-  const std::string algo_opt = opt.algo.empty() ? (alltoall ? "pairwise" : "ring") : opt.algo;
+  std::string algo_opt = opt.algo.empty() ? (alltoall ? "pairwise" : "ring") : opt.algo;
   Sweep sweep;
   DataType type = DataType::f32;
   ReduceOp op = ReduceOp::sum;
@@ -186,6 +190,14 @@ int run_collective(Bootstrap& bootstrap, const CommonOptions& common, const Coll
   });
   ctx.open_transport();
   Transport& t = ctx.transport();
+  // Transports with their own collectives (NCCL) run them; the others run ours.
+  const bool native = t.caps().native_collectives;
+  const MemoryKind mem = ctx.memory_kind();
+  ctx.agree([&] {
+    if (native && !opt.algo.empty())
+      throw UsageError(fmt::format("--algo applies to railbench's own collectives; -t {} runs its own", t.name()));
+  });
+  if (native) algo_opt = t.name();
   const int n = ctx.size();
   const size_t esize = size_of(type);
   const bool reduces = pattern == Pattern::all_reduce || pattern == Pattern::reduce_scatter;
@@ -198,26 +210,38 @@ int run_collective(Bootstrap& bootstrap, const CommonOptions& common, const Coll
   const auto [nodes, uniform_nodes] = node_shape(layout);
 
   // Buffers for the largest size, registered once, as nccl-tests allocates once.
-  std::vector<std::byte> sendbuf(max_bytes), recvbuf(max_bytes);
-  auto send_mr = t.register_memory(sendbuf.data(), sendbuf.size(), MemoryKind::host);
-  auto recv_mr = t.register_memory(recvbuf.data(), recvbuf.size(), MemoryKind::host);
+  std::unique_ptr<gpu::Buffer> sendbuf, recvbuf;
+  std::unique_ptr<MemoryRegion> send_mr, recv_mr;
+  ctx.agree([&] {
+    sendbuf = std::make_unique<gpu::Buffer>(mem, max_bytes);
+    recvbuf = std::make_unique<gpu::Buffer>(mem, max_bytes);
+    send_mr = t.register_memory(sendbuf->data(), sendbuf->size(), mem);
+    recv_mr = t.register_memory(recvbuf->data(), recvbuf->size(), mem);
+  });
+  // -c on GPU memory: patterns are made and checked on the host, copied over.
+  const bool staged = mem == MemoryKind::cuda;
+  std::vector<std::byte> staging(staged ? max_bytes : 0);
   std::map<std::string, std::unique_ptr<AllReduce>> allreduces;  // by algorithm name
   std::unique_ptr<AllGather> allgather;
   std::unique_ptr<ReduceScatter> reducescatter;
   std::unique_ptr<AllToAll> all_to_all;
   ctx.agree([&] {
-    const RingOptions ring{max_bytes, slice_bytes, t.num_rails(), protocol};
+    if (native) return;
+    // Our own collectives on GPU memory: scratch alike, reductions by the CUDA kernels.
+    const RingOptions ring{max_bytes, slice_bytes, t.num_rails(), protocol, mem};
     if (pattern == Pattern::all_reduce) {
       const bool any = algo_opt == "auto";
       if (any || algo_opt == "ring") allreduces["ring"] = make_ring_allreduce(ctx.progress(), ring);
-      if (any || algo_opt == "rhd") allreduces["rhd"] = make_rhd_allreduce(ctx.progress(), max_bytes, t.num_rails());
+      if (any || algo_opt == "rhd")
+        allreduces["rhd"] = make_rhd_allreduce(ctx.progress(), max_bytes, t.num_rails(), mem);
       if ((any && nodes > 1 && nodes < n && uniform_nodes) || algo_opt == "hier")
-        allreduces["hier"] = make_hier_allreduce(ctx.progress(), max_bytes, t.num_rails(), layout);
+        allreduces["hier"] = make_hier_allreduce(ctx.progress(), max_bytes, t.num_rails(), layout, mem);
     }
     if (pattern == Pattern::all_gather) allgather = make_ring_allgather(ctx.progress(), ring);
     if (pattern == Pattern::reduce_scatter) reducescatter = make_ring_reducescatter(ctx.progress(), ring);
     if (alltoall)
-      all_to_all = std::make_unique<AllToAll>(ctx.progress(), AllToAllOptions{max_bytes, t.num_rails(), opt.window});
+      all_to_all =
+          std::make_unique<AllToAll>(ctx.progress(), AllToAllOptions{max_bytes, t.num_rails(), opt.window, mem});
   });
   auto algo_for = [&](size_t bytes) -> std::string {
     if (pattern == Pattern::all_reduce)
@@ -225,6 +249,21 @@ int run_collective(Bootstrap& bootstrap, const CommonOptions& common, const Coll
     return algo_opt;
   };
   auto run_once = [&](const std::string& algo, const CollectiveBuffers& bufs, size_t count) {
+    if (native) {
+      CollectiveOp cop;
+      cop.kind = pattern == Pattern::all_reduce       ? CollectiveKind::all_reduce
+                 : pattern == Pattern::all_gather     ? CollectiveKind::all_gather
+                 : pattern == Pattern::reduce_scatter ? CollectiveKind::reduce_scatter
+                                                      : CollectiveKind::all_to_all;
+      cop.send = LocalSpan{bufs.send, bufs.send_offset, count * per * esize};
+      cop.recv = LocalSpan{bufs.recv, bufs.recv_offset, count * per * esize};
+      cop.count = count;
+      cop.dtype = type;
+      cop.op = op;
+      Progress& p = ctx.progress();
+      p.wait(p.post(ctx.rank(), OpKind::collective, [&](uint64_t id) { return t.post_collective(cop, id); }), name);
+      return;
+    }
     if (pattern == Pattern::all_reduce) allreduces.at(algo)->run(bufs, count, type, op);
     if (allgather) allgather->run(bufs, count, type);
     if (reducescatter) reducescatter->run(bufs, count, type, op);
@@ -241,13 +280,24 @@ int run_collective(Bootstrap& bootstrap, const CommonOptions& common, const Coll
   };
   // Inputs: all-gather one block per rank, reduce-scatter and all-to-all n blocks.
   auto fill = [&](const CollectiveBuffers& bufs, size_t count, uint32_t seed) {
-    void* in = bufs.send->at(bufs.send_offset);
-    if (pattern == Pattern::all_gather) return fill_block(type, ctx.rank(), 0, seed, in, count);
-    if (alltoall) return fill_alltoall(type, ctx.rank(), n, seed, in, count);
-    fill_input(type, op, ctx.rank(), seed, in, pattern == Pattern::reduce_scatter ? count * per : count);
+    void* in = staged ? staging.data() : bufs.send->at(bufs.send_offset);
+    const size_t in_count = pattern == Pattern::all_gather ? count : pattern == Pattern::all_reduce ? count : count * n;
+    if (pattern == Pattern::all_gather) {
+      fill_block(type, ctx.rank(), 0, seed, in, count);
+    } else if (alltoall) {
+      fill_alltoall(type, ctx.rank(), n, seed, in, count);
+    } else {
+      fill_input(type, op, ctx.rank(), seed, in, in_count);
+    }
+    if (staged) gpu::copy(bufs.send->at(bufs.send_offset), staging.data(), in_count * esize);
   };
   auto count_wrong = [&](const CollectiveBuffers& bufs, size_t count, uint32_t seed) -> uint64_t {
     const std::byte* result = bufs.recv->at(bufs.recv_offset);
+    if (staged) {
+      const size_t out_count = pattern == Pattern::reduce_scatter ? count : count * per;
+      gpu::copy(staging.data(), result, out_count * esize);
+      result = staging.data();
+    }
     switch (pattern) {
       case Pattern::all_reduce: return count_wrong_allreduce(type, op, n, seed, result, count);
       case Pattern::all_gather: return count_wrong_allgather(type, n, seed, result, count);
@@ -338,7 +388,9 @@ int run_collective(Bootstrap& bootstrap, const CommonOptions& common, const Coll
         if (common.check) {
           // Fresh inputs, one run, every element compared against the reference.
           const uint32_t check_seed = seed + 1000;
-          if (!in_place) std::memset(bufs.recv->data(), 0, max_bytes);
+          // (Only GPU memory goes through CUDA: a host run must not create a CUDA context.)
+          if (!in_place && staged) gpu::zero(bufs.recv->data(), max_bytes);
+          if (!in_place && !staged) std::memset(bufs.recv->data(), 0, max_bytes);
           fill(bufs, count, check_seed);
           run_once(algo, bufs, count);
           const uint64_t wrong = count_wrong(bufs, count, check_seed);

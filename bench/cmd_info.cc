@@ -6,7 +6,10 @@
 #include <fmt/ranges.h>
 
 #include "bench/commands.h"
+#include "bench/memory_setup.h"
 #include "bench/transport_factory.h"
+#include "lib/gpu.h"
+#include "lib/pci_topology.h"
 
 #ifdef RAILBENCH_HAVE_OFI
 #include "transports/ofi/ofi_transport.h"
@@ -72,6 +75,34 @@ void print_verbs_ports() {
 }
 #endif
 
+// CUDA and NCCL in this build, the devices this host shows, and the GPU -> NIC table.
+void print_gpus() {
+  if (!gpu::built_in()) {
+    fmt::print("memory kinds: host (built without CUDA: no --mem cuda, no -t nccl)\n");
+    return;
+  }
+  const auto ver = [](int v) { return v ? fmt::format("{}.{}", v / 1000, (v % 1000) / 10) : std::string("none"); };
+  fmt::print("memory kinds: host, cuda, cuda-host (CUDA runtime {}, driver {})\n", ver(gpu::runtime_version()),
+             ver(gpu::driver_version()));
+  const auto details = transport_details("nccl");
+  if (details.contains("nccl_version"))
+    fmt::print("nccl: {} (-t nccl)\n", details.at("nccl_version").get<std::string>());
+  const gpu::Probe p = gpu::probe();
+  if (p.count == 0) {
+    fmt::print("CUDA devices: 0 (cudaGetDeviceCount returned {})\n", p.error);
+  } else {
+    fmt::print("CUDA devices: {}\n", p.count);
+    for (int i = 0; i < p.count; ++i) {
+      const auto d = gpu::device_info(i);
+      fmt::print("  GPU {}: {} at {}\n", i, d.name, d.pci_bus_id);
+    }
+  }
+  const PciTopology topo = read_pci_topology();
+  if (topo.gpus.empty()) return;
+  fmt::print("GPU -> nearest NIC (PCI topology, sysfs):\n");
+  for (const auto& line : describe_affinity(topo)) fmt::print("  {}\n", line);
+}
+
 }  // namespace
 
 int run_info() {
@@ -82,7 +113,7 @@ int run_info() {
 #else
   fmt::print("bootstraps: tcp (RAILBENCH_ROOT), single (built without MPI)\n");
 #endif
-  fmt::print("memory kinds: host (this build has no CUDA memory support yet)\n");
+  print_gpus();
 #ifdef RAILBENCH_HAVE_OFI
   fmt::print("libfabric {}: providers offering RDM endpoints on this host:\n", ofi::libfabric_version());
   fmt::print("  {:<16} {:<10} {:<24} {:<4} {:<7} {}\n", "provider", "domain", "fabric", "rma", "tagged", "mr_mode");

@@ -99,6 +99,12 @@ int run_kvcache(Bootstrap& bootstrap, const CommonOptions& common, const KvCache
   KvOptions base;
   int warmup = common.warmup_iters < 0 ? 1 : common.warmup_iters;
   ctx.agree([&] {
+    // The block pools live in host memory for now; GPU-resident KV pools come later.
+    if (!common.mem.empty() && common.mem != "host") {
+      throw UnsupportedError(fmt::format(
+          "kvcache --mem {}: the KV block pools are host memory only so far; drop --mem (or use --mem host)",
+          common.mem));
+    }
     if (ctx.size() < 2) {
       throw UsageError(fmt::format(
           "kvcache needs at least 2 ranks (prefill and decode), got {}: launch with mpirun -np 2 or more", ctx.size()));

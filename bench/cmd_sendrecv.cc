@@ -8,6 +8,7 @@
 #include "bench/pair_test.h"
 #include "bench/run_context.h"
 #include "bench/sweep.h"
+#include "lib/gpu.h"
 #include "lib/results.h"
 #include "lib/schedule.h"
 #include "lib/sizes.h"
@@ -179,10 +180,18 @@ int run_sendrecv(Bootstrap& bootstrap, const CommonOptions& common, const SendRe
 
   // One set of buffers serves every pair: a rank is in one pair per round.
   const size_t max_bytes = sweep.sizes.back();
-  std::vector<std::byte> src(max_bytes), dst(max_bytes), tokens(64);
-  auto src_mr = t.register_memory(src.data(), src.size(), MemoryKind::host);
-  auto dst_mr = t.register_memory(dst.data(), dst.size(), MemoryKind::host);
-  auto tok_mr = t.register_memory(tokens.data(), tokens.size(), MemoryKind::host);
+  // Tokens live in the same memory as the data: NCCL moves GPU memory only.
+  const MemoryKind mem = ctx.memory_kind();
+  std::unique_ptr<gpu::Buffer> src, dst, tokens;
+  std::unique_ptr<MemoryRegion> src_mr, dst_mr, tok_mr;
+  ctx.agree([&] {
+    src = std::make_unique<gpu::Buffer>(mem, max_bytes);
+    dst = std::make_unique<gpu::Buffer>(mem, max_bytes);
+    tokens = std::make_unique<gpu::Buffer>(mem, 64);
+    src_mr = t.register_memory(src->data(), src->size(), mem);
+    dst_mr = t.register_memory(dst->data(), dst->size(), mem);
+    tok_mr = t.register_memory(tokens->data(), tokens->size(), mem);
+  });
   PairBuffers buffers{src_mr.get(), dst_mr.get(), tok_mr.get(), {}, {}};
   for (const auto& blob : ctx.bootstrap().all_gather_v(src_mr->remote_key().serialize()))
     buffers.peer_src.push_back(RemoteKey::deserialize(blob));

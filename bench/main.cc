@@ -31,7 +31,7 @@ bool first_rank_by_environment() {
 
 void add_common(CLI::App* app, CommonOptions& o) {
   app->add_option("-t,--transport", o.transport,
-                  "Transport[:provider]: ofi, ofi:tcp, ofi:shm, ofi:verbs, ofi:efa, verbs")
+                  "Transport[:provider]: ofi, ofi:tcp, ofi:shm, ofi:verbs, ofi:efa, verbs, nccl")
       ->capture_default_str();
   app->add_option("-b,--min-bytes", o.min_bytes, "Smallest message size (8, 4K, 1M, 1G)");
   app->add_option("-e,--max-bytes", o.max_bytes, "Largest message size");
@@ -47,6 +47,10 @@ void add_common(CLI::App* app, CommonOptions& o) {
   app->add_option("--gid-index", o.gid_index, "verbs: GID table index (default: the port's RoCE v2 IPv4 GID)");
   app->add_option("--qps-per-peer", o.qps_per_peer, "verbs: RC queue pairs per peer and rail (ECMP entropy)")
       ->capture_default_str();
+  app->add_option("--mem", o.mem,
+                  "Buffer memory: host, cuda (GPU, GPUDirect RDMA) or cuda-host (default: cuda for "
+                  "-t nccl, else host)");
+  app->add_option("--gpu-map", o.gpu_map, "GPU of each local rank, e.g. 0,1,2,3 (default: local rank i -> GPU i)");
 }
 
 }  // namespace

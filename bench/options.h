@@ -21,6 +21,8 @@ struct CommonOptions {
   double timeout_s = 60;          // --timeout: no progress from a peer for this long fails
   int gid_index = -1;             // --gid-index (verbs): -1 picks the RoCE v2 GID of the port's IPv4 address
   int qps_per_peer = 1;           // --qps-per-peer (verbs): RC queue pairs per (peer, rail)
+  std::string mem;                // --mem: host, cuda, cuda-host; empty: cuda for -t nccl, else host
+  std::string gpu_map;            // --gpu-map: GPU per local rank ("0,1,2,3"); empty: local rank i -> GPU i
   std::vector<std::string> argv;  // the command line, recorded in the results
 };
 

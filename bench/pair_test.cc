@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "collectives/check.h"
+#include "collectives/reduce.h"
 #include "lib/bandwidth.h"
 #include "lib/clock.h"
 #include "lib/errors.h"
@@ -124,10 +125,15 @@ std::vector<double> PairTest::stream(int peer, int rail, size_t bytes, int windo
   const int total = warmup + iters;
 
   if (check_) {
-    if (sender)
-      fill_bytes(rank_, seed, b_.src->data(), bytes);
-    else
-      std::memset(b_.dst->data(), 0xA5, bytes);  // anything not delivered shows up
+    // GPU memory: the pattern is made on the host and copied over.
+    std::vector<std::byte> host(bytes);
+    if (sender) {
+      fill_bytes(rank_, seed, host.data(), bytes);
+      copy_bytes(b_.src->kind(), b_.src->data(), host.data(), bytes);
+    } else {
+      std::memset(host.data(), 0xA5, bytes);  // anything not delivered shows up
+      copy_bytes(b_.dst->kind(), b_.dst->data(), host.data(), bytes);
+    }
   }
 
   for (int w = 0; w < total; ++w) {
@@ -160,7 +166,11 @@ std::vector<double> PairTest::stream(int peer, int rail, size_t bytes, int windo
     }
     p_.wait_all("bandwidth window completions");
   }
-  if (check_ && wrong && !sender) *wrong += count_wrong_bytes(from, seed, b_.dst->data(), bytes);
+  if (check_ && wrong && !sender) {
+    std::vector<std::byte> host(bytes);
+    copy_bytes(b_.dst->kind(), host.data(), b_.dst->data(), bytes);
+    *wrong += count_wrong_bytes(from, seed, host.data(), bytes);
+  }
   return samples;
 }
 

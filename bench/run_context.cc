@@ -78,13 +78,38 @@ void RunContext::agree(const std::function<void()>& step) {
   throw AgreedError(static_cast<ErrorCode>(codes[failed.front()]), message);
 }
 
+int RunContext::local_rank() const {
+  int local = 0;
+  for (int r = 0; r < rank_; ++r)
+    if (hosts_[static_cast<size_t>(r)] == hosts_[static_cast<size_t>(rank_)]) ++local;
+  return local;
+}
+
 void RunContext::open_transport() {
+  PciTopology topo;
   agree([&] {
     spec_ = parse_transport_spec(options_.transport, options_.rails);
     spec_.gid_index = options_.gid_index;
     spec_.qps_per_peer = options_.qps_per_peer;
+    // GPU checks come first: without a device, that is the one line to print.
+    const bool nccl = spec_.name == "nccl";
+    if (nccl || (!options_.mem.empty() && options_.mem != "host")) topo = read_pci_topology();
+    placement_ =
+        place_memory(options_.mem, options_.gpu_map, nccl ? MemoryKind::cuda : MemoryKind::host, local_rank(), topo);
+    spec_.gpu = placement_.gpu;
+    spec_.mem = placement_.kind;
+    // Rail-optimized nodes: the NIC nearest the GPU is this slot's rail unless --rails says.
+    if (spec_.name == "verbs" && spec_.rail_names.empty() && spec_.num_rails == 1 && !placement_.nic.empty())
+      spec_.rail_names = {placement_.nic};
     transport_ = make_transport(spec_, rank_, size_, all_on_one_host());
   });
+  if (placement_.gpu >= 0) {
+    print(
+        fmt::format("# GPU -> nearest NIC on {} (PCI topology from sysfs; the default rail of each GPU):", hosts_[0]));
+    for (const auto& line : describe_affinity(topo)) print("#   " + line);
+  }
+  for (const auto& s : bootstrap_.all_gather_strings(placement_.to_json().dump()))
+    rank_memory_.push_back(json::parse(s));
   transport_->connect_all(bootstrap_);
   std::vector<std::string> names;
   for (int r = 0; r < size_; ++r) names.push_back(peer_name(r));
@@ -108,6 +133,7 @@ json RunContext::results_header(json config) const {
   for (int r = 0; r < size_; ++r) {
     json entry{{"rank", r}, {"host", hosts_[r]}};
     if (static_cast<size_t>(r) < rank_rails_.size()) entry["rails"] = rank_rails_[r];
+    if (static_cast<size_t>(r) < rank_memory_.size()) entry.update(rank_memory_[static_cast<size_t>(r)]);
     ranks.push_back(std::move(entry));
   }
   json transport;
@@ -124,11 +150,14 @@ json RunContext::results_header(json config) const {
                        {"native_collectives", c.native_collectives},
                        {"device_memory", c.device_memory},
                        {"max_msg_size", c.max_msg_size}}}};
+    transport.update(transport_details(transport_->name()));
   }
   config["transport"] = options_.transport;
   config["rails"] = options_.rails;
   config["timeout_s"] = options_.timeout_s;
   config["check"] = options_.check;
+  config["mem"] = to_string(placement_.kind);
+  config["gpu_map"] = options_.gpu_map;
   return json{{"command", command_},
               {"argv", options_.argv},
               {"config", std::move(config)},

@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "bench/memory_setup.h"
 #include "bench/options.h"
 #include "bench/transport_factory.h"
 #include "lib/bootstrap.h"
@@ -54,6 +55,11 @@ class RunContext {
   const Transport& transport() const { return *transport_; }
   Progress& progress() { return *progress_; }
   const TransportSpec& transport_spec() const { return spec_; }
+  // This rank's --mem / --gpu-map placement, resolved by open_transport.
+  const MemoryPlacement& placement() const { return placement_; }
+  MemoryKind memory_kind() const { return placement_.kind; }
+  // Index of this rank among the ranks on its host.
+  int local_rank() const;
 
   // The results header: command, argv, config, world and transport.
   nlohmann::json results_header(nlohmann::json config) const;
@@ -76,7 +82,9 @@ class RunContext {
   TransportSpec spec_;
   std::unique_ptr<Transport> transport_;
   std::unique_ptr<Progress> progress_;
-  std::vector<nlohmann::json> rank_rails_;  // per rank: its rails as JSON
+  std::vector<nlohmann::json> rank_rails_;   // per rank: its rails as JSON
+  std::vector<nlohmann::json> rank_memory_;  // per rank: its MemoryPlacement as JSON
+  MemoryPlacement placement_;
   bool stderr_tty_ = false;
 };
 

@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "lib/transport.h"
 
 namespace railbench {
@@ -17,6 +19,8 @@ struct TransportSpec {
   std::vector<std::string> rail_names;  // explicit domains/devices, empty: auto
   int gid_index = -1;                   // verbs: --gid-index, -1 picks the RoCE v2 GID
   int qps_per_peer = 1;                 // verbs: --qps-per-peer
+  int gpu = -1;                         // nccl, and GPU buffers of ofi: the CUDA device of this rank
+  MemoryKind mem = MemoryKind::host;    // --mem: ofi asks for FI_HMEM when it is cuda
 };
 
 // Parses -t and --rails; throws UsageError naming the valid forms.
@@ -27,5 +31,9 @@ std::unique_ptr<Transport> make_transport(const TransportSpec& spec, int rank, i
 
 // Transports compiled into this build, e.g. {"ofi"}.
 std::vector<std::string> built_transports();
+
+// What the results record about the transport beyond its name: for nccl the library
+// version and the NCCL_* environment in effect; empty for the others.
+nlohmann::json transport_details(const std::string& name);
 
 }  // namespace railbench

@@ -50,6 +50,7 @@ struct RingOptions {
   size_t slice_bytes = 16 << 20;
   int rails = 1;  // slices go round-robin over rails
   RingProtocol protocol = RingProtocol::send;
+  MemoryKind memory = MemoryKind::host;  // of the caller's buffers; scratch is allocated alike
 };
 
 // Ring all-reduce: reduce-scatter then all-gather, 2(n-1) steps, each step's slices
@@ -60,7 +61,9 @@ std::unique_ptr<AllReduce> make_ring_allreduce(Progress& progress, const RingOpt
 // Recursive halving-doubling for any rank count (non-powers of two fold the first
 // 2(n-p) ranks pairwise): 2 log2(p) steps instead of 2(n-1), so fewer latencies at
 // small sizes, the same bytes per rank as the ring at large ones (for powers of two).
-std::unique_ptr<AllReduce> make_rhd_allreduce(Progress& progress, size_t max_bytes, int rails);
+// `memory`: the kind of the caller's buffers (scratch is allocated alike).
+std::unique_ptr<AllReduce> make_rhd_allreduce(Progress& progress, size_t max_bytes, int rails,
+                                              MemoryKind memory = MemoryKind::host);
 
 // Which node each rank is on (any ids; equal id = same node).
 struct NodeLayout {
@@ -72,7 +75,7 @@ struct NodeLayout {
 // (the same rail on a rail-optimized fabric), all-gather within the node. Needs the
 // same L on every node.
 std::unique_ptr<AllReduce> make_hier_allreduce(Progress& progress, size_t max_bytes, int rails,
-                                               const NodeLayout& layout);
+                                               const NodeLayout& layout, MemoryKind memory = MemoryKind::host);
 
 // --algo auto: which all-reduce to run for `bytes` on this shape. One host: rhd below
 // the crossover (its log2 steps win while latency dominates), ring above; several

@@ -8,7 +8,9 @@
 
 #include "collectives/allreduce.h"
 #include "collectives/group_ops.h"
+#include "collectives/reduce.h"
 #include "lib/errors.h"
+#include "lib/gpu.h"
 
 namespace railbench {
 
@@ -27,21 +29,23 @@ void check_setup(const Transport& t, int rails, const char* what) {
 // Out of place: the result buffer starts as a copy of the input, then everything
 // happens in place there.
 Vec start(const CollectiveBuffers& b, size_t count, DataType type, size_t max_bytes, const char* what) {
+  const MemoryKind kind = b.recv->kind();
   const size_t bytes = count * size_of(type);
   if (bytes > max_bytes) {
     throw UsageError(
         fmt::format("{} all-reduce of {} bytes exceeds the {} bytes it was built for", what, bytes, max_bytes));
   }
-  if (!b.in_place()) std::memcpy(b.recv->at(b.recv_offset), b.send->at(b.send_offset), bytes);
+  if (!b.in_place()) copy_bytes(kind, b.recv->at(b.recv_offset), b.send->at(b.send_offset), bytes);
   return Vec{b.recv, b.recv_offset, count};
 }
 
 class RhdAllReduce final : public AllReduce {
  public:
-  RhdAllReduce(Progress& p, size_t max_bytes, int rails) : p_(p), max_bytes_(max_bytes), rails_(rails) {
+  RhdAllReduce(Progress& p, size_t max_bytes, int rails, MemoryKind memory)
+      : p_(p), max_bytes_(max_bytes), rails_(rails) {
     check_setup(p_.transport(), rails_, "rhd");
-    scratch_.resize(std::max<size_t>(max_bytes_, 64));
-    scratch_mr_ = p_.transport().register_memory(scratch_.data(), scratch_.size(), MemoryKind::host);
+    scratch_ = std::make_unique<gpu::Buffer>(memory, std::max<size_t>(max_bytes_, 64));
+    scratch_mr_ = p_.transport().register_memory(scratch_->data(), scratch_->size(), memory);
   }
   std::string name() const override { return "rhd"; }
   void run(const CollectiveBuffers& b, size_t count, DataType type, ReduceOp op) override {
@@ -53,13 +57,13 @@ class RhdAllReduce final : public AllReduce {
   Progress& p_;
   size_t max_bytes_;
   int rails_;
-  std::vector<std::byte> scratch_;
+  std::unique_ptr<gpu::Buffer> scratch_;
   std::unique_ptr<MemoryRegion> scratch_mr_;
 };
 
 class HierAllReduce final : public AllReduce {
  public:
-  HierAllReduce(Progress& p, size_t max_bytes, int rails, const NodeLayout& layout)
+  HierAllReduce(Progress& p, size_t max_bytes, int rails, const NodeLayout& layout, MemoryKind memory)
       : p_(p), max_bytes_(max_bytes), rails_(rails) {
     const Transport& t = p_.transport();
     check_setup(t, rails_, "hier");
@@ -67,8 +71,8 @@ class HierAllReduce final : public AllReduce {
     // Scratch: the largest intra-node block for the reduce-scatter, which is also the
     // whole vector of the cross-node rhd.
     const size_t local = static_cast<size_t>(node_.size());
-    scratch_.resize(std::max<size_t>(max_bytes_ / local + 64, 64));
-    scratch_mr_ = p_.transport().register_memory(scratch_.data(), scratch_.size(), MemoryKind::host);
+    scratch_ = std::make_unique<gpu::Buffer>(memory, std::max<size_t>(max_bytes_ / local + 64, 64));
+    scratch_mr_ = p_.transport().register_memory(scratch_->data(), scratch_->size(), memory);
   }
   std::string name() const override { return "hier"; }
 
@@ -116,19 +120,19 @@ class HierAllReduce final : public AllReduce {
   size_t max_bytes_;
   int rails_;
   Group node_, rail_;
-  std::vector<std::byte> scratch_;
+  std::unique_ptr<gpu::Buffer> scratch_;
   std::unique_ptr<MemoryRegion> scratch_mr_;
 };
 
 }  // namespace
 
-std::unique_ptr<AllReduce> make_rhd_allreduce(Progress& progress, size_t max_bytes, int rails) {
-  return std::make_unique<RhdAllReduce>(progress, max_bytes, rails);
+std::unique_ptr<AllReduce> make_rhd_allreduce(Progress& progress, size_t max_bytes, int rails, MemoryKind memory) {
+  return std::make_unique<RhdAllReduce>(progress, max_bytes, rails, memory);
 }
 
 std::unique_ptr<AllReduce> make_hier_allreduce(Progress& progress, size_t max_bytes, int rails,
-                                               const NodeLayout& layout) {
-  return std::make_unique<HierAllReduce>(progress, max_bytes, rails, layout);
+                                               const NodeLayout& layout, MemoryKind memory) {
+  return std::make_unique<HierAllReduce>(progress, max_bytes, rails, layout, memory);
 }
 
 std::string choose_allreduce(size_t bytes, int ranks, int nodes, bool uniform_nodes) {

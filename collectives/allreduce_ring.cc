@@ -8,6 +8,7 @@
 #include "collectives/reduce.h"
 #include "collectives/ring_common.h"
 #include "lib/errors.h"
+#include "lib/gpu.h"
 
 namespace railbench {
 
@@ -77,8 +78,8 @@ class RingAllReduce final : public AllReduce {
     // Two chunk-sized halves: step k lands in half k%2 while step k-1's half is still
     // being reduced. Each half starts on a cache line, so every element is aligned.
     half_bytes_ = ring_half_bytes(opt_.max_bytes, n_);
-    scratch_.resize(2 * half_bytes_);
-    scratch_mr_ = t_.register_memory(scratch_.data(), scratch_.size(), MemoryKind::host);
+    scratch_ = std::make_unique<gpu::Buffer>(opt_.memory, 2 * half_bytes_);
+    scratch_mr_ = t_.register_memory(scratch_->data(), scratch_->size(), opt_.memory);
     if (opt_.protocol == RingProtocol::write) {
       // Small control messages of the write protocol: my keys out, the right
       // neighbour's keys and credits in.
@@ -96,7 +97,7 @@ class RingAllReduce final : public AllReduce {
                                    opt_.max_bytes));
     }
     if (n_ == 1) {
-      if (!b.in_place()) std::memcpy(b.recv->at(b.recv_offset), b.send->at(b.send_offset), count * esize);
+      if (!b.in_place()) copy_bytes(opt_.memory, b.recv->at(b.recv_offset), b.send->at(b.send_offset), count * esize);
       return;
     }
     const RingPlan plan{n_, rank_, count, std::max<size_t>(1, opt_.slice_bytes / esize), esize};
@@ -120,8 +121,8 @@ class RingAllReduce final : public AllReduce {
   // Reduce-scatter: result[slice] = my input[slice] op what arrived in scratch.
   void reduce_slice(const RingPlan& plan, const CollectiveBuffers& b, int k, size_t j, DataType type, ReduceOp op) {
     const Range s = plan.slice(plan.recv_chunk(k), j);
-    reduce(type, op, b.send->at(b.send_offset + s.begin * plan.esize), scratch_mr_->at(scratch_offset(plan, k, j)),
-           b.recv->at(b.recv_offset + s.begin * plan.esize), s.count);
+    reduce(opt_.memory, type, op, b.send->at(b.send_offset + s.begin * plan.esize),
+           scratch_mr_->at(scratch_offset(plan, k, j)), b.recv->at(b.recv_offset + s.begin * plan.esize), s.count);
   }
   // What step k sends: the caller's input at step 0, then what was reduced or received.
   LocalSpan send_span(const RingPlan& plan, const CollectiveBuffers& b, int k, size_t j) const {
@@ -262,7 +263,7 @@ class RingAllReduce final : public AllReduce {
   RingOptions opt_;
   int n_, rank_;
   size_t half_bytes_ = 0;
-  std::vector<std::byte> scratch_;
+  std::unique_ptr<gpu::Buffer> scratch_;
   std::unique_ptr<MemoryRegion> scratch_mr_;
   std::vector<std::byte> control_;
   std::unique_ptr<MemoryRegion> control_mr_;

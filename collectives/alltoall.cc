@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "collectives/reduce.h"
 #include "lib/clock.h"
 #include "lib/errors.h"
 
@@ -19,8 +20,8 @@ AllToAll::AllToAll(Progress& progress, const AllToAllOptions& options) : p_(prog
     throw UsageError(fmt::format("all-to-all asked for {} rails, transport has {}", opt_.rails, t.num_rails()));
   }
   if (opt_.window < 1) throw UsageError(fmt::format("--window {} must be 1 or more", opt_.window));
-  scratch_.resize(std::max<size_t>(opt_.max_bytes, 64));
-  scratch_mr_ = p_.transport().register_memory(scratch_.data(), scratch_.size(), MemoryKind::host);
+  scratch_ = std::make_unique<gpu::Buffer>(opt_.memory, std::max<size_t>(opt_.max_bytes, 64));
+  scratch_mr_ = p_.transport().register_memory(scratch_->data(), scratch_->size(), opt_.memory);
   step_us_.assign(static_cast<size_t>(t.world_size()), 0.0);
 }
 
@@ -42,8 +43,8 @@ void AllToAll::run(const CollectiveBuffers& b, size_t count, DataType type) {
   std::fill(step_us_.begin(), step_us_.end(), 0.0);
   auto copy_own = [&] {
     if (!in_place)
-      std::memcpy(b.recv->at(b.recv_offset + static_cast<size_t>(r) * block),
-                  send_block(r).mr->at(send_block(r).offset), block);
+      copy_bytes(opt_.memory, b.recv->at(b.recv_offset + static_cast<size_t>(r) * block),
+                 send_block(r).mr->at(send_block(r).offset), block);
   };
   if (n == 1 || block == 0) return copy_own();
 
@@ -91,8 +92,8 @@ void AllToAll::run(const CollectiveBuffers& b, size_t count, DataType type) {
   if (in_place) {
     for (int q = 0; q < n; ++q)
       if (q != r)
-        std::memcpy(b.recv->at(b.recv_offset + static_cast<size_t>(q) * block),
-                    scratch_mr_->at(static_cast<size_t>(q) * block), block);
+        copy_bytes(opt_.memory, b.recv->at(b.recv_offset + static_cast<size_t>(q) * block),
+                   scratch_mr_->at(static_cast<size_t>(q) * block), block);
   }
 }
 

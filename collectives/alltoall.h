@@ -9,13 +9,15 @@
 
 #include "collectives/allreduce.h"
 #include "collectives/group.h"
+#include "lib/gpu.h"
 
 namespace railbench {
 
 struct AllToAllOptions {
-  size_t max_bytes = 0;  // largest n x count buffer this instance will exchange
-  int rails = 1;         // blocks of 64 KiB x rails and more are striped over rails
-  int window = 4;        // steps (peers) in flight at once; 1 is the classic pairwise exchange
+  size_t max_bytes = 0;                  // largest n x count buffer this instance will exchange
+  int rails = 1;                         // blocks of 64 KiB x rails and more are striped over rails
+  int window = 4;                        // steps (peers) in flight at once; 1 is the classic pairwise exchange
+  MemoryKind memory = MemoryKind::host;  // of the caller's buffers; scratch is allocated alike
 };
 
 // n-1 steps: step k sends block (rank + k) to rank + k and receives block (rank - k)
@@ -39,7 +41,7 @@ class AllToAll {
  private:
   Progress& p_;
   AllToAllOptions opt_;
-  std::vector<std::byte> scratch_;  // in-place landing area
+  std::unique_ptr<gpu::Buffer> scratch_;  // in-place landing area
   std::unique_ptr<MemoryRegion> scratch_mr_;
   std::vector<double> step_us_;
 };

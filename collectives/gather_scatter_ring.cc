@@ -8,6 +8,7 @@
 #include "collectives/reduce.h"
 #include "collectives/ring_common.h"
 #include "lib/errors.h"
+#include "lib/gpu.h"
 
 namespace railbench {
 
@@ -39,7 +40,7 @@ class RingAllGather final : public AllGather {
     std::byte* mine = b.recv->at(b.recv_offset + static_cast<size_t>(r) * block);
     const std::byte* input = b.send->at(b.send_offset);
     if (n == 1 || count == 0) {
-      if (input != mine) std::memcpy(mine, input, block);
+      if (input != mine) copy_bytes(opt_.memory, mine, input, block);
       return;
     }
 
@@ -56,7 +57,7 @@ class RingAllGather final : public AllGather {
     // result (out of place) overlaps the transfer instead of delaying it.
     for (size_t j = 0; j < sl.slices(); ++j)
       p_.send(right, sl.rail(j), LocalSpan{b.send, b.send_offset + sl.first(j) * es, sl.length(j) * es});
-    if (input != mine) std::memcpy(mine, input, block);
+    if (input != mine) copy_bytes(opt_.memory, mine, input, block);
     for (int s = 0; s < n - 1; ++s) {
       for (size_t j = 0; j < sl.slices(); ++j) {
         p_.wait(recvs[s][j], "an all-gather slice from the left neighbour");
@@ -80,10 +81,10 @@ class RingReduceScatter final : public ReduceScatter {
     // Halves on cache lines: step k receives into half k%2 and reduces into forward
     // half k%2 while step k-1's halves are still in use.
     half_ = ring_half_bytes(opt_.max_bytes, t_.world_size());
-    scratch_.resize(2 * half_);
-    forward_.resize(2 * half_);
-    scratch_mr_ = t_.register_memory(scratch_.data(), scratch_.size(), MemoryKind::host);
-    forward_mr_ = t_.register_memory(forward_.data(), forward_.size(), MemoryKind::host);
+    scratch_ = std::make_unique<gpu::Buffer>(opt_.memory, 2 * half_);
+    forward_ = std::make_unique<gpu::Buffer>(opt_.memory, 2 * half_);
+    scratch_mr_ = t_.register_memory(scratch_->data(), scratch_->size(), opt_.memory);
+    forward_mr_ = t_.register_memory(forward_->data(), forward_->size(), opt_.memory);
   }
 
   void run(const CollectiveBuffers& b, size_t count, DataType type, ReduceOp op) override {
@@ -95,7 +96,7 @@ class RingReduceScatter final : public ReduceScatter {
     }
     if (n == 1 || count == 0) {
       if (b.send->at(b.send_offset) != b.recv->at(b.recv_offset) && count > 0)
-        std::memcpy(b.recv->at(b.recv_offset), b.send->at(b.send_offset), block);
+        copy_bytes(opt_.memory, b.recv->at(b.recv_offset), b.send->at(b.send_offset), block);
       return;
     }
     const Slicing sl{count, std::max<size_t>(1, opt_.slice_bytes / es), opt_.rails};
@@ -136,7 +137,8 @@ class RingReduceScatter final : public ReduceScatter {
         p_.wait(recvs[k][j], "a reduce-scatter slice from the left neighbour");
         void* dst = last ? static_cast<void*>(b.recv->at(b.recv_offset + sl.first(j) * es))
                          : static_cast<void*>(forward_mr_->at(half_span(forward_mr_.get(), k, j).offset));
-        reduce(type, op, input(blk, j), scratch_mr_->at(half_span(scratch_mr_.get(), k, j).offset), dst, sl.length(j));
+        reduce(opt_.memory, type, op, input(blk, j), scratch_mr_->at(half_span(scratch_mr_.get(), k, j).offset), dst,
+               sl.length(j));
         if (!last) sends[k + 1].push_back(p_.send(right, sl.rail(j), send_span(k + 1, j)));
       }
     }
@@ -148,7 +150,7 @@ class RingReduceScatter final : public ReduceScatter {
   Transport& t_;
   RingOptions opt_;
   size_t half_ = 0;
-  std::vector<std::byte> scratch_, forward_;
+  std::unique_ptr<gpu::Buffer> scratch_, forward_;
   std::unique_ptr<MemoryRegion> scratch_mr_, forward_mr_;
 };
 

@@ -35,7 +35,7 @@ void rhd_allreduce(Progress& p, const Group& g, int rails, const Vec& v, DataTyp
     } else {
       exchange(p, g.global(me - 1), rails, LocalSpan{}, LocalSpan{scratch, 0, v.count * es},
                "an rhd fold from the even partner");
-      reduce(type, op, v.mr->at(v.offset), scratch->data(), v.mr->at(v.offset), v.count);
+      reduce(scratch->kind(), type, op, v.mr->at(v.offset), scratch->data(), v.mr->at(v.offset), v.count);
       nr = me / 2;
     }
   }
@@ -52,8 +52,8 @@ void rhd_allreduce(Progress& p, const Group& g, int rails, const Vec& v, DataTyp
       const size_t send_lo = lower ? mid : lo, send_hi = lower ? hi : mid;
       exchange(p, partner, rails, elems(v, send_lo, send_hi - send_lo, es),
                LocalSpan{scratch, 0, (keep_hi - keep_lo) * es}, "an rhd reduce-scatter step");
-      reduce(type, op, v.mr->at(v.offset + keep_lo * es), scratch->data(), v.mr->at(v.offset + keep_lo * es),
-             keep_hi - keep_lo);
+      reduce(scratch->kind(), type, op, v.mr->at(v.offset + keep_lo * es), scratch->data(),
+             v.mr->at(v.offset + keep_lo * es), keep_hi - keep_lo);
       ranges.emplace_back(lo, hi);
       lo = keep_lo;
       hi = keep_hi;
@@ -93,7 +93,8 @@ void ring_reduce_scatter_blocks(Progress& p, const Group& g, int rails, const Ve
     const size_t in_first = block_first(v.count, n, in), in_len = block_len(v.count, n, in);
     send_recv(p, rails, right, elems(v, block_first(v.count, n, out), block_len(v.count, n, out), es), left,
               LocalSpan{scratch, 0, in_len * es}, "a reduce-scatter block from the left neighbour");
-    reduce(type, op, v.mr->at(v.offset + in_first * es), scratch->data(), v.mr->at(v.offset + in_first * es), in_len);
+    reduce(scratch->kind(), type, op, v.mr->at(v.offset + in_first * es), scratch->data(),
+           v.mr->at(v.offset + in_first * es), in_len);
   }
 }
 

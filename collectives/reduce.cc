@@ -5,6 +5,10 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <string>
+
+#include "lib/errors.h"
+#include "lib/gpu.h"
 
 namespace railbench {
 
@@ -99,6 +103,17 @@ void reduce(DataType type, ReduceOp op, const void* a, const void* b, void* dst,
     case ReduceOp::min: return reduce_typed<Min>(type, a, b, dst, count);
     case ReduceOp::max: return reduce_typed<Max>(type, a, b, dst, count);
   }
+}
+
+void reduce(MemoryKind kind, DataType type, ReduceOp op, const void* a, const void* b, void* dst, size_t count) {
+  if (kind != MemoryKind::cuda) return reduce(type, op, a, b, dst, count);
+  std::string why;
+  if (!gpu::device_reduce(type, op, a, b, dst, count, why)) throw TransportError(why);
+}
+
+void copy_bytes(MemoryKind kind, void* dst, const void* src, size_t bytes) {
+  if (kind == MemoryKind::cuda) return gpu::copy(dst, src, bytes);
+  std::memcpy(dst, src, bytes);
 }
 
 }  // namespace railbench

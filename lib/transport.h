@@ -197,6 +197,11 @@ class Transport {
   // keeps none. Control path: call it between measurements, not inside them.
   virtual std::vector<ChannelCounters> channel_counters() const { return {}; }
 
+  // Microseconds the most recently completed batch of operations took on the device,
+  // timed with CUDA events on the transport's stream; < 0 when the transport does not
+  // time on a device (host transports: the caller's clock is the measure).
+  virtual double device_time_us() const { return -1; }
+
  protected:
   // Data-path argument check every transport shares: false, with the reason in `why`,
   // when `rail` or `peer` is out of range for this transport. Never throws.

@@ -209,9 +209,9 @@ RailInfo Rail::describe() const {
   return r;
 }
 
-OfiMemoryRegion::OfiMemoryRegion(void* data, size_t length, const void* owner,
+OfiMemoryRegion::OfiMemoryRegion(void* data, size_t length, MemoryKind kind, int gpu, const void* owner,
                                  const std::vector<std::shared_ptr<Rail>>& rails)
-    : MemoryRegion(data, length, MemoryKind::host), owner_(owner) {
+    : MemoryRegion(data, length, kind), owner_(owner) {
   remote_key_.length = length;
   per_rail_.reserve(rails.size());
   for (const auto& rail : rails) {
@@ -220,8 +220,24 @@ OfiMemoryRegion::OfiMemoryRegion(void* data, size_t length, const void* owner,
     // Without FI_MR_PROV_KEY the key is ours to choose, unique within the domain.
     uint64_t requested_key = rail->mr_prov_key ? 0 : rail->next_mr_key++;
     fid_mr* m = nullptr;
-    int ret = fi_mr_reg(rail->domain.get(), data, length, access, 0, requested_key, 0, &m, nullptr);
-    if (ret != 0) rail->fail("fi_mr_reg", ret);
+    int ret = 0;
+    if (kind == MemoryKind::cuda) {
+      iovec iov{data, length};
+      fi_mr_attr attr{};
+      attr.mr_iov = &iov;
+      attr.iov_count = 1;
+      attr.access = access;
+      attr.requested_key = requested_key;
+      attr.iface = FI_HMEM_CUDA;
+      attr.device.cuda = gpu;
+      ret = fi_mr_regattr(rail->domain.get(), &attr, 0, &m);
+      if (ret != 0)
+        rail->fail("fi_mr_regattr (FI_HMEM_CUDA)", ret, fmt::format(" for {} bytes of GPU {} memory", length, gpu));
+    } else {
+      // Pinned host memory from cudaMallocHost is host memory to the provider.
+      ret = fi_mr_reg(rail->domain.get(), data, length, access, 0, requested_key, 0, &m, nullptr);
+      if (ret != 0) rail->fail("fi_mr_reg", ret);
+    }
     FidPtr<fid_mr> mr(m);
     if (rail->mr_endpoint) {
       if (ret = fi_mr_bind(mr.get(), &rail->ep->fid, 0); ret != 0) rail->fail("fi_mr_bind", ret);

@@ -71,7 +71,9 @@ struct Rail {
 class OfiMemoryRegion final : public MemoryRegion {
  public:
   // Registers [data, data+length) on every rail; throws TransportError.
-  OfiMemoryRegion(void* data, size_t length, const void* owner, const std::vector<std::shared_ptr<Rail>>& rails);
+  // GPU memory (kind cuda) goes through fi_mr_regattr with FI_HMEM_CUDA on `gpu`.
+  OfiMemoryRegion(void* data, size_t length, MemoryKind kind, int gpu, const void* owner,
+                  const std::vector<std::shared_ptr<Rail>>& rails);
 
   RemoteKey remote_key() const override { return remote_key_; }
   // Descriptor to pass with local buffers; null unless the rail needs FI_MR_LOCAL.

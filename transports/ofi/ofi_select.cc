@@ -43,15 +43,16 @@ enum class Level { rma_ordered, rma, msg_only };
 
 constexpr uint64_t kRmaCaps = FI_RMA | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE;
 
-InfoPtr make_hints(Level level) {
+InfoPtr make_hints(Level level, bool hmem) {
   InfoPtr h(fi_allocinfo());
   if (!h) throw TransportError("libfabric fi_allocinfo failed: out of memory");
   h->ep_attr->type = FI_EP_RDM;
-  h->caps = FI_MSG | FI_TAGGED | (level == Level::msg_only ? 0 : kRmaCaps);
+  h->caps = FI_MSG | FI_TAGGED | (level == Level::msg_only ? 0 : kRmaCaps) | (hmem ? FI_HMEM : 0);
   // Every op context starts with an fi_context2, so both context modes are acceptable.
   h->mode = FI_CONTEXT | FI_CONTEXT2;
-  // Everything we can cope with; FI_MR_HMEM waits for the CUDA build.
+  // Everything we can cope with; FI_MR_HMEM only when registering GPU memory.
   h->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY | FI_MR_ENDPOINT;
+  if (hmem) h->domain_attr->mr_mode |= FI_MR_HMEM;
   // One transport is driven by one thread, so the provider may skip its locks.
   h->domain_attr->threading = FI_THREAD_DOMAIN;
   // Lets a full queue answer -FI_EAGAIN instead of overrunning a peer.
@@ -175,7 +176,7 @@ Selection select_rails(const OfiOptions& options) {
   if (options.num_rails < 1) {
     throw UsageError(fmt::format("number of rails must be at least 1, got {}", options.num_rails));
   }
-  auto minimal_hints = make_hints(Level::msg_only);
+  auto minimal_hints = make_hints(Level::msg_only, false);
   auto minimal = query(minimal_hints.get());
   auto available = core_providers(minimal.get());
   if (available.empty()) {
@@ -194,8 +195,22 @@ Selection select_rails(const OfiOptions& options) {
                     wanted, join(available)));
   }
 
+  if (options.hmem) {
+    // GPU memory: only domains that grant FI_HMEM (e.g. efa, verbs with CUDA) qualify.
+    auto hmem_hints = make_hints(Level::msg_only, true);
+    auto hmem_list = query(hmem_hints.get());
+    if (distinct_domains(hmem_list.get(), wanted).empty()) {
+      const auto with = core_providers(hmem_list.get());
+      throw UnsupportedError(fmt::format(
+          "--mem cuda over -t ofi: libfabric provider '{}' offers no FI_HMEM (GPU memory) here; providers that do: "
+          "{}; use --mem cuda-host, or a libfabric built with CUDA (efa, verbs)",
+          wanted, with.empty() ? std::string("none") : join(with)));
+    }
+    minimal = std::move(hmem_list);
+  }
+
   for (Level level : {Level::rma_ordered, Level::rma, Level::msg_only}) {
-    auto hints = make_hints(level);
+    auto hints = make_hints(level, options.hmem);
     auto list = level == Level::msg_only ? std::move(minimal) : query(hints.get());
     auto domains = distinct_domains(list.get(), wanted);
     if (domains.empty()) continue;
@@ -204,6 +219,8 @@ Selection select_rails(const OfiOptions& options) {
     s.provider = domains.front()->fabric_attr->prov_name;
     s.rma = level != Level::msg_only;
     s.ordering_requested = level == Level::rma_ordered;
+    s.hmem = options.hmem;
+    s.gpu = options.gpu;
     for (const fi_info* d : choose_domains(options, s.provider, domains)) {
       InfoPtr copy(fi_dupinfo(d));
       if (!copy) throw TransportError("libfabric fi_dupinfo failed: out of memory");
@@ -216,7 +233,7 @@ Selection select_rails(const OfiOptions& options) {
 }
 
 std::vector<ProviderEntry> list_providers() {
-  auto hints = make_hints(Level::msg_only);
+  auto hints = make_hints(Level::msg_only, false);
   // No capability filter, so each provider reports everything it can do (RMA included).
   hints->caps = 0;
   hints->tx_attr->msg_order = 0;

@@ -19,6 +19,8 @@ struct Selection {
   std::string provider;             // full prov_name, e.g. "tcp;ofi_rxm"
   bool rma = false;                 // FI_RMA and friends were granted
   bool ordering_requested = false;  // WAW/SAW ordering bits were part of the request
+  bool hmem = false;                // FI_HMEM granted: buffers may be GPU memory
+  int gpu = 0;                      // CUDA device of GPU buffers when hmem
   std::vector<InfoPtr> rails;       // fi_dupinfo copies, owned by the rails
 };
 

@@ -84,13 +84,14 @@ class OfiTransport final : public Transport {
   Capabilities caps_;
   int rank_;
   int world_size_;
+  int gpu_ = 0;  // CUDA device of GPU buffers (FI_HMEM_CUDA)
   std::vector<std::shared_ptr<Rail>> rails_;
   size_t next_poll_rail_ = 0;
   std::string last_error_;
 };
 
 OfiTransport::OfiTransport(Selection selection, int rank, int world_size)
-    : provider_(std::move(selection.provider)), rank_(rank), world_size_(world_size) {
+    : provider_(std::move(selection.provider)), rank_(rank), world_size_(world_size), gpu_(selection.gpu) {
   // 28 bits: the top 4 tag bits stay clear for providers that reserve them.
   const uint32_t salt = std::random_device{}() & 0x0fffffffu;
   for (size_t i = 0; i < selection.rails.size(); ++i) {
@@ -100,6 +101,7 @@ OfiTransport::OfiTransport(Selection selection, int rank, int world_size)
   caps_.send_recv = true;
   caps_.write = caps_.read = caps_.write_with_imm = selection.rma;
   caps_.ordered_writes = selection.rma && selection.ordering_requested;
+  caps_.device_memory = selection.hmem;
   caps_.max_msg_size = SIZE_MAX;
   caps_.inject_size = SIZE_MAX;
   for (const auto& r : rails_) {
@@ -130,16 +132,16 @@ void OfiTransport::connect(int peer, int rail, std::span<const uint8_t> remote_a
 }
 
 std::unique_ptr<MemoryRegion> OfiTransport::register_memory(void* data, size_t length, MemoryKind kind) {
-  if (kind != MemoryKind::host) {
-    throw UnsupportedError(
-        fmt::format("GPU memory needs a CUDA build; the ofi transport registers host memory only "
-                    "(asked for {} memory): use host buffers",
-                    to_string(kind)));
+  if (kind == MemoryKind::cuda && !caps_.device_memory) {
+    throw UnsupportedError(fmt::format(
+        "the ofi transport ({}) was opened without FI_HMEM, so it cannot register GPU memory: open it with --mem "
+        "cuda, or use --mem cuda-host",
+        provider_));
   }
   if (data == nullptr || length == 0) {
     throw UsageError(fmt::format("cannot register an empty buffer ({} bytes at {})", length, data));
   }
-  return std::make_unique<OfiMemoryRegion>(data, length, this, rails_);
+  return std::make_unique<OfiMemoryRegion>(data, length, kind, gpu_, this, rails_);
 }
 
 Status OfiTransport::prepare(const char* what, OpKind op, int peer, int rail, const LocalSpan& local,

@@ -20,6 +20,10 @@ struct OfiOptions {
   std::vector<std::string> domains;
   int num_rails = 1;
   bool all_ranks_on_one_host = false;  // input to auto selection
+  // GPU memory (--mem cuda): ask for FI_HMEM and FI_MR_HMEM, and register buffers with
+  // the CUDA interface on device `gpu`. Providers without FI_HMEM are refused.
+  bool hmem = false;
+  int gpu = 0;
 };
 
 // Opens the rails (throws UsageError naming the providers/domains that do exist when

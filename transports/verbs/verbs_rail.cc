@@ -1,12 +1,16 @@
 #include "transports/verbs/verbs_rail.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <random>
 
 #include <fmt/format.h>
 
 #include "lib/errors.h"
+#include "lib/gpu.h"
 #include "transports/verbs/verbs_device.h"
 
 namespace railbench::verbs {
@@ -300,6 +304,41 @@ RailInfo Rail::describe() const {
   return r;
 }
 
+namespace {
+
+// GPUDirect RDMA: a dma-buf of the GPU range (kernel 5.12+, driver 515+, open kernel
+// modules), else plain ibv_reg_mr, which works when nvidia-peermem is loaded. When both
+// fail, the error says what each returned.
+// RAILBENCH_GPUDIRECT=dmabuf or =peermem tries only that one.
+ibv_mr* register_gpu_memory(ibv_pd* pd, void* data, size_t length, int access, const std::string& rail) {
+  const char* env = std::getenv("RAILBENCH_GPUDIRECT");
+  const std::string only = env ? env : "";
+  if (!only.empty() && only != "dmabuf" && only != "peermem") {
+    throw UsageError(fmt::format("RAILBENCH_GPUDIRECT='{}': use dmabuf, peermem, or leave it unset to try both", only));
+  }
+  std::string dmabuf_why = "not tried (RAILBENCH_GPUDIRECT=peermem)";
+  uint64_t offset = 0;
+  const int fd = only == "peermem" ? -1 : gpu::dmabuf_fd(data, length, offset, dmabuf_why);
+  if (fd >= 0) {
+    ibv_mr* mr = ibv_reg_dmabuf_mr(pd, offset, length, reinterpret_cast<uint64_t>(data), fd, access);
+    const int err = errno;
+    ::close(fd);  // the MR holds its own reference to the dma-buf
+    if (mr != nullptr) return mr;
+    dmabuf_why = fmt::format("ibv_reg_dmabuf_mr failed: {}", errno_text(err));
+  }
+  ibv_mr* mr = only == "dmabuf" ? nullptr : ibv_reg_mr(pd, data, length, access);
+  if (mr != nullptr) return mr;
+  const int err = errno;
+  const std::string peermem_why = only == "dmabuf" ? "not tried (RAILBENCH_GPUDIRECT=dmabuf)" : errno_text(err);
+  throw TransportError(fmt::format(
+      "cannot register {} bytes of GPU memory at {} on rail {}: dma-buf: {}; nvidia-peermem (ibv_reg_mr): {}. Load "
+      "nvidia-peermem (modprobe nvidia-peermem), or use a kernel 5.12+ with the open NVIDIA modules for dma-buf; "
+      "or run with --mem cuda-host",
+      length, data, rail, dmabuf_why, peermem_why));
+}
+
+}  // namespace
+
 VerbsMemoryRegion::VerbsMemoryRegion(void* data, size_t length, MemoryKind kind, const void* owner,
                                      const std::vector<std::unique_ptr<Rail>>& rails)
     : MemoryRegion(data, length, kind), owner_(owner) {
@@ -307,6 +346,12 @@ VerbsMemoryRegion::VerbsMemoryRegion(void* data, size_t length, MemoryKind kind,
   per_rail_.reserve(rails.size());
   for (const auto& rail : rails) {
     const int access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
+    if (kind == MemoryKind::cuda) {
+      ibv_mr* mr = register_gpu_memory(rail->device()->pd.get(), data, length, access, rail->name);
+      per_rail_.push_back(PerRail{rail->device(), VerbsPtr<ibv_mr>(mr)});
+      remote_key_.rails.push_back(RailKey{reinterpret_cast<uint64_t>(data), mr->rkey});
+      continue;
+    }
     ibv_mr* mr = ibv_reg_mr(rail->device()->pd.get(), data, length, access);
     if (mr == nullptr) {
       const int err = errno;

@@ -6,6 +6,7 @@
 #include <fmt/ranges.h>
 
 #include "lib/errors.h"
+#include "lib/gpu.h"
 #include "transports/verbs/verbs_device.h"
 #include "transports/verbs/verbs_transport_impl.h"
 
@@ -34,6 +35,8 @@ VerbsTransport::VerbsTransport(const PortChoice& ports, const VerbsOptions& opti
     for (const auto& w : ports.warnings) fmt::print(stderr, "railbench: {}\n", w);
   }
   caps_.send_recv = caps_.write = caps_.read = caps_.write_with_imm = true;
+  // GPU memory through dma-buf or nvidia-peermem (tried at registration, which says why not).
+  caps_.device_memory = gpu::built_in();
   // Writes and a trailing write-with-imm share one rma QP only with a single channel.
   caps_.ordered_writes = channels_ == 1;
   caps_.max_msg_size = SIZE_MAX;
@@ -61,13 +64,8 @@ void VerbsTransport::connect(int peer, int rail, std::span<const uint8_t> remote
 }
 
 std::unique_ptr<MemoryRegion> VerbsTransport::register_memory(void* data, size_t length, MemoryKind kind) {
-  // Pinned host memory from CUDA is host memory to the NIC; device memory needs
-  // GPUDirect RDMA (dma-buf or nvidia-peermem), which this build does not do yet.
-  if (kind == MemoryKind::cuda) {
-    throw UsageError(
-        "the verbs transport registers host memory only (asked for cuda memory): GPU memory needs GPUDirect "
-        "RDMA support, not built yet; use host buffers");
-  }
+  // Pinned host memory from CUDA is host memory to the NIC; device memory goes through
+  // GPUDirect RDMA (dma-buf, else nvidia-peermem), see VerbsMemoryRegion.
   if (data == nullptr || length == 0) {
     throw UsageError(fmt::format("cannot register an empty buffer ({} bytes at {})", length, data));
   }

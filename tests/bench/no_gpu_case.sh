@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# A GPU path on a host without a GPU: mpi_case.sh expect-error with a 10 s deadline.
+# Skipped (exit 77) where a CUDA device is visible, since the error does not apply.
+#   no_gpu_case.sh NP REGEX -- railbench args...
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+np=$1 regex=$2
+shift 2
+[[ $1 == -- ]] && shift
+rb=$1
+if "$rb" info 2>/dev/null | grep -Eq '^CUDA devices: [1-9]'; then
+  echo "SKIP: a CUDA device is visible here; the no-GPU error path does not apply"
+  exit 77
+fi
+RAILBENCH_TEST_DEADLINE=10 exec "$here/mpi_case.sh" "$np" expect-error "$regex" -- "$@"
