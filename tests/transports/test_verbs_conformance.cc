@@ -4,6 +4,7 @@
 // is a failure, not a skip.
 #include <catch2/catch.hpp>
 
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <numeric>
@@ -268,7 +269,13 @@ TEST_CASE("verbs: bad rails, GID index and QP counts are usage errors that list 
   std::vector<uint8_t> buf(64);
   o.num_rails = 1;
   auto t = verbs::make_transport(o, 0, 1);
-  CHECK_THROWS_AS(t->register_memory(buf.data(), buf.size(), MemoryKind::cuda), UsageError);
+  // GPU memory goes through dma-buf first; with only dma-buf allowed, a buffer CUDA does
+  // not know (no driver here) is refused with an error that says what was tried. (With
+  // both allowed, ibv_reg_mr, the nvidia-peermem path, accepts any host buffer.)
+  ::setenv("RAILBENCH_GPUDIRECT", "dmabuf", 1);
+  CHECK_THROWS_WITH(t->register_memory(buf.data(), buf.size(), MemoryKind::cuda),
+                    Catch::Contains("dma-buf:") && Catch::Contains("not tried (RAILBENCH_GPUDIRECT=dmabuf)"));
+  ::unsetenv("RAILBENCH_GPUDIRECT");
   CHECK(t->name() == "verbs");
   CHECK(t->provider() == "rxe0");
   const RailInfo info = t->rail_info(0);
