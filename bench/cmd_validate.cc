@@ -335,11 +335,6 @@ int validate_phases(RunContext& ctx, const SuConfig& c, const SuLayout& L, const
                     const ValidateOptions& opt, ResultsFile& results) {
   const int my_node = L.node_of[ctx.rank()], my_slot = L.slot_of[ctx.rank()];
   const int N = static_cast<int>(L.node_names.size()), R = c.num_rails();
-  json cfg{{"su", c.name},
-           {"file", c.path},
-           {"nodes", c.nodes_expr},
-           {"gpus_per_node", c.gpus_per_node},
-           {"pair_timeout_s", common.timeout_s}};
   std::vector<Finding> findings;
   for (const auto& m : L.missing) {
     findings.push_back(
@@ -381,7 +376,8 @@ int validate_phases(RunContext& ctx, const SuConfig& c, const SuLayout& L, const
   // ---- traffic: one rail per rank, its slot's NIC ----
   ctx.set_rails(c.rails[my_slot].nic);
   ctx.open_transport();
-  results.set("transport", ctx.results_header(cfg).at("transport"));
+  // The header was written before the transport existed; now it does.
+  results.set("transport", ctx.results_header(json::object()).at("transport"));
   Transport& t = ctx.transport();
   const size_t buf = c.tests.bw_bytes;
   std::vector<std::byte> src(buf), dst(buf), tokens(64);

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "lib/errors.h"
+#include "lib/su_config.h"
 
 namespace railbench {
 
@@ -89,8 +90,7 @@ KvModel kv_model_from_json(const nlohmann::json& j, const std::string& where) {
 }
 
 std::string model_config_dir() {
-  if (const char* env = std::getenv("RAILBENCH_CONFIG_DIR"); env && *env) return (fs::path(env) / "models").string();
-  return (fs::path(RAILBENCH_SOURCE_DIR) / "configs" / "models").string();
+  return (fs::path(resolve_config_path("")) / "models").string();
 }
 
 std::vector<KvModel> load_model_presets(const std::string& dir) {

@@ -235,7 +235,7 @@ SuConfig load_su_config(const std::string& name_or_path) {
 
 std::string resolve_config_path(const std::string& name_or_path) {
   std::string dir;
-  if (const char* env = std::getenv("RAILBENCH_CONFIG_DIR")) dir = env;
+  if (const char* env = std::getenv("RAILBENCH_CONFIG_DIR"); env && *env) dir = env;
 #ifdef RAILBENCH_SOURCE_CONFIG_DIR
   if (dir.empty()) dir = RAILBENCH_SOURCE_CONFIG_DIR;
 #endif

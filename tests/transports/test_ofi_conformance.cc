@@ -11,11 +11,13 @@
 #include "lib/errors.h"
 #include "lib/progress.h"
 #include "tests/transports/ofi_world.h"
+#include "tests/transports/send_recv_check.h"
 #include "tests/transports/world.h"
 #include "transports/ofi/ofi_transport.h"
 
 using namespace railbench;
 using railbench::testing::expect;
+using railbench::testing::expect_send_recv_every_size;
 using railbench::testing::open_ofi;
 using railbench::testing::run_ranks;
 
@@ -36,23 +38,7 @@ TEST_CASE("ofi: send/recv delivers every size intact, FIFO per peer and rail", "
           expect(t->caps().send_recv, "send/recv capability");
           Progress p(*t, 20);
           const int peer = 1 - b.rank();
-          for (size_t bytes : {size_t{1}, size_t{4096}, size_t{1} << 20, (size_t{16} << 20) + 3}) {
-            std::vector<uint8_t> src(bytes), dst(bytes, 0);
-            for (size_t i = 0; i < bytes; ++i) src[i] = static_cast<uint8_t>(i * 7 + b.rank());
-            auto smr = t->register_memory(src.data(), bytes, MemoryKind::host);
-            auto dmr = t->register_memory(dst.data(), bytes, MemoryKind::host);
-            for (int rail = 0; rail < rails; ++rail) {
-              std::fill(dst.begin(), dst.end(), 0);
-              auto r = p.recv(peer, rail, LocalSpan{dmr.get(), 0, bytes});
-              p.send(peer, rail, LocalSpan{smr.get(), 0, bytes});
-              p.wait(r, "test message");
-              p.wait_all("test sends");
-              expect(p.bytes(r) == bytes, fmt::format("received {} bytes, sent {}", p.bytes(r), bytes));
-              size_t bad = 0;
-              for (size_t i = 0; i < bytes; ++i) bad += dst[i] != static_cast<uint8_t>(i * 7 + peer);
-              expect(bad == 0, fmt::format("{} of {} bytes wrong on rail {}", bad, bytes, rail));
-            }
-          }
+          expect_send_recv_every_size(*t, p, b.rank(), peer, {1, 4096, size_t{1} << 20, (size_t{16} << 20) + 3});
           // 200 back-to-back messages land in the order they were sent.
           std::vector<uint32_t> out(200), in(200, 0);
           std::iota(out.begin(), out.end(), 1000U * static_cast<uint32_t>(b.rank()));

@@ -13,11 +13,13 @@
 
 #include "lib/errors.h"
 #include "lib/progress.h"
+#include "tests/transports/send_recv_check.h"
 #include "tests/transports/world.h"
 #include "transports/verbs/verbs_transport.h"
 
 using namespace railbench;
 using railbench::testing::expect;
+using railbench::testing::expect_send_recv_every_size;
 using railbench::testing::run_ranks;
 
 namespace {
@@ -58,23 +60,7 @@ TEST_CASE("verbs: send/recv delivers every size intact and FIFO, over 1 and 4 QP
         Progress p(*t, 30);
         const int peer = 1 - b.rank();
         const size_t max = std::min<size_t>(t->caps().max_msg_size, 8u << 20);
-        for (size_t bytes : {size_t{0}, size_t{1}, size_t{60}, size_t{4096}, size_t{1} << 20, max}) {
-          std::vector<uint8_t> src(bytes + 1), dst(bytes + 1, 0);
-          for (size_t i = 0; i < bytes; ++i) src[i] = static_cast<uint8_t>(i * 7 + b.rank());
-          auto smr = t->register_memory(src.data(), src.size(), MemoryKind::host);
-          auto dmr = t->register_memory(dst.data(), dst.size(), MemoryKind::host);
-          for (int rail = 0; rail < t->num_rails(); ++rail) {
-            std::fill(dst.begin(), dst.end(), 0);
-            auto r = p.recv(peer, rail, LocalSpan{dmr.get(), 0, bytes});
-            p.send(peer, rail, LocalSpan{smr.get(), 0, bytes});
-            p.wait(r, "test message");
-            p.wait_all("test sends");
-            expect(p.bytes(r) == bytes, fmt::format("received {} bytes, sent {}", p.bytes(r), bytes));
-            size_t bad = 0;
-            for (size_t i = 0; i < bytes; ++i) bad += dst[i] != static_cast<uint8_t>(i * 7 + peer);
-            expect(bad == 0, fmt::format("{} of {} bytes wrong on rail {}", bad, bytes, rail));
-          }
-        }
+        expect_send_recv_every_size(*t, p, b.rank(), peer, {0, 1, 60, 4096, size_t{1} << 20, max});
         // 500 back-to-back messages of mixed sizes land in the order they were sent.
         const size_t n = 500;
         std::vector<uint32_t> out(n * 64), in(n * 64, 0);
