@@ -11,9 +11,9 @@
 #include "bench/commands.h"
 #include "bench/kvcache_report.h"
 #include "bench/run_context.h"
-#include "collectives/kvcache.h"
+#include "collectives/kvcache/transfer.h"
 #include "lib/bandwidth.h"
-#include "lib/kv_geometry.h"
+#include "collectives/kvcache/geometry.h"
 #include "lib/results.h"
 #include "lib/sizes.h"
 

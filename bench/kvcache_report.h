@@ -8,7 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "lib/kv_geometry.h"
+#include "collectives/kvcache/geometry.h"
 #include "lib/stats.h"
 
 namespace railbench {

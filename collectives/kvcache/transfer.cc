@@ -1,4 +1,4 @@
-#include "collectives/kvcache.h"
+#include "collectives/kvcache/transfer.h"
 
 #include <algorithm>
 #include <cstring>

@@ -3,7 +3,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "lib/inventory.h"
+#include "bench/validate/inventory.h"
 
 using namespace railbench;
 namespace fs = std::filesystem;

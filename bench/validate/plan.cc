@@ -1,10 +1,10 @@
-#include "bench/validate_plan.h"
+#include "bench/validate/plan.h"
 
 #include <algorithm>
 
 #include <fmt/format.h>
 
-#include "bench/validate_verdict.h"
+#include "bench/validate/verdict.h"
 #include "lib/sizes.h"
 
 namespace railbench {

@@ -1,4 +1,4 @@
-#include "lib/su_config.h"
+#include "bench/validate/su_config.h"
 
 #include <filesystem>
 #include <fstream>
@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "lib/config_path.h"
 #include "lib/errors.h"
 #include "lib/hostlist.h"
 #include "lib/sizes.h"
@@ -231,21 +232,6 @@ SuConfig load_su_config(const std::string& name_or_path) {
   std::stringstream ss;
   ss << in.rdbuf();
   return parse_su_config(ss.str(), path);
-}
-
-std::string resolve_config_path(const std::string& name_or_path) {
-  std::string dir;
-  if (const char* env = std::getenv("RAILBENCH_CONFIG_DIR"); env && *env) dir = env;
-#ifdef RAILBENCH_SOURCE_CONFIG_DIR
-  if (dir.empty()) dir = RAILBENCH_SOURCE_CONFIG_DIR;
-#endif
-  if (name_or_path.empty()) return dir;
-  if (name_or_path.find('/') != std::string::npos || std::filesystem::exists(name_or_path) || dir.empty()) {
-    return name_or_path;
-  }
-  std::string p = dir + "/" + name_or_path;
-  if (!std::filesystem::exists(p) && std::filesystem::exists(p + ".json")) p += ".json";
-  return p;
 }
 
 }  // namespace railbench

@@ -1,4 +1,4 @@
-#include "bench/validate_report.h"
+#include "bench/validate/report.h"
 
 #include <algorithm>
 #include <cmath>

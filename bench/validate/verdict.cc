@@ -1,4 +1,4 @@
-#include "bench/validate_verdict.h"
+#include "bench/validate/verdict.h"
 
 #include <algorithm>
 #include <cmath>

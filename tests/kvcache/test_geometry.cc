@@ -5,7 +5,7 @@
 #include <map>
 
 #include "lib/errors.h"
-#include "lib/kv_geometry.h"
+#include "collectives/kvcache/geometry.h"
 
 using namespace railbench;
 

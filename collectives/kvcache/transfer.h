@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "collectives/kvcache_layout.h"
+#include "collectives/kvcache/layout.h"
 #include "lib/bootstrap.h"
 #include "lib/progress.h"
 

@@ -1,4 +1,4 @@
-#include "collectives/kvcache_layout.h"
+#include "collectives/kvcache/layout.h"
 
 #include <algorithm>
 #include <cstring>

@@ -1,4 +1,4 @@
-#include "lib/kv_geometry.h"
+#include "collectives/kvcache/geometry.h"
 
 #include <algorithm>
 #include <cctype>
@@ -8,8 +8,8 @@
 
 #include <fmt/format.h>
 
+#include "lib/config_path.h"
 #include "lib/errors.h"
-#include "lib/su_config.h"
 
 namespace railbench {
 

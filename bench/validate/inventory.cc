@@ -1,4 +1,4 @@
-#include "lib/inventory.h"
+#include "bench/validate/inventory.h"
 
 #include <arpa/inet.h>
 #include <ifaddrs.h>

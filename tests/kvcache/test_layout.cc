@@ -6,7 +6,7 @@
 #include <cstring>
 #include <set>
 
-#include "collectives/kvcache_layout.h"
+#include "collectives/kvcache/layout.h"
 
 using namespace railbench;
 

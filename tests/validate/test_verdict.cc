@@ -2,8 +2,8 @@
 
 #include <chrono>
 
-#include "bench/validate_plan.h"
-#include "bench/validate_verdict.h"
+#include "bench/validate/plan.h"
+#include "bench/validate/verdict.h"
 #include "lib/schedule.h"
 
 using namespace railbench;

@@ -7,9 +7,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "bench/validate_verdict.h"
-#include "lib/inventory.h"
-#include "lib/su_config.h"
+#include "bench/validate/inventory.h"
+#include "bench/validate/su_config.h"
+#include "bench/validate/verdict.h"
 
 namespace railbench {
 

@@ -72,9 +72,4 @@ struct SuConfig {
 SuConfig parse_su_config(const std::string& text, const std::string& path = "<config>");
 SuConfig load_su_config(const std::string& path);
 
-// The directory shipped configs live in: $RAILBENCH_CONFIG_DIR, else the source tree's
-// configs/ (compiled in); "" gives the directory itself (kvcache's models/ are below
-// it). A bare name "su-h200-32x8-400g" resolves there.
-std::string resolve_config_path(const std::string& name_or_path);
-
 }  // namespace railbench

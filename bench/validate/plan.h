@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "bench/validate/su_config.h"
 #include "lib/schedule.h"
-#include "lib/su_config.h"
 
 namespace railbench {
 

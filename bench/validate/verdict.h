@@ -10,7 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "lib/su_config.h"
+#include "bench/validate/su_config.h"
 
 namespace railbench {
 

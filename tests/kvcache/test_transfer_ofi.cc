@@ -5,7 +5,7 @@
 
 #include <fmt/format.h>
 
-#include "collectives/kvcache.h"
+#include "collectives/kvcache/transfer.h"
 #include "lib/progress.h"
 #include "tests/transports/ofi_world.h"
 #include "tests/transports/world.h"

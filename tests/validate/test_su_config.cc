@@ -3,7 +3,7 @@
 #include <fmt/format.h>
 
 #include "lib/errors.h"
-#include "lib/su_config.h"
+#include "bench/validate/su_config.h"
 
 using namespace railbench;
 

@@ -1,0 +1,20 @@
+// validate's phase 5: all-reduce and all-to-all over every rank, busbw against the
+// SU config's thresholds.
+#pragma once
+
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "bench/run_context.h"
+#include "bench/validate/rank_layout.h"
+#include "bench/validate/su_config.h"
+#include "bench/validate/verdict.h"
+
+namespace railbench {
+
+// Findings when busbw is below threshold or the collective failed (the error names the
+// peer that stopped answering). Returns the JSON "collectives" section.
+nlohmann::json run_collectives(RunContext& ctx, const SuConfig& c, const SuLayout& L, std::vector<Finding>& findings);
+
+}  // namespace railbench

@@ -1,0 +1,28 @@
+// The acceptance test itself, after the ranks are mapped onto the SU: inventory (no
+// traffic), rail checks (every node pair on every rail, all rails at once), cross-rail
+// spot checks, re-tests of suspects against a good partner, collectives over all ranks,
+// then the verdict. Every phase's results go to the JSON file as soon as they exist,
+// and a pair that stops answering is a finding, not a hang.
+#pragma once
+
+#include <string>
+
+#include "bench/run_context.h"
+#include "bench/validate/rank_layout.h"
+#include "bench/validate/su_config.h"
+#include "lib/results.h"
+
+namespace railbench {
+
+struct ValidateRun {
+  std::string transport;  // what the ranks run over (config or -t)
+  std::string json_path;  // --json, printed at the end
+  bool inventory_only = false;
+};
+
+// Returns the exit code: 0 PASS, 1 FAIL. Throws on an error that ends the run; what
+// was measured by then is already in `results`.
+int validate_phases(RunContext& ctx, const SuConfig& c, const SuLayout& L, const ValidateRun& run,
+                    ResultsFile& results);
+
+}  // namespace railbench

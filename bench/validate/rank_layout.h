@@ -1,0 +1,23 @@
+// Which rank is which GPU slot of which node of the SU: ranks sharing a host name are a
+// node, in rank order their slots 0..gpus_per_node-1 (what --map-by ppr:G:node gives).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "bench/validate/su_config.h"
+
+namespace railbench {
+
+struct SuLayout {
+  std::vector<std::string> node_names;    // the run's nodes, in config order
+  std::vector<std::vector<int>> rank_of;  // [node][slot]
+  std::vector<int> node_of, slot_of;      // per rank
+  std::vector<std::string> missing;       // config nodes not in this run
+};
+
+// Throws UsageError for a host the config does not list, a node with the wrong number
+// of ranks, or fewer than 2 nodes (nothing to measure).
+SuLayout map_ranks(const SuConfig& config, const std::vector<std::string>& hosts);
+
+}  // namespace railbench
