@@ -2,88 +2,26 @@
 // libfabric shm and tcp, verified element by element against a sequential reference.
 #include <catch2/catch.hpp>
 
-#include <cstring>
-#include <functional>
-
-#include <fmt/format.h>
-
 #include "collectives/allreduce.h"
-#include "collectives/check.h"
 #include "lib/errors.h"
 #include "lib/progress.h"
-#include "tests/collectives/rank_buffers.h"
+#include "tests/collectives/allreduce_cases.h"
 #include "tests/transports/ofi_world.h"
 #include "tests/transports/world.h"
 
 using namespace railbench;
-using railbench::testing::expect;
-using railbench::testing::open_ofi;
-using railbench::testing::RankBuffers;
-using railbench::testing::run_ranks;
+using namespace railbench::testing;
 
 namespace {
 
-using Kinds = std::vector<std::pair<DataType, ReduceOp>>;
-// Makes the algorithm under test for a rank: (progress, max_bytes, rails, world size).
-using Maker = std::function<std::unique_ptr<AllReduce>(Progress&, size_t, int, int)>;
-
-Kinds every_kind() {
-  Kinds kinds;
-  for (DataType t :
-       {DataType::f32, DataType::f64, DataType::f16, DataType::bf16, DataType::i32, DataType::i64, DataType::u8})
-    for (ReduceOp op : {ReduceOp::sum, ReduceOp::prod, ReduceOp::min, ReduceOp::max}) kinds.emplace_back(t, op);
-  return kinds;
+void allreduce_case(const char* provider, int n, int rails, size_t slice_bytes, const Kinds& kinds,
+                    const std::vector<size_t>& counts, RingProtocol protocol = RingProtocol::send) {
+  railbench::testing::check_allreduce(ofi_net(provider), n, rails, kinds, counts, ring(slice_bytes, protocol));
 }
 
 void check_allreduce(const char* provider, int n, int rails, const Kinds& kinds, const std::vector<size_t>& counts,
                      const Maker& make) {
-  run_ranks(n, [&](Bootstrap& b) {
-    auto t = open_ofi(provider, b, rails);
-    Progress p(*t, 30);
-    RankBuffers buf(*t, counts, 1);
-    const size_t max_bytes = buf.bytes;
-    auto& recv = buf.recv;
-    auto algo = make(p, max_bytes, rails, n);
-    uint32_t seed = 0;
-    for (auto [type, op] : kinds) {
-      for (size_t count : counts) {
-        for (bool in_place : {false, true}) {
-          ++seed;
-          const CollectiveBuffers bufs = buf.placed(in_place);
-          fill_input(type, op, b.rank(), seed, bufs.send->data(), count);
-          if (!in_place) std::memset(recv.data(), 0xff, count * size_of(type));
-          algo->run(bufs, count, type, op);
-          const uint64_t wrong = count_wrong_allreduce(type, op, n, seed, recv.data(), count);
-          expect(wrong == 0, fmt::format("{} {} n={} {} {} count={} {} rank {}: {} wrong", algo->name(), provider, n,
-                                         to_string(type), to_string(op), count, in_place ? "in-place" : "out-of-place",
-                                         b.rank(), wrong));
-        }
-      }
-    }
-    // A rank may return while a peer still waits for its last send to complete; ranks
-    // are threads of one process here, so none may close its endpoint before that.
-    b.barrier();
-  });
-}
-
-void allreduce_case(const char* provider, int n, int rails, size_t slice_bytes, const Kinds& kinds,
-                    const std::vector<size_t>& counts, RingProtocol protocol = RingProtocol::send) {
-  check_allreduce(provider, n, rails, kinds, counts, [&](Progress& p, size_t max_bytes, int r, int) {
-    return make_ring_allreduce(p, RingOptions{max_bytes, slice_bytes, r, protocol});
-  });
-}
-
-Maker rhd() {
-  return [](Progress& p, size_t max_bytes, int rails, int) { return make_rhd_allreduce(p, max_bytes, rails); };
-}
-
-// hier with `per_node` consecutive ranks per pretend node.
-Maker hier(int per_node) {
-  return [per_node](Progress& p, size_t max_bytes, int rails, int n) {
-    NodeLayout layout;
-    for (int r = 0; r < n; ++r) layout.node_of.push_back(r / per_node);
-    return make_hier_allreduce(p, max_bytes, rails, layout);
-  };
+  railbench::testing::check_allreduce(ofi_net(provider), n, rails, kinds, counts, make);
 }
 
 }  // namespace

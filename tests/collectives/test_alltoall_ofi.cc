@@ -2,57 +2,18 @@
 // every block checked against the block its sender must have sent.
 #include <catch2/catch.hpp>
 
-#include <cstring>
-
-#include <fmt/format.h>
-
-#include "collectives/alltoall.h"
 #include "collectives/check.h"
-#include "lib/progress.h"
-#include "tests/collectives/rank_buffers.h"
+#include "tests/collectives/alltoall_cases.h"
 #include "tests/transports/ofi_world.h"
-#include "tests/transports/world.h"
 
 using namespace railbench;
-using railbench::testing::expect;
-using railbench::testing::open_ofi;
-using railbench::testing::RankBuffers;
-using railbench::testing::run_ranks;
+using namespace railbench::testing;
 
 namespace {
 
 void alltoall_case(const char* provider, int n, int rails, int window, const std::vector<DataType>& types,
                    const std::vector<size_t>& counts) {
-  run_ranks(n, [&](Bootstrap& b) {
-    auto t = open_ofi(provider, b, rails);
-    Progress p(*t, 30);
-    RankBuffers buf(*t, counts, static_cast<size_t>(n));
-    const size_t max_bytes = buf.bytes;
-    auto& recv = buf.recv;
-    AllToAll a2a(p, AllToAllOptions{max_bytes, rails, window});
-    uint32_t seed = 0;
-    for (DataType type : types) {
-      for (size_t count : counts) {
-        for (bool in_place : {false, true}) {
-          ++seed;
-          const CollectiveBuffers bufs = buf.placed(in_place);
-          fill_alltoall(type, b.rank(), n, seed, bufs.send->data(), count);
-          if (!in_place) std::memset(recv.data(), 0xff, count * size_of(type) * static_cast<size_t>(n));
-          a2a.run(bufs, count, type);
-          const uint64_t wrong = count_wrong_alltoall(type, b.rank(), n, seed, recv.data(), count);
-          const std::string what =
-              fmt::format("{} n={} window={} {} count={} {} rank {}", provider, n, window, to_string(type), count,
-                          in_place ? "in-place" : "out-of-place", b.rank());
-          expect(wrong == 0, fmt::format("{}: {} wrong", what, wrong));
-          for (int q = 0; q < n; ++q) {
-            const double us = a2a.step_us()[static_cast<size_t>(q)];
-            expect(q == b.rank() ? us == 0 : us > 0, fmt::format("{}: step time from rank {} is {}", what, q, us));
-          }
-        }
-      }
-    }
-    b.barrier();  // no endpoint closes while a peer's last send is in flight
-  });
+  railbench::testing::alltoall_case(ofi_net(provider), n, rails, window, types, counts);
 }
 
 }  // namespace

@@ -3,52 +3,20 @@
 // side, with slots reused under concurrency.
 #include <catch2/catch.hpp>
 
-#include <fmt/format.h>
-
 #include "collectives/kvcache/transfer.h"
+#include "lib/errors.h"
 #include "lib/progress.h"
+#include "tests/collectives/kvcache_cases.h"
 #include "tests/transports/ofi_world.h"
 #include "tests/transports/world.h"
 
 using namespace railbench;
-using railbench::testing::expect;
-using railbench::testing::open_ofi;
-using railbench::testing::run_ranks;
+using namespace railbench::testing;
 
 namespace {
 
 void kvcache_case(const char* provider, int n, int rails, KvProtocol protocol, int concurrency, uint64_t tokens) {
-  run_ranks(n, [&](Bootstrap& b) {
-    auto t = open_ofi(provider, b, rails);
-    Progress p(*t, 30);
-    KvOptions o;
-    o.shape.layers = 3;
-    o.shape.planes = 2;
-    o.shape.token_bytes = 256;
-    o.shape.tokens = tokens;
-    o.shape.block_tokens = 16;
-    for (int r = 0; r < n; ++r) (r < n / 2 ? o.prefill : o.decode).push_back(r);
-    o.concurrency = concurrency;
-    o.alloc_run = 2;
-    o.rails = rails;
-    o.protocol = protocol;
-    KvTransfer transfer(p, b, o);
-    const bool prefill = b.rank() < n / 2;
-    for (KvMode mode : {KvMode::per_block, KvMode::coalesced, KvMode::staged, KvMode::contiguous}) {
-      const std::string what =
-          fmt::format("{} n={} rails={} {} C={} {} tokens, {}, rank {}", provider, n, rails,
-                      protocol == KvProtocol::write ? "write" : "send", concurrency, tokens, to_string(mode), b.rank());
-      const KvRunResult checked = transfer.run(mode, 1, 2 * concurrency + 1, true);
-      expect(checked.wrong == 0, fmt::format("{}: {} wrong bytes", what, checked.wrong));
-      const KvRunResult timed = transfer.run(mode, 0, 3, false);
-      expect(prefill ? timed.request_us.size() == 3 : timed.request_us.empty(),
-             fmt::format("{}: {} request times", what, timed.request_us.size()));
-      for (double us : timed.request_us) expect(us > 0, fmt::format("{}: a request took {} us", what, us));
-      const uint64_t want = mode == KvMode::per_block ? o.shape.units() : 0;
-      if (want) expect(timed.ops_per_request == want, fmt::format("{}: {} writes", what, timed.ops_per_request));
-    }
-    b.barrier();
-  });
+  railbench::testing::kvcache_case(ofi_net(provider), n, rails, protocol, concurrency, tokens);
 }
 
 }  // namespace

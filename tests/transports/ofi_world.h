@@ -6,6 +6,7 @@
 #include <string>
 
 #include "lib/bootstrap.h"
+#include "tests/support/net.h"
 #include "transports/ofi/ofi_transport.h"
 
 namespace railbench::testing {
@@ -18,6 +19,13 @@ inline std::unique_ptr<Transport> open_ofi(const std::string& provider, Bootstra
   auto t = ofi::make_transport(o, b.rank(), b.size());
   t->connect_all(b);
   return t;
+}
+
+// The collective tests' view of a provider: each rank opens its own endpoint.
+inline Net ofi_net(const std::string& provider) {
+  return Net{provider, [provider](int, int rails) -> OpenRank {
+               return [provider, rails](Bootstrap& b) { return open_ofi(provider, b, rails); };
+             }};
 }
 
 }  // namespace railbench::testing
