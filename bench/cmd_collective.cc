@@ -11,6 +11,7 @@
 #include "bench/commands.h"
 #include "bench/run_context.h"
 #include "bench/sweep.h"
+#include "bench/timing.h"
 #include "collectives/allreduce.h"
 #include "collectives/alltoall.h"
 #include "collectives/check.h"
@@ -26,32 +27,6 @@ namespace railbench {
 using nlohmann::json;
 
 namespace {
-
-// Times `iters` back-to-back calls after `warmup` untimed ones. One barrier before the
-// timed loop, none inside it (as nccl-tests), and each rank records when each of its
-// iterations ended, so iteration i's time on a rank is end[i] - end[i-1]. The
-// iteration's time is then the maximum over ranks.
-// Transports that run on a GPU (NCCL) time each iteration with CUDA events on their
-// stream instead of the host clock.
-std::vector<double> time_iterations(RunContext& ctx, int warmup, int iters, const std::function<void()>& once) {
-  for (int i = 0; i < warmup; ++i) once();
-  ctx.bootstrap().barrier();
-  std::vector<double> local(static_cast<size_t>(iters));
-  auto prev = Clock::now();
-  for (int i = 0; i < iters; ++i) {
-    once();
-    auto now = Clock::now();
-    const double device_us = ctx.transport().device_time_us();
-    local[static_cast<size_t>(i)] = device_us >= 0 ? device_us : seconds_between(prev, now) * 1e6;
-    prev = now;
-  }
-  std::vector<double> all(local.size() * static_cast<size_t>(ctx.size()));
-  ctx.bootstrap().all_gather(std::as_bytes(std::span<const double>(local)),
-                             std::as_writable_bytes(std::span<double>(all)));
-  std::vector<std::vector<double>> by_rank(static_cast<size_t>(ctx.size()));
-  for (int r = 0; r < ctx.size(); ++r) by_rank[r].assign(all.begin() + r * iters, all.begin() + (r + 1) * iters);
-  return max_over_ranks(by_rank);
-}
 
 std::string side_columns(const CollectiveSide& s, bool check) {
   return fmt::format("{:>9.2f} {:>7.3f} {:>7.3f} {:>7} {:>8.2f} {:>8.2f}", s.time_us, s.algbw, s.busbw,
@@ -91,17 +66,6 @@ NodeLayout node_layout(const RunContext& ctx, int ranks_per_node) {
     if (it == seen.end()) seen.push_back(h);
   }
   return layout;
-}
-
-// Nodes in the layout, and whether every node has the same number of ranks.
-std::pair<int, bool> node_shape(const NodeLayout& layout) {
-  std::vector<int> per;
-  for (int node : layout.node_of) {
-    if (static_cast<size_t>(node) >= per.size()) per.resize(static_cast<size_t>(node) + 1, 0);
-    ++per[static_cast<size_t>(node)];
-  }
-  const bool uniform = std::all_of(per.begin(), per.end(), [&](int c) { return c == per.front(); });
-  return {static_cast<int>(per.size()), uniform};
 }
 
 // All-to-all step times of one rank: samples[q] holds, per timed iteration, how long
@@ -207,7 +171,8 @@ int run_collective(Bootstrap& bootstrap, const CommonOptions& common, const Coll
   auto count_of = [&](uint64_t bytes) { return bytes / esize / per; };
   const size_t max_count = std::max<size_t>(count_of(sweep.sizes.back()), 1);
   const size_t max_bytes = max_count * per * esize;
-  const auto [nodes, uniform_nodes] = node_shape(layout);
+  const int nodes = layout.nodes();
+  const bool uniform_nodes = layout.uniform();
 
   // Buffers for the largest size, registered once, as nccl-tests allocates once.
   std::unique_ptr<gpu::Buffer> sendbuf, recvbuf;
@@ -221,7 +186,7 @@ int run_collective(Bootstrap& bootstrap, const CommonOptions& common, const Coll
   // -c on GPU memory: patterns are made and checked on the host, copied over.
   const bool staged = mem == MemoryKind::cuda;
   std::vector<std::byte> staging(staged ? max_bytes : 0);
-  std::map<std::string, std::unique_ptr<AllReduce>> allreduces;  // by algorithm name
+  std::unique_ptr<AllReduce> allreduce;
   std::unique_ptr<AllGather> allgather;
   std::unique_ptr<ReduceScatter> reducescatter;
   std::unique_ptr<AllToAll> all_to_all;
@@ -229,25 +194,15 @@ int run_collective(Bootstrap& bootstrap, const CommonOptions& common, const Coll
     if (native) return;
     // Our own collectives on GPU memory: scratch alike, reductions by the CUDA kernels.
     const RingOptions ring{max_bytes, slice_bytes, t.num_rails(), protocol, mem};
-    if (pattern == Pattern::all_reduce) {
-      const bool any = algo_opt == "auto";
-      if (any || algo_opt == "ring") allreduces["ring"] = make_ring_allreduce(ctx.progress(), ring);
-      if (any || algo_opt == "rhd")
-        allreduces["rhd"] = make_rhd_allreduce(ctx.progress(), max_bytes, t.num_rails(), mem);
-      if ((any && nodes > 1 && nodes < n && uniform_nodes) || algo_opt == "hier")
-        allreduces["hier"] = make_hier_allreduce(ctx.progress(), max_bytes, t.num_rails(), layout, mem);
-    }
+    if (pattern == Pattern::all_reduce)
+      allreduce = make_allreduce(parse_allreduce_algo(algo_opt), ctx.progress(), AllReduceSetup{ring, layout});
     if (pattern == Pattern::all_gather) allgather = make_ring_allgather(ctx.progress(), ring);
     if (pattern == Pattern::reduce_scatter) reducescatter = make_ring_reducescatter(ctx.progress(), ring);
     if (alltoall)
       all_to_all =
           std::make_unique<AllToAll>(ctx.progress(), AllToAllOptions{max_bytes, t.num_rails(), opt.window, mem});
   });
-  auto algo_for = [&](size_t bytes) -> std::string {
-    if (pattern == Pattern::all_reduce)
-      return algo_opt == "auto" ? choose_allreduce(bytes, n, nodes, uniform_nodes) : algo_opt;
-    return algo_opt;
-  };
+  auto algo_for = [&](size_t bytes) -> std::string { return allreduce ? allreduce->algo_for(bytes) : algo_opt; };
   auto run_once = [&](const std::string& algo, const CollectiveBuffers& bufs, size_t count) {
     if (native) {
       CollectiveOp cop;
@@ -264,7 +219,8 @@ int run_collective(Bootstrap& bootstrap, const CommonOptions& common, const Coll
       p.wait(p.post(ctx.rank(), OpKind::collective, [&](uint64_t id) { return t.post_collective(cop, id); }), name);
       return;
     }
-    if (pattern == Pattern::all_reduce) allreduces.at(algo)->run(bufs, count, type, op);
+    (void)algo;  // the all-reduce makes its own choice per size
+    if (allreduce) allreduce->run(bufs, count, type, op);
     if (allgather) allgather->run(bufs, count, type);
     if (reducescatter) reducescatter->run(bufs, count, type, op);
     if (all_to_all) all_to_all->run(bufs, count, type);
@@ -380,11 +336,7 @@ int run_collective(Bootstrap& bootstrap, const CommonOptions& common, const Coll
         if (keep_steps)
           for (auto& v : samples.from)
             if (v.size() > static_cast<size_t>(sweep.iters)) v.erase(v.begin(), v.end() - sweep.iters);
-        CollectiveSide side;
-        side.iter_us = summarize(times);
-        side.time_us = side.iter_us.mean;
-        side.algbw = gbps(static_cast<double>(bytes), side.time_us * 1e-6);
-        side.busbw = side.algbw * bus_factor(pattern, n);
+        CollectiveSide side = collective_side(times, bytes, pattern, n);
         if (common.check) {
           // Fresh inputs, one run, every element compared against the reference.
           const uint32_t check_seed = seed + 1000;

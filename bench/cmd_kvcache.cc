@@ -11,9 +11,9 @@
 #include "bench/commands.h"
 #include "bench/kvcache_report.h"
 #include "bench/run_context.h"
+#include "collectives/kvcache/geometry.h"
 #include "collectives/kvcache/transfer.h"
 #include "lib/bandwidth.h"
-#include "collectives/kvcache/geometry.h"
 #include "lib/results.h"
 #include "lib/sizes.h"
 
@@ -73,19 +73,6 @@ KvModel model_from(const KvCacheOptions& o) {
     j["head_dim"] = o.head_dim;
   }
   return kv_model_from_json(j, "custom model (--layers, --kv-heads, --head-dim or --latent-dim)");
-}
-
-std::vector<double> gather_doubles(Bootstrap& b, const std::vector<double>& mine) {
-  std::vector<uint8_t> bytes(mine.size() * sizeof(double));
-  if (!bytes.empty()) std::memcpy(bytes.data(), mine.data(), bytes.size());
-  std::vector<double> all;
-  for (const auto& blob : b.all_gather_v(bytes)) {
-    const size_t n = blob.size() / sizeof(double);
-    const size_t at = all.size();
-    all.resize(at + n);
-    if (n) std::memcpy(all.data() + at, blob.data(), n * sizeof(double));
-  }
-  return all;
 }
 
 }  // namespace
@@ -273,7 +260,10 @@ int run_kvcache(Bootstrap& bootstrap, const CommonOptions& common, const KvCache
         rec.blocks = o.shape.units();
         const auto ops = ctx.bootstrap().all_gather_value<uint64_t>(run.ops_per_request);
         rec.ops = *std::max_element(ops.begin(), ops.end());
-        rec.request_us = summarize(gather_doubles(ctx.bootstrap(), run.request_us));
+        std::vector<double> all_us;
+        for (const auto& v : ctx.bootstrap().all_gather_vectors(run.request_us))
+          all_us.insert(all_us.end(), v.begin(), v.end());
+        rec.request_us = summarize(all_us);
         const auto walls = ctx.bootstrap().all_gather_value<double>(run.wall_s);
         const double wall = *std::max_element(walls.begin(), walls.end());
         const double seconds = rec.request_us.p50 * 1e-6;

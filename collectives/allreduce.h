@@ -27,6 +27,8 @@ class AllReduce {
  public:
   virtual ~AllReduce() = default;
   virtual std::string name() const = 0;
+  // The algorithm that runs a call of `bytes` (an automatic choice answers per size).
+  virtual std::string algo_for(size_t /*bytes*/) const { return name(); }
   // Blocking; throws TimeoutError naming the peer when a neighbour stops answering.
   virtual void run(const CollectiveBuffers& buffers, size_t count, DataType type, ReduceOp op) = 0;
 };
@@ -68,6 +70,9 @@ std::unique_ptr<AllReduce> make_rhd_allreduce(Progress& progress, size_t max_byt
 // Which node each rank is on (any ids; equal id = same node).
 struct NodeLayout {
   std::vector<int> node_of;
+
+  int nodes() const;     // distinct nodes
+  bool uniform() const;  // every node has the same number of ranks
 };
 
 // Rail-aware hierarchical all-reduce: reduce-scatter among the L ranks of a node,
@@ -77,9 +82,27 @@ struct NodeLayout {
 std::unique_ptr<AllReduce> make_hier_allreduce(Progress& progress, size_t max_bytes, int rails,
                                                const NodeLayout& layout, MemoryKind memory = MemoryKind::host);
 
+// The all-reduce algorithms, and the one factory every command goes through (the
+// allreduce command and validate's collectives phase alike), so a change to the choice
+// reaches both.
+enum class AllReduceAlgo : uint8_t { ring, rhd, hier, automatic };
+const char* to_string(AllReduceAlgo algo);  // "ring", "rhd", "hier", "auto"
+// "ring", "rhd", "hier" or "auto"; else UsageError listing them.
+AllReduceAlgo parse_allreduce_algo(const std::string& name);
+
 // --algo auto: which all-reduce to run for `bytes` on this shape. One host: rhd below
 // the crossover (its log2 steps win while latency dominates), ring above; several
 // hosts with several ranks each: hier above the crossover.
-std::string choose_allreduce(size_t bytes, int ranks, int nodes, bool uniform_nodes);
+AllReduceAlgo choose_allreduce(size_t bytes, int ranks, int nodes, bool uniform_nodes);
+
+struct AllReduceSetup {
+  RingOptions ring;   // max_bytes, slice, rails, protocol, memory kind (all algorithms)
+  NodeLayout layout;  // hier, and auto's choice
+};
+
+// The all-reduce `algo` names; `automatic` builds the algorithms its choice can make on
+// this layout and picks one per call (AllReduce::algo_for says which). Throws what the
+// algorithms throw on setup (e.g. hier on uneven nodes).
+std::unique_ptr<AllReduce> make_allreduce(AllReduceAlgo algo, Progress& progress, const AllReduceSetup& setup);
 
 }  // namespace railbench

@@ -135,13 +135,13 @@ std::unique_ptr<AllReduce> make_hier_allreduce(Progress& progress, size_t max_by
   return std::make_unique<HierAllReduce>(progress, max_bytes, rails, layout, memory);
 }
 
-std::string choose_allreduce(size_t bytes, int ranks, int nodes, bool uniform_nodes) {
+AllReduceAlgo choose_allreduce(size_t bytes, int ranks, int nodes, bool uniform_nodes) {
   // Measured on one host over ofi:shm (README, "--algo auto"): rhd leads the ring up to
   // this size, where the ring's pipelining takes over.
   constexpr size_t kCrossover = 256 << 10;
-  if (ranks <= 2) return bytes < kCrossover ? "rhd" : "ring";
-  if (nodes > 1 && nodes < ranks && uniform_nodes && bytes >= kCrossover) return "hier";
-  return bytes < kCrossover ? "rhd" : "ring";
+  if (ranks <= 2) return bytes < kCrossover ? AllReduceAlgo::rhd : AllReduceAlgo::ring;
+  if (nodes > 1 && nodes < ranks && uniform_nodes && bytes >= kCrossover) return AllReduceAlgo::hier;
+  return bytes < kCrossover ? AllReduceAlgo::rhd : AllReduceAlgo::ring;
 }
 
 }  // namespace railbench

@@ -4,9 +4,11 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <span>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 namespace railbench {
@@ -37,6 +39,24 @@ class Bootstrap {
   // Blocks of different lengths: returns one vector per rank.
   std::vector<std::vector<uint8_t>> all_gather_v(std::span<const uint8_t> in);
   std::vector<std::string> all_gather_strings(const std::string& s);
+  // A vector per rank, of any length (trivially copyable elements): iteration times,
+  // samples, counters.
+  template <class T>
+  std::vector<std::vector<T>> all_gather_vectors(std::span<const T> mine) {
+    static_assert(std::is_trivially_copyable_v<T>);
+    const auto bytes = std::as_bytes(mine);
+    std::vector<std::vector<T>> out;
+    for (const auto& blob : all_gather_v({reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()})) {
+      std::vector<T>& v = out.emplace_back(blob.size() / sizeof(T));
+      if (!v.empty()) std::memcpy(v.data(), blob.data(), v.size() * sizeof(T));
+    }
+    return out;
+  }
+  template <class T>
+  std::vector<std::vector<T>> all_gather_vectors(const std::vector<T>& mine) {
+    return all_gather_vectors(std::span<const T>(mine));
+  }
+
   // One value per rank.
   template <class T>
   std::vector<T> all_gather_value(const T& v) {

@@ -4,36 +4,13 @@
 
 #include <fmt/format.h>
 
+#include "bench/timing.h"
 #include "collectives/allreduce.h"
 #include "collectives/alltoall.h"
-#include "lib/clock.h"
-#include "lib/stats.h"
 
 namespace railbench {
 
 using nlohmann::json;
-
-namespace {
-
-// Iteration times (max over ranks) of a collective; throws on a failure anywhere.
-template <class Fn>
-double median_iteration_us(RunContext& ctx, int iters, Fn&& once) {
-  once();  // warm-up
-  std::vector<double> mine;
-  for (int i = 0; i < iters; ++i) {
-    ctx.bootstrap().barrier();
-    const auto t0 = Clock::now();
-    once();
-    mine.push_back(seconds_between(t0, Clock::now()) * 1e6);
-  }
-  std::vector<std::vector<double>> all;
-  for (const auto& s : ctx.bootstrap().all_gather_strings(json(mine).dump()))
-    all.push_back(json::parse(s).get<std::vector<double>>());
-  auto times = max_over_ranks(all);
-  return summarize(times).p50;
-}
-
-}  // namespace
 
 json run_collectives(RunContext& ctx, const SuConfig& c, const SuLayout& L, std::vector<Finding>& findings) {
   const int n = ctx.size();
@@ -44,36 +21,34 @@ json run_collectives(RunContext& ctx, const SuConfig& c, const SuLayout& L, std:
   auto send_mr = ctx.transport().register_memory(send.data(), bytes, MemoryKind::host);
   auto recv_mr = ctx.transport().register_memory(recv.data(), bytes, MemoryKind::host);
   CollectiveBuffers bufs{send_mr.get(), 0, recv_mr.get(), 0};
-  NodeLayout layout{L.node_of};
+  // The allreduce command's own factory and timing (bench/timing.h), so validate's
+  // figure is the one `railbench allreduce` would print at this size.
+  const AllReduceSetup setup{RingOptions{bytes, 16 << 20, 1, RingProtocol::send}, NodeLayout{L.node_of}};
   json out = json::array();
   struct Spec {
     const char* name;
-    double factor;
+    Pattern pattern;
     double need_fraction;
   };
-  const std::vector<Spec> specs{{"allreduce", 2.0 * (n - 1) / n, c.thresholds.allreduce_busbw_min_fraction},
-                                {"alltoall", 1.0 * (n - 1) / n, c.thresholds.alltoall_busbw_min_fraction}};
+  const std::vector<Spec> specs{{"allreduce", Pattern::all_reduce, c.thresholds.allreduce_busbw_min_fraction},
+                                {"alltoall", Pattern::all_to_all, c.thresholds.alltoall_busbw_min_fraction}};
   for (const auto& spec : specs) {
     const std::string name = spec.name;
     std::string error;
-    double us = 0;
-    std::string algo =
-        name == "alltoall" ? "pairwise" : choose_allreduce(bytes, n, static_cast<int>(L.node_names.size()), true);
+    CollectiveSide side;
+    std::string algo = "pairwise";
     try {
-      if (name == "allreduce") {
-        std::unique_ptr<AllReduce> ar;
-        if (algo == "hier")
-          ar = make_hier_allreduce(ctx.progress(), bytes, 1, layout);
-        else if (algo == "rhd")
-          ar = make_rhd_allreduce(ctx.progress(), bytes, 1);
-        else
-          ar = make_ring_allreduce(ctx.progress(), RingOptions{bytes, 16 << 20, 1, RingProtocol::send});
-        us = median_iteration_us(ctx, c.tests.collective_iters,
-                                 [&] { ar->run(bufs, bytes / 4, DataType::f32, ReduceOp::sum); });
+      std::vector<double> times;
+      if (spec.pattern == Pattern::all_reduce) {
+        auto ar = make_allreduce(AllReduceAlgo::automatic, ctx.progress(), setup);
+        algo = ar->algo_for(bytes);
+        times = time_iterations(ctx, 1, c.tests.collective_iters,
+                                [&] { ar->run(bufs, bytes / 4, DataType::f32, ReduceOp::sum); });
       } else {
         AllToAll a2a(ctx.progress(), AllToAllOptions{bytes, 1, 4});
-        us = median_iteration_us(ctx, c.tests.collective_iters, [&] { a2a.run(bufs, bytes / 4 / n, DataType::f32); });
+        times = time_iterations(ctx, 1, c.tests.collective_iters, [&] { a2a.run(bufs, bytes / 4 / n, DataType::f32); });
       }
+      side = collective_side(times, bytes, spec.pattern, n);
     } catch (const Error& e) {
       error = e.what();
     }
@@ -82,7 +57,8 @@ json run_collectives(RunContext& ctx, const SuConfig& c, const SuLayout& L, std:
     std::string first;
     for (const auto& e : ctx.bootstrap().all_gather_strings(error))
       if (first.empty() && !e.empty()) first = e;
-    const double busbw = first.empty() && us > 0 ? bytes / (us * 1e-6) / 1e9 * spec.factor : 0;
+    const double us = first.empty() ? side.time_us : 0;
+    const double busbw = first.empty() ? side.busbw : 0;
     const double need = spec.need_fraction * slowest;
     json entry{{"collective", name}, {"algo", algo},       {"bytes", bytes},        {"ranks", n},
                {"time_us", us},      {"busbw_gbs", busbw}, {"need_busbw_gbs", need}};

@@ -88,14 +88,6 @@ TEST_CASE("hier all-reduce refuses nodes of different sizes", "[allreduce][hier]
   });
 }
 
-TEST_CASE("auto all-reduce choice follows size and shape", "[allreduce][unit]") {
-  CHECK(choose_allreduce(1024, 8, 1, true) == "rhd");
-  CHECK(choose_allreduce(64 << 20, 8, 1, true) == "ring");
-  CHECK(choose_allreduce(64 << 20, 16, 2, true) == "hier");
-  CHECK(choose_allreduce(64 << 20, 16, 2, false) == "ring");
-  CHECK(choose_allreduce(64 << 20, 4, 4, true) == "ring");  // one rank per node: nothing to do inside nodes
-}
-
 TEST_CASE("ring all-reduce over tcp on 2 rails, slices striped across them", "[allreduce]") {
   for (int n : {2, 4}) {
     DYNAMIC_SECTION(n << " ranks") {

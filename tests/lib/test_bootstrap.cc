@@ -11,7 +11,7 @@ using namespace railbench;
 
 namespace {
 
-// Exercises all_gather_v, all_gather_value and barrier on `n` ranks built by `make`.
+// Exercises all_gather_v, all_gather_value, all_gather_vectors and barrier on `n` ranks built by `make`.
 template <class Make>
 void run_world(int n, Make make) {
   std::vector<std::thread> threads;
@@ -30,6 +30,12 @@ void run_world(int n, Make make) {
         auto blocks = b->all_gather_v(mine);
         for (int i = 0; i < n; ++i)
           if (blocks[i] != std::vector<uint8_t>(static_cast<size_t>(i + 1), static_cast<uint8_t>(i))) ++failures;
+        // Vectors of doubles of different lengths (rank r: r values r + 0.5), rank 0's empty.
+        std::vector<double> samples(static_cast<size_t>(r), r + 0.5);
+        auto vectors = b->all_gather_vectors(samples);
+        if (vectors.size() != static_cast<size_t>(n)) ++failures;
+        for (int i = 0; i < n && vectors.size() == static_cast<size_t>(n); ++i)
+          if (vectors[i] != std::vector<double>(static_cast<size_t>(i), i + 0.5)) ++failures;
         for (int k = 0; k < 20; ++k) b->barrier();
         auto names = b->all_gather_strings("rank-" + std::to_string(r));
         for (int i = 0; i < n; ++i)
