@@ -5,7 +5,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "bench/commands.h"
+#include "bench/cli.h"
 #include "bench/memory_setup.h"
 #include "bench/transport_factory.h"
 #include "lib/gpu.h"
@@ -105,6 +105,8 @@ void print_gpus() {
 
 }  // namespace
 
+namespace {
+
 int run_info() {
   fmt::print("railbench {}\n", RAILBENCH_VERSION);
   fmt::print("transports built in: {}\n", fmt::join(built_transports(), ", "));
@@ -130,4 +132,11 @@ int run_info() {
   return 0;
 }
 
+const bool registered =
+    register_subcommand(Subcommand{"info", "What this build contains and which providers and devices this host has", 70,
+                                   [](CLI::App&, CommonOptions&) {
+                                     return SubcommandRun{[] { return std::optional<int>(run_info()); }, {}};
+                                   }});
+
+}  // namespace
 }  // namespace railbench

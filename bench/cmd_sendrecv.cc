@@ -4,7 +4,7 @@
 
 #include <fmt/format.h>
 
-#include "bench/commands.h"
+#include "bench/cli.h"
 #include "bench/pair_test.h"
 #include "bench/run_context.h"
 #include "bench/sweep.h"
@@ -18,6 +18,13 @@ namespace railbench {
 using nlohmann::json;
 
 namespace {
+
+struct SendRecvOptions {
+  std::string verb = "send";  // send, write, read
+  int window = 64;            // messages in flight per bandwidth iteration
+  int bw_iters = 20;          // timed bandwidth iterations (windows) per direction
+  bool all_pairs = false;     // print every pair at every size
+};
 
 // Windows larger than this many bytes add time, not information: big messages
 // saturate the link with few in flight.
@@ -141,119 +148,150 @@ void print_slowest(const RunContext& ctx, const std::vector<SendRecvRecord>& rec
   }
 }
 
-}  // namespace
+// Every pair of ranks, in rounds of disjoint pairs (a rank is in one pair per round, so
+// one set of buffers serves every pair), on every rail, at every size.
+class SendRecvBench {
+ public:
+  SendRecvBench(Bootstrap& bootstrap, const CommonOptions& common, const SendRecvOptions& opt)
+      : ctx_(bootstrap, common, "sendrecv"), common_(common), opt_(opt) {}
+  int run();
 
-int run_sendrecv(Bootstrap& bootstrap, const CommonOptions& common, const SendRecvOptions& opt) {
-  RunContext ctx(bootstrap, common, "sendrecv");
-  Sweep sweep;
-  Verb verb = Verb::send;
-  ctx.agree([&] {
-    if (ctx.size() < 2) {
+ private:
+  void resolve();
+  void allocate();
+  PairRecord measure_pair(size_t si, int rail, int peer);
+  SendRecvRecord run_size(size_t si);
+
+  RunContext ctx_;
+  const CommonOptions& common_;
+  const SendRecvOptions& opt_;
+  Sweep sweep_;
+  Verb verb_ = Verb::send;
+  std::unique_ptr<gpu::Buffer> src_, dst_, tokens_;
+  std::unique_ptr<MemoryRegion> src_mr_, dst_mr_, tok_mr_;
+  std::unique_ptr<PairTest> test_;
+  std::vector<Round> rounds_;
+};
+
+void SendRecvBench::resolve() {
+  ctx_.agree([&] {
+    if (ctx_.size() < 2) {
       throw UsageError(
-          fmt::format("sendrecv needs at least 2 ranks, got {}: launch with mpirun -np 2 or more", ctx.size()));
+          fmt::format("sendrecv needs at least 2 ranks, got {}: launch with mpirun -np 2 or more", ctx_.size()));
     }
-    sweep = make_sweep(common, SweepDefaults{"8", "4M", 1000, 100});
-    verb = parse_verb(opt.verb);
-    if (opt.window < 1) throw UsageError(fmt::format("--window {} must be 1 or more", opt.window));
-    if (opt.bw_iters < 1) throw UsageError(fmt::format("--bw-iters {} must be 1 or more", opt.bw_iters));
-    if (sweep.sizes.front() == 0) throw UsageError("sendrecv sizes must be 1 byte or more: use -b 1 or larger");
+    sweep_ = make_sweep(common_, SweepDefaults{"8", "4M", 1000, 100});
+    verb_ = parse_verb(opt_.verb);
+    if (opt_.window < 1) throw UsageError(fmt::format("--window {} must be 1 or more", opt_.window));
+    if (opt_.bw_iters < 1) throw UsageError(fmt::format("--bw-iters {} must be 1 or more", opt_.bw_iters));
+    if (sweep_.sizes.front() == 0) throw UsageError("sendrecv sizes must be 1 byte or more: use -b 1 or larger");
   });
-  ctx.open_transport();
-  Transport& t = ctx.transport();
-  ctx.agree([&] {
+  ctx_.open_transport();
+  const Transport& t = ctx_.transport();
+  ctx_.agree([&] {
     const auto& c = t.caps();
-    if (verb == Verb::write && !(c.write && c.write_with_imm)) {
+    if (verb_ == Verb::write && !(c.write && c.write_with_imm)) {
       throw UnsupportedError(
           fmt::format("--verb write needs RDMA write with immediate, which {} ({}) lacks: use "
                       "--verb send",
                       t.name(), t.provider()));
     }
-    if (verb == Verb::read && !c.read) {
+    if (verb_ == Verb::read && !c.read) {
       throw UnsupportedError(
           fmt::format("--verb read needs RDMA read, which {} ({}) lacks: use --verb send", t.name(), t.provider()));
     }
-    if (sweep.sizes.back() > c.max_msg_size) {
-      throw UsageError(fmt::format("-e {} exceeds the transport's largest message ({} B): lower -e", sweep.sizes.back(),
-                                   c.max_msg_size));
+    if (sweep_.sizes.back() > c.max_msg_size) {
+      throw UsageError(fmt::format("-e {} exceeds the transport's largest message ({} B): lower -e",
+                                   sweep_.sizes.back(), c.max_msg_size));
     }
   });
+}
 
-  // One set of buffers serves every pair: a rank is in one pair per round.
-  const size_t max_bytes = sweep.sizes.back();
+void SendRecvBench::allocate() {
+  Transport& t = ctx_.transport();
+  const size_t max_bytes = sweep_.sizes.back();
   // Tokens live in the same memory as the data: NCCL moves GPU memory only.
-  const MemoryKind mem = ctx.memory_kind();
-  std::unique_ptr<gpu::Buffer> src, dst, tokens;
-  std::unique_ptr<MemoryRegion> src_mr, dst_mr, tok_mr;
-  ctx.agree([&] {
-    src = std::make_unique<gpu::Buffer>(mem, max_bytes);
-    dst = std::make_unique<gpu::Buffer>(mem, max_bytes);
-    tokens = std::make_unique<gpu::Buffer>(mem, 64);
-    src_mr = t.register_memory(src->data(), src->size(), mem);
-    dst_mr = t.register_memory(dst->data(), dst->size(), mem);
-    tok_mr = t.register_memory(tokens->data(), tokens->size(), mem);
+  const MemoryKind mem = ctx_.memory_kind();
+  ctx_.agree([&] {
+    src_ = std::make_unique<gpu::Buffer>(mem, max_bytes);
+    dst_ = std::make_unique<gpu::Buffer>(mem, max_bytes);
+    tokens_ = std::make_unique<gpu::Buffer>(mem, 64);
+    src_mr_ = t.register_memory(src_->data(), src_->size(), mem);
+    dst_mr_ = t.register_memory(dst_->data(), dst_->size(), mem);
+    tok_mr_ = t.register_memory(tokens_->data(), tokens_->size(), mem);
   });
-  PairBuffers buffers{src_mr.get(), dst_mr.get(), tok_mr.get(), {}, {}};
-  for (const auto& blob : ctx.bootstrap().all_gather_v(src_mr->remote_key().serialize()))
+  PairBuffers buffers{src_mr_.get(), dst_mr_.get(), tok_mr_.get(), {}, {}};
+  for (const auto& blob : ctx_.bootstrap().all_gather_v(src_mr_->remote_key().serialize()))
     buffers.peer_src.push_back(RemoteKey::deserialize(blob));
-  for (const auto& blob : ctx.bootstrap().all_gather_v(dst_mr->remote_key().serialize()))
+  for (const auto& blob : ctx_.bootstrap().all_gather_v(dst_mr_->remote_key().serialize()))
     buffers.peer_dst.push_back(RemoteKey::deserialize(blob));
-  PairTest test(ctx.progress(), buffers, verb, common.check);
+  test_ = std::make_unique<PairTest>(ctx_.progress(), buffers, verb_, common_.check);
+  rounds_ = circle_schedule(ctx_.size());
+}
 
-  const auto rounds = circle_schedule(ctx.size());
-  const size_t npairs = static_cast<size_t>(ctx.size()) * (ctx.size() - 1) / 2;
-  const bool per_pair = opt.all_pairs || npairs <= 8;
+// This rank's side of one pair test: the leader keeps the latency and both ways, each
+// initiator its own direction.
+PairRecord SendRecvBench::measure_pair(size_t si, int rail, int peer) {
+  const uint64_t bytes = sweep_.sizes[si];
+  const int window = window_for(bytes, opt_.window);
+  const bool leader = ctx_.rank() < peer;
+  const int a = std::min(ctx_.rank(), peer), b = std::max(ctx_.rank(), peer);
+  PairRecord rec;
+  rec.a = a;
+  rec.b = b;
+  rec.rail = rail;
+  const auto seed = static_cast<uint32_t>(si * 7919 + static_cast<size_t>(rail));
+  auto lat = test_->latency(peer, rail, bytes, sweep_.warmup, sweep_.iters, leader);
+  if (leader) rec.latency_us = summarize(lat);
+  auto ab = test_->stream(peer, rail, bytes, window, 1, opt_.bw_iters, a, seed, &rec.wrong);
+  if (!ab.empty()) rec.bw_ab = summarize(ab);
+  auto ba = test_->stream(peer, rail, bytes, window, 1, opt_.bw_iters, b, seed + 1, &rec.wrong);
+  if (!ba.empty()) rec.bw_ba = summarize(ba);
+  auto bi = test_->bidirectional(peer, rail, bytes, window, 1, opt_.bw_iters);
+  if (leader) rec.bw_bidir = summarize(bi);
+  return rec;
+}
 
-  json config{{"min_bytes", sweep.sizes.front()},
-              {"max_bytes", sweep.sizes.back()},
-              {"step_factor", common.step_factor},
-              {"iters", sweep.iters},
-              {"warmup_iters", sweep.warmup},
-              {"verb", opt.verb},
-              {"window", opt.window},
-              {"bw_iters", opt.bw_iters},
-              {"rounds", rounds.size()},
+SendRecvRecord SendRecvBench::run_size(size_t si) {
+  const uint64_t bytes = sweep_.sizes[si];
+  std::vector<PairRecord> mine;
+  for (int rail = 0; rail < ctx_.transport().num_rails(); ++rail) {
+    for (size_t r = 0; r < rounds_.size(); ++r) {
+      ctx_.progress_note(fmt::format("sendrecv {} B: rail {} round {}/{}", bytes, rail, r + 1, rounds_.size()));
+      const int peer = peer_in_round(rounds_[r], ctx_.rank());
+      if (peer >= 0) mine.push_back(measure_pair(si, rail, peer));
+      // Rounds must not overlap, or pairs would share links and measure each other.
+      ctx_.bootstrap().barrier();
+    }
+  }
+  SendRecvRecord local{bytes, opt_.verb, mine};
+  auto gathered = ctx_.bootstrap().all_gather_strings(to_json(local).at("pairs").dump());
+  return SendRecvRecord{bytes, opt_.verb, merge_pairs(gathered)};
+}
+
+int SendRecvBench::run() {
+  resolve();
+  allocate();
+  const size_t npairs = static_cast<size_t>(ctx_.size()) * (ctx_.size() - 1) / 2;
+  const bool per_pair = opt_.all_pairs || npairs <= 8;
+  json config{{"min_bytes", sweep_.sizes.front()},
+              {"max_bytes", sweep_.sizes.back()},
+              {"step_factor", common_.step_factor},
+              {"iters", sweep_.iters},
+              {"warmup_iters", sweep_.warmup},
+              {"verb", opt_.verb},
+              {"window", opt_.window},
+              {"bw_iters", opt_.bw_iters},
+              {"rounds", rounds_.size()},
               {"pairs_per_rail", npairs}};
-  ResultsFile results(ctx.is_root() ? common.json_path : "", ctx.results_header(config));
-  print_header(ctx, opt, npairs, per_pair);
-
+  ResultsFile results(ctx_.is_root() ? common_.json_path : "", ctx_.results_header(config));
+  print_header(ctx_, opt_, npairs, per_pair);
   std::vector<SendRecvRecord> records;
   uint64_t total_wrong = 0;
   try {
-    for (size_t si = 0; si < sweep.sizes.size(); ++si) {
-      const uint64_t bytes = sweep.sizes[si];
-      const int window = window_for(bytes, opt.window);
-      std::vector<PairRecord> mine;
-      for (int rail = 0; rail < t.num_rails(); ++rail) {
-        for (size_t r = 0; r < rounds.size(); ++r) {
-          ctx.progress_note(fmt::format("sendrecv {} B: rail {} round {}/{}", bytes, rail, r + 1, rounds.size()));
-          const int peer = peer_in_round(rounds[r], ctx.rank());
-          if (peer >= 0) {
-            const bool leader = ctx.rank() < peer;
-            const int a = std::min(ctx.rank(), peer), b = std::max(ctx.rank(), peer);
-            PairRecord rec;
-            rec.a = a;
-            rec.b = b;
-            rec.rail = rail;
-            const auto seed = static_cast<uint32_t>(si * 7919 + static_cast<size_t>(rail));
-            auto lat = test.latency(peer, rail, bytes, sweep.warmup, sweep.iters, leader);
-            if (leader) rec.latency_us = summarize(lat);
-            auto ab = test.stream(peer, rail, bytes, window, 1, opt.bw_iters, a, seed, &rec.wrong);
-            if (!ab.empty()) rec.bw_ab = summarize(ab);
-            auto ba = test.stream(peer, rail, bytes, window, 1, opt.bw_iters, b, seed + 1, &rec.wrong);
-            if (!ba.empty()) rec.bw_ba = summarize(ba);
-            auto bi = test.bidirectional(peer, rail, bytes, window, 1, opt.bw_iters);
-            if (leader) rec.bw_bidir = summarize(bi);
-            mine.push_back(rec);
-          }
-          // Rounds must not overlap, or pairs would share links and measure each other.
-          ctx.bootstrap().barrier();
-        }
-      }
-      SendRecvRecord local{bytes, opt.verb, mine};
-      auto gathered = ctx.bootstrap().all_gather_strings(to_json(local).at("pairs").dump());
-      SendRecvRecord rec{bytes, opt.verb, merge_pairs(gathered)};
+    for (size_t si = 0; si < sweep_.sizes.size(); ++si) {
+      SendRecvRecord rec = run_size(si);
       for (const auto& p : rec.pairs) total_wrong += p.wrong;
-      print_size(ctx, bytes, rec.pairs, per_pair);
+      print_size(ctx_, rec.bytes, rec.pairs, per_pair);
       results.add(to_json(rec));
       records.push_back(std::move(rec));
     }
@@ -261,13 +299,27 @@ int run_sendrecv(Bootstrap& bootstrap, const CommonOptions& common, const SendRe
     results.finish(false, e.what());
     throw;
   }
-  ctx.progress_note("");
-  print_slowest(ctx, records);
-  if (common.check) ctx.print(fmt::format("# Wrong bytes : {} {}", total_wrong, total_wrong ? "FAILED" : "OK"));
-  results.set("channels", ctx.gather_channels());
+  ctx_.progress_note("");
+  print_slowest(ctx_, records);
+  if (common_.check) ctx_.print(fmt::format("# Wrong bytes : {} {}", total_wrong, total_wrong ? "FAILED" : "OK"));
+  results.set("channels", ctx_.gather_channels());
   results.finish(true);
-  if (ctx.is_root() && !common.json_path.empty()) ctx.print(fmt::format("# results: {}", common.json_path));
+  if (ctx_.is_root() && !common_.json_path.empty()) ctx_.print(fmt::format("# results: {}", common_.json_path));
   return total_wrong ? 1 : 0;
 }
 
+const bool registered = register_subcommand(Subcommand{
+    "sendrecv", "Point-to-point latency and bandwidth between every pair of ranks", 10,
+    [](CLI::App& sub, CommonOptions& common) {
+      auto opt = std::make_shared<SendRecvOptions>();
+      add_common_options(sub, common);
+      sub.add_option("--verb", opt->verb, "send (two-sided), write (RDMA write) or read (RDMA read)")
+          ->capture_default_str();
+      sub.add_option("--window", opt->window, "Messages in flight per bandwidth iteration")->capture_default_str();
+      sub.add_option("--bw-iters", opt->bw_iters, "Timed bandwidth windows per direction")->capture_default_str();
+      sub.add_flag("--all-pairs", opt->all_pairs, "Print every pair at every size (default when <= 8 pairs)");
+      return SubcommandRun{{}, [&common, opt](Bootstrap& b) { return SendRecvBench(b, common, *opt).run(); }};
+    }});
+
+}  // namespace
 }  // namespace railbench

@@ -4,7 +4,7 @@
 
 #include <fmt/format.h>
 
-#include "bench/commands.h"
+#include "bench/cli.h"
 #include "bench/run_context.h"
 #include "bench/validate/phases.h"
 #include "bench/validate/plan.h"
@@ -15,6 +15,16 @@
 namespace railbench {
 
 using nlohmann::json;
+
+namespace {
+
+struct ValidateOptions {
+  std::string config;  // --config: a path, or a name in configs/
+  bool plan = false;   // --plan: print the schedule and estimate, run nothing
+  bool inventory_only = false;
+  std::string transport;  // -t: overrides the config's transport
+  double timeout_s = 0;   // --pair-timeout: overrides tests.pair_timeout_s
+};
 
 int run_validate_plan(const ValidateOptions& opt) {
   const SuConfig c = load_su_config(opt.config);
@@ -60,4 +70,32 @@ int run_validate(Bootstrap& bootstrap, CommonOptions common, const ValidateOptio
   }
 }
 
+// --plan needs no ranks (the first rank of a launch prints it); a bad --pair-timeout
+// is refused before any launcher is joined.
+std::optional<int> before_bootstrap(const ValidateOptions& opt) {
+  if (opt.plan) return first_rank_by_environment() ? run_validate_plan(opt) : 0;
+  if (opt.timeout_s < 0) {
+    if (first_rank_by_environment())
+      fmt::print(stderr, "railbench: error: --pair-timeout {} must be positive\n", opt.timeout_s);
+    return 2;
+  }
+  return std::nullopt;
+}
+
+const bool registered = register_subcommand(Subcommand{
+    "validate", "Acceptance test of a scalable unit against its config: names the bad node, rail or link", 60,
+    [](CLI::App& sub, CommonOptions& common) {
+      auto opt = std::make_shared<ValidateOptions>();
+      sub.add_option("--config", opt->config, "SU description (JSON): a path, or a name from configs/")->required();
+      sub.add_flag("--plan", opt->plan, "Print the schedule and an estimated duration; run nothing");
+      sub.add_flag("--inventory-only", opt->inventory_only, "Check NICs, ports, speeds and MTUs; send no traffic");
+      sub.add_option("-t,--transport", opt->transport, "Override the config's transport (verbs, ofi:tcp, ...)");
+      sub.add_option("--pair-timeout", opt->timeout_s,
+                     "Seconds a pair may go without progress (config: tests.pair_timeout_s)");
+      sub.add_option("--json", common.json_path, "Write results (inventory, per-rail matrices, findings) to this file");
+      return SubcommandRun{[opt] { return before_bootstrap(*opt); },
+                           [&common, opt](Bootstrap& b) { return run_validate(b, common, *opt); }};
+    }});
+
+}  // namespace
 }  // namespace railbench

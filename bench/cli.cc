@@ -1,0 +1,63 @@
+#include "bench/cli.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <memory>
+
+namespace railbench {
+
+namespace {
+
+// A function-local registry: static initializers of other files may run before this
+// file's, so the list must be built on first use.
+std::vector<std::unique_ptr<Subcommand>>& registry() {
+  static std::vector<std::unique_ptr<Subcommand>> commands;
+  return commands;
+}
+
+}  // namespace
+
+bool register_subcommand(Subcommand command) {
+  registry().push_back(std::make_unique<Subcommand>(std::move(command)));
+  return true;
+}
+
+std::vector<const Subcommand*> subcommands() {
+  std::vector<const Subcommand*> out;
+  for (const auto& c : registry()) out.push_back(c.get());
+  std::stable_sort(out.begin(), out.end(), [](const auto* a, const auto* b) { return a->order < b->order; });
+  return out;
+}
+
+bool first_rank_by_environment() {
+  for (const char* var : {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "RAILBENCH_RANK"}) {
+    if (const char* v = std::getenv(var)) return std::atoi(v) == 0;
+  }
+  return true;
+}
+
+void add_common_options(CLI::App& app, CommonOptions& o) {
+  app.add_option("-t,--transport", o.transport,
+                 "Transport[:provider]: ofi, ofi:tcp, ofi:shm, ofi:verbs, ofi:efa, verbs, nccl")
+      ->capture_default_str();
+  app.add_option("-b,--min-bytes", o.min_bytes, "Smallest message size (8, 4K, 1M, 1G)");
+  app.add_option("-e,--max-bytes", o.max_bytes, "Largest message size");
+  app.add_option("-f,--step-factor", o.step_factor, "Multiply the size by this between steps")->capture_default_str();
+  app.add_option("-i,--step-bytes", o.step_bytes, "Add this many bytes between steps instead of -f");
+  app.add_option("-n,--iters", o.iters, "Timed iterations per size");
+  app.add_option("-w,--warmup-iters", o.warmup_iters, "Untimed iterations before timing");
+  app.add_flag("-c,--check", o.check, "Verify the data and count wrong elements");
+  app.add_option("--json", o.json_path, "Write results (JSON, schema in README) to this file after every size");
+  app.add_option("--rails", o.rails, "Rails: a count (2) or names (eth0,eth1 / mlx5_0,mlx5_1)");
+  app.add_option("--timeout", o.timeout_s, "Seconds without progress from a peer before failing")
+      ->capture_default_str();
+  app.add_option("--gid-index", o.gid_index, "verbs: GID table index (default: the port's RoCE v2 IPv4 GID)");
+  app.add_option("--qps-per-peer", o.qps_per_peer, "verbs: RC queue pairs per peer and rail (ECMP entropy)")
+      ->capture_default_str();
+  app.add_option("--mem", o.mem,
+                 "Buffer memory: host, cuda (GPU, GPUDirect RDMA) or cuda-host (default: cuda for "
+                 "-t nccl, else host)");
+  app.add_option("--gpu-map", o.gpu_map, "GPU of each local rank, e.g. 0,1,2,3 (default: local rank i -> GPU i)");
+}
+
+}  // namespace railbench

@@ -1,0 +1,63 @@
+// railbench kvcache's options and their resolution into a run: pure logic (no ranks,
+// no transport), so every refusal is unit-tested (tests/kvcache/test_options.cc).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "collectives/kvcache/geometry.h"
+#include "collectives/kvcache/transfer.h"
+
+namespace railbench {
+
+struct KvCacheOptions {
+  std::string model = "llama-3.1-8b";  // preset name (configs/models), unless --layers is given
+  int layers = 0;                      // custom geometry
+  int kv_heads = 0;
+  int head_dim = 0;
+  int latent_dim = 0;  // custom MLA: latent width per token per layer
+  int rope_dim = 0;
+  std::string kv_dtype = "fp16";
+  std::vector<std::string> tokens{"4096"};  // one or more token counts (4K = 4096)
+  int block_tokens = 16;
+  std::vector<std::string> modes{"per-block", "coalesced", "staged"};
+  std::string prefill_ranks;      // "0,1" or "0-1"; default: the first half of the ranks
+  std::string decode_ranks;       // default: the other ranks
+  int requests = 8;               // timed requests per prefill/decode pair and mode
+  int concurrency = 1;            // requests in flight per pair
+  int alloc_run = 4;              // block ids the pool allocator hands out in one run
+  std::string protocol = "auto";  // auto, write, send
+  std::string max_mem;            // per host; default 90% of MemAvailable
+};
+
+// What the run needs from the job: its ranks' hosts, this rank, --mem, -w, and the
+// memory the kernel says this host can allocate.
+struct KvCacheWorld {
+  std::vector<std::string> hosts;  // per rank
+  int rank = 0;
+  std::string mem;        // --mem as given ("" or "host" accepted)
+  int warmup_iters = -1;  // -w; < 0: 1 warm-up request
+  uint64_t mem_available = 0;
+};
+
+struct KvCachePlan {
+  KvModel model;
+  int dtype_bytes = 2;
+  std::vector<uint64_t> token_counts;
+  std::vector<KvMode> modes;  // without contiguous, which always runs first
+  KvOptions base;             // roles, shape (tokens set per count), concurrency, alloc run
+  int warmup = 1;
+};
+
+// Throws UsageError (UnsupportedError for --mem cuda) naming the option and the fix.
+// The memory check counts every rank of this host at the largest token count.
+KvCachePlan resolve_kvcache(const KvCacheOptions& options, const KvCacheWorld& world);
+
+// "0,1", "2-3", "0,2-3"; UsageError naming `option` otherwise.
+std::vector<int> parse_ranks(const std::string& text, const char* option);
+
+// Bytes the kernel says can be allocated without swapping (/proc/meminfo MemAvailable).
+uint64_t mem_available();
+
+}  // namespace railbench

@@ -1,0 +1,123 @@
+// kvcache's option resolution, without ranks or a transport: every refusal names the
+// option and the fix, and the defaults give the roles and shape the README describes.
+#include <catch2/catch.hpp>
+
+#include "bench/kvcache_options.h"
+#include "lib/errors.h"
+
+using namespace railbench;
+
+namespace {
+
+KvCacheWorld world(int n, uint64_t mem = 64ULL << 30, std::string host_of_all = "h") {
+  KvCacheWorld w;
+  w.hosts.assign(static_cast<size_t>(n), host_of_all);
+  w.mem_available = mem;
+  return w;
+}
+
+KvCacheOptions small() {
+  KvCacheOptions o;
+  o.model = "llama-3.1-8b";
+  o.tokens = {"64"};
+  return o;
+}
+
+std::string usage_error(const KvCacheOptions& o, const KvCacheWorld& w) {
+  try {
+    resolve_kvcache(o, w);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("kvcache defaults: first half prefill, the rest decode, contiguous not repeated", "[kvcache][options]") {
+  KvCacheOptions o = small();
+  o.modes = {"per-block", "contiguous", "per-block", "staged"};
+  const KvCachePlan p = resolve_kvcache(o, world(4));
+  CHECK(p.base.prefill == std::vector<int>{0, 1});
+  CHECK(p.base.decode == std::vector<int>{2, 3});
+  CHECK(p.modes == std::vector<KvMode>{KvMode::per_block, KvMode::staged});
+  CHECK(p.token_counts == std::vector<uint64_t>{64});
+  CHECK(p.warmup == 1);
+  CHECK(p.model.layers == 32);
+  CHECK(p.base.shape.block_tokens == 16);
+  CHECK(p.base.shape.layers == 32);
+}
+
+TEST_CASE("kvcache token lists take sizes and explicit roles", "[kvcache][options]") {
+  KvCacheOptions o = small();
+  o.tokens = {"1K", "4K"};
+  o.prefill_ranks = "2-3";
+  o.decode_ranks = "0,1";
+  const KvCachePlan p = resolve_kvcache(o, world(4));
+  CHECK(p.token_counts == std::vector<uint64_t>{1024, 4096});
+  CHECK(p.base.prefill == std::vector<int>{2, 3});
+  CHECK(p.base.decode == std::vector<int>{0, 1});
+}
+
+TEST_CASE("kvcache refuses bad options with the option and the fix", "[kvcache][options]") {
+  KvCacheOptions o = small();
+  CHECK_THAT(usage_error(o, world(1)), Catch::Contains("at least 2 ranks") && Catch::Contains("mpirun -np 2"));
+  o.tokens = {"0"};
+  CHECK_THAT(usage_error(o, world(2)), Catch::Contains("--tokens 0"));
+  o = small();
+  o.tokens = {"16"};
+  o.block_tokens = 32;
+  CHECK_THAT(usage_error(o, world(2)), Catch::Contains("--block-tokens 32 is larger than the request of --tokens 16"));
+  o = small();
+  o.protocol = "rdma";
+  CHECK_THAT(usage_error(o, world(2)), Catch::Contains("unknown --protocol 'rdma'"));
+  o = small();
+  o.requests = 0;
+  CHECK_THAT(usage_error(o, world(2)), Catch::Contains("--requests 0 must be 1 or more"));
+  o = small();
+  o.concurrency = 0;
+  CHECK_THAT(usage_error(o, world(2)), Catch::Contains("--concurrency 0"));
+  o = small();
+  o.modes = {"paged"};
+  CHECK_THAT(usage_error(o, world(2)), Catch::Contains("unknown --mode 'paged'"));
+  o = small();
+  o.model = "llama-9b";
+  CHECK_THAT(usage_error(o, world(2)), Catch::Contains("unknown --model 'llama-9b'"));
+}
+
+TEST_CASE("kvcache roles: out of range, twice, none left", "[kvcache][options]") {
+  KvCacheOptions o = small();
+  o.prefill_ranks = "0-4";
+  CHECK_THAT(usage_error(o, world(4)), Catch::Contains("rank 4 in --prefill-ranks/--decode-ranks: ranks are 0..3"));
+  o.prefill_ranks = "0,1";
+  o.decode_ranks = "1,2";
+  CHECK_THAT(usage_error(o, world(4)), Catch::Contains("rank 1 is listed twice"));
+  o.prefill_ranks = "0-3";
+  o.decode_ranks = "";
+  CHECK_THAT(usage_error(o, world(4)), Catch::Contains("no decode ranks left"));
+  o.prefill_ranks = "a-b";
+  CHECK_THAT(usage_error(o, world(4)), Catch::Contains("--prefill-ranks 'a-b': expected ranks such as 0,1 or 0-3"));
+}
+
+TEST_CASE("kvcache memory check counts every rank of this host before allocating", "[kvcache][options]") {
+  KvCacheOptions o = small();
+  o.model = "llama-3.1-405b";
+  o.tokens = {"128K"};
+  o.concurrency = 64;
+  const std::string e = usage_error(o, world(2, 16ULL << 30));
+  CHECK_THAT(e, Catch::Contains("--concurrency 64") && Catch::Contains("on host h (2 rank(s)") &&
+                    Catch::Contains("90% of MemAvailable"));
+  // The same request split over two hosts needs less on each, and --max-mem raises the limit.
+  o.concurrency = 1;
+  o.tokens = {"4K"};
+  o.max_mem = "1T";
+  CHECK_NOTHROW(resolve_kvcache(o, world(2, 1ULL << 30)));
+}
+
+TEST_CASE("kvcache keeps its pools in host memory for now", "[kvcache][options]") {
+  KvCacheWorld w = world(2);
+  w.mem = "cuda";
+  CHECK_THAT(usage_error(small(), w), Catch::Contains("kvcache --mem cuda: the KV block pools are host memory only"));
+  w.mem = "host";
+  CHECK_NOTHROW(resolve_kvcache(small(), w));
+}
