@@ -4,8 +4,8 @@
 
 #include <map>
 
-#include "lib/errors.h"
 #include "collectives/kvcache/geometry.h"
+#include "lib/errors.h"
 
 using namespace railbench;
 
