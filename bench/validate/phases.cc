@@ -34,8 +34,8 @@ int validate_phases(RunContext& ctx, const SuConfig& c, const SuLayout& L, const
   const int N = static_cast<int>(L.node_names.size()), R = c.num_rails();
   std::vector<Finding> findings;
   for (const auto& m : L.missing) {
-    findings.push_back(
-        {"FAIL", "inventory", m, "in the config but not part of this run (no rank ran there)", 0, 1, ""});
+    findings.push_back({Severity::fail, FindingKind::inventory, m,
+                        "in the config but not part of this run (no rank ran there)", 0, 1, ""});
   }
   ctx.print(fmt::format("# railbench validate: {} ({}), {} of {} nodes x {} GPUs, {} rails, transport {}", c.name,
                         c.path, N, c.nodes.size(), c.gpus_per_node, R, run.transport));
@@ -62,7 +62,7 @@ int validate_phases(RunContext& ctx, const SuConfig& c, const SuLayout& L, const
     for (const auto& line : summary_lines(c, L.node_names, findings, stats)) ctx.print(line);
     results.set("findings", findings);
     const bool pass =
-        std::none_of(findings.begin(), findings.end(), [](const Finding& f) { return f.severity == "FAIL"; });
+        std::none_of(findings.begin(), findings.end(), [](const Finding& f) { return f.severity == Severity::fail; });
     results.set("verdict", pass ? "PASS" : "FAIL");
     results.finish(complete, error);
     if (!run.json_path.empty()) ctx.print(fmt::format("# results: {}", run.json_path));
@@ -95,7 +95,7 @@ int validate_phases(RunContext& ctx, const SuConfig& c, const SuLayout& L, const
     ctx.progress_note(fmt::format("validate: rail checks, round {}/{}", k + 1, rounds.size()));
     const int partner = peer_in_round(rounds[k], my_node);
     const bool leader = my_node < partner;
-    PairResult key{"rail", std::min(my_node, partner), std::max(my_node, partner), my_slot, my_slot};
+    PairResult key{PairPhase::rail, std::min(my_node, partner), std::max(my_node, partner), my_slot, my_slot};
     auto got = runner.exchange(runner.run(key, partner >= 0 ? L.rank_of[partner][my_slot] : -1, leader));
     rail_results.insert(rail_results.end(), got.begin(), got.end());
     results.set("rail_pairs", rail_results);
@@ -111,8 +111,8 @@ int validate_phases(RunContext& ctx, const SuConfig& c, const SuLayout& L, const
     const bool first = my_node % 2 == 0;
     const int partner = first ? my_node + 1 : my_node - 1;
     const int pslot = cross_partner_slot(my_slot, R, first);
-    PairResult key = first ? PairResult{"cross", my_node, partner, my_slot, pslot}
-                           : PairResult{"cross", partner, my_node, pslot, my_slot};
+    PairResult key = first ? PairResult{PairPhase::cross, my_node, partner, my_slot, pslot}
+                           : PairResult{PairPhase::cross, partner, my_node, pslot, my_slot};
     cross_results = runner.exchange(runner.run(key, partner < N ? L.rank_of[partner][pslot] : -1, first));
     results.set("cross_rail_pairs", cross_results);
     ctx.print(fmt::format("# phase 3 cross-rail spot checks: {} pair tests", cross_results.size()));
@@ -128,7 +128,7 @@ int validate_phases(RunContext& ctx, const SuConfig& c, const SuLayout& L, const
     for (const auto& rt : round) {
       if (my_slot != rt.suspect.rail) continue;
       if (my_node == rt.suspect.node || my_node == rt.partner) {
-        key = PairResult{"retest", rt.suspect.node, rt.partner, my_slot, my_slot};
+        key = PairResult{PairPhase::retest, rt.suspect.node, rt.partner, my_slot, my_slot};
         leader = my_node == rt.suspect.node;
         peer = L.rank_of[leader ? rt.partner : rt.suspect.node][my_slot];
       }
