@@ -2,8 +2,8 @@
 
 #include <fmt/format.h>
 
-#include "lib/errors.h"
 #include "bench/validate/su_config.h"
+#include "lib/errors.h"
 
 using namespace railbench;
 
