@@ -64,15 +64,16 @@ json run_collectives(RunContext& ctx, const SuConfig& c, const SuLayout& L, std:
                {"time_us", us},      {"busbw_gbs", busbw}, {"need_busbw_gbs", need}};
     if (!first.empty()) {
       entry["error"] = first;
-      findings.push_back({"FAIL", "collective", name, "did not complete: " + first, 0, need, "GB/s"});
+      findings.push_back(
+          {Severity::fail, FindingKind::collective, name, "did not complete: " + first, 0, need, "GB/s"});
       out.push_back(entry);
       break;  // the transport's state with the failed peer is gone: stop here
     }
     if (busbw < need) {
       const bool explained = std::any_of(findings.begin(), findings.end(), [](const Finding& f) {
-        return f.severity == "FAIL" && f.node >= 0 && f.rail >= 0;
+        return f.severity == Severity::fail && f.node >= 0 && f.rail >= 0;
       });
-      findings.push_back({"FAIL", "collective", fmt::format("{} ({})", name, algo),
+      findings.push_back({Severity::fail, FindingKind::collective, fmt::format("{} ({})", name, algo),
                           fmt::format("busbw {:.3f} GB/s < {:.0f}% of the slowest rail's line rate {:.3f} GB/s{}",
                                       busbw, spec.need_fraction * 100, slowest,
                                       explained ? " (a collective runs at its slowest link: see the links above)" : ""),

@@ -54,7 +54,7 @@ std::optional<json> PairRunner::run(PairResult key, int peer, bool leader) {
 }
 
 std::vector<PairResult> PairRunner::exchange(const std::optional<json>& mine) {
-  std::map<std::tuple<std::string, int, int, int, int>, PairResult> merged;
+  std::map<std::tuple<PairPhase, int, int, int, int>, PairResult> merged;
   for (const auto& text : ctx_.bootstrap().all_gather_strings(mine ? mine->dump() : "null")) {
     const json j = json::parse(text);
     if (j.is_null()) continue;

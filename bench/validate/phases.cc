@@ -1,6 +1,7 @@
 #include "bench/validate/phases.h"
 
 #include <algorithm>
+#include <memory>
 
 #include <fmt/format.h>
 
@@ -18,6 +19,55 @@ using nlohmann::json;
 
 namespace {
 
+// What the phases share: the run's inputs, this rank's place in the SU, and what has
+// been found and measured so far. Each phase adds to it and writes its part of the
+// results file as soon as it has it.
+struct ValidateState {
+  RunContext& ctx;
+  const SuConfig& c;
+  const SuLayout& L;
+  const ValidateRun& run;
+  ResultsFile& results;
+  int my_node = 0, my_slot = 0;  // this rank's node and GPU slot (= its rail)
+  int nodes = 0, rails = 0;
+  std::vector<Finding> findings;
+  std::vector<PairResult> rail_results, cross_results, retest_results;
+  std::vector<std::vector<LinkStats>> stats;  // per rail, per node; unmeasured until phase 2
+};
+
+// The pair tests' buffers on this rank's rail, their keys from every rank, and the
+// runner that uses them: one set for every pair test of the run, so the registrations
+// outlive phases 2 to 5.
+class PairTraffic {
+ public:
+  explicit PairTraffic(ValidateState& s)
+      : src_(s.c.tests.bw_bytes),
+        dst_(s.c.tests.bw_bytes),
+        tokens_(64),
+        src_mr_(s.ctx.transport().register_memory(src_.data(), src_.size(), MemoryKind::host)),
+        dst_mr_(s.ctx.transport().register_memory(dst_.data(), dst_.size(), MemoryKind::host)),
+        tok_mr_(s.ctx.transport().register_memory(tokens_.data(), tokens_.size(), MemoryKind::host)),
+        buffers_{src_mr_.get(), dst_mr_.get(), tok_mr_.get(), peer_keys(s.ctx, *src_mr_), peer_keys(s.ctx, *dst_mr_)},
+        test_(s.ctx.progress(), buffers_, Verb::send, false),
+        runner_(s.ctx, test_, s.c) {}
+
+  PairRunner& runner() { return runner_; }
+
+ private:
+  static std::vector<RemoteKey> peer_keys(RunContext& ctx, const MemoryRegion& mr) {
+    std::vector<RemoteKey> out;
+    for (const auto& blob : ctx.bootstrap().all_gather_v(mr.remote_key().serialize()))
+      out.push_back(RemoteKey::deserialize(blob));
+    return out;
+  }
+
+  std::vector<std::byte> src_, dst_, tokens_;
+  std::unique_ptr<MemoryRegion> src_mr_, dst_mr_, tok_mr_;
+  PairBuffers buffers_;
+  PairTest test_;
+  PairRunner runner_;
+};
+
 std::vector<std::vector<NicReport>> gather_inventory(RunContext& ctx, const SuConfig& c, const SuLayout& L,
                                                      const NicReport& mine) {
   std::vector<std::vector<NicReport>> out(L.node_names.size(), std::vector<NicReport>(c.gpus_per_node));
@@ -26,133 +76,150 @@ std::vector<std::vector<NicReport>> gather_inventory(RunContext& ctx, const SuCo
   return out;
 }
 
-}  // namespace
-
-int validate_phases(RunContext& ctx, const SuConfig& c, const SuLayout& L, const ValidateRun& run,
-                    ResultsFile& results) {
-  const int my_node = L.node_of[ctx.rank()], my_slot = L.slot_of[ctx.rank()];
-  const int N = static_cast<int>(L.node_names.size()), R = c.num_rails();
-  std::vector<Finding> findings;
-  for (const auto& m : L.missing) {
-    findings.push_back(
-        {"FAIL", "inventory", m, "in the config but not part of this run (no rank ran there)", 0, 1, ""});
-  }
-  ctx.print(fmt::format("# railbench validate: {} ({}), {} of {} nodes x {} GPUs, {} rails, transport {}", c.name,
-                        c.path, N, c.nodes.size(), c.gpus_per_node, R, run.transport));
-
-  // ---- phase 1: inventory ----
+// Phase 1, before any traffic. Returns true when a NIC is missing or down: no traffic
+// can run then.
+bool phase_inventory(ValidateState& s) {
+  const SuConfig& c = s.c;
   const NicReport my_nic =
-      c.rdma_nics() ? probe_rdma_nic(c.rails[my_slot].nic, c.gid_index) : probe_netdev_nic(c.rails[my_slot].nic);
-  const auto nics = gather_inventory(ctx, c, L, my_nic);
+      c.rdma_nics() ? probe_rdma_nic(c.rails[s.my_slot].nic, c.gid_index) : probe_netdev_nic(c.rails[s.my_slot].nic);
+  const auto nics = gather_inventory(s.ctx, c, s.L, my_nic);
   bool blocking = false;
-  auto inv = judge_inventory(c, L.node_names, nics, blocking);
-  findings.insert(findings.end(), inv.begin(), inv.end());
+  auto inv = judge_inventory(c, s.L.node_names, nics, blocking);
+  s.findings.insert(s.findings.end(), inv.begin(), inv.end());
   json inv_json = json::array();
-  for (int n = 0; n < N; ++n)
-    for (int s = 0; s < c.gpus_per_node; ++s)
-      inv_json.push_back(json{{"node", L.node_names[n]}, {"slot", s}, {"rank", L.rank_of[n][s]}, {"nic", nics[n][s]}});
-  results.set("inventory", inv_json);
-  ctx.print(fmt::format("# phase 1 inventory: {} NICs read, {} finding(s){}", N * c.gpus_per_node, inv.size(),
-                        blocking ? ": a NIC is missing or down, no traffic will run" : ""));
+  for (int n = 0; n < s.nodes; ++n)
+    for (int slot = 0; slot < c.gpus_per_node; ++slot)
+      inv_json.push_back(
+          json{{"node", s.L.node_names[n]}, {"slot", slot}, {"rank", s.L.rank_of[n][slot]}, {"nic", nics[n][slot]}});
+  s.results.set("inventory", inv_json);
+  s.ctx.print(fmt::format("# phase 1 inventory: {} NICs read, {} finding(s){}", s.nodes * c.gpus_per_node, inv.size(),
+                          blocking ? ": a NIC is missing or down, no traffic will run" : ""));
+  return blocking;
+}
 
-  std::vector<PairResult> rail_results, cross_results, retest_results;
-  std::vector<std::vector<LinkStats>> stats(R, std::vector<LinkStats>(N));
-  auto finish = [&](bool complete, const std::string& error) {
-    sort_findings(findings);
-    for (const auto& line : summary_lines(c, L.node_names, findings, stats)) ctx.print(line);
-    results.set("findings", findings);
-    const bool pass =
-        std::none_of(findings.begin(), findings.end(), [](const Finding& f) { return f.severity == "FAIL"; });
-    results.set("verdict", pass ? "PASS" : "FAIL");
-    results.finish(complete, error);
-    if (!run.json_path.empty()) ctx.print(fmt::format("# results: {}", run.json_path));
-    return pass ? 0 : 1;
-  };
-  if (blocking || run.inventory_only) return finish(true, "");
-
-  // ---- traffic: one rail per rank, its slot's NIC ----
-  ctx.set_rails(c.rails[my_slot].nic);
-  ctx.open_transport();
+// One rail per rank: its slot's NIC.
+void open_rail(ValidateState& s) {
+  s.ctx.set_rails(s.c.rails[s.my_slot].nic);
+  s.ctx.open_transport();
   // The header was written before the transport existed; now it does.
-  results.set("transport", ctx.results_header(json::object()).at("transport"));
-  Transport& t = ctx.transport();
-  const size_t buf = c.tests.bw_bytes;
-  std::vector<std::byte> src(buf), dst(buf), tokens(64);
-  auto src_mr = t.register_memory(src.data(), src.size(), MemoryKind::host);
-  auto dst_mr = t.register_memory(dst.data(), dst.size(), MemoryKind::host);
-  auto tok_mr = t.register_memory(tokens.data(), tokens.size(), MemoryKind::host);
-  PairBuffers buffers{src_mr.get(), dst_mr.get(), tok_mr.get(), {}, {}};
-  for (const auto& blob : ctx.bootstrap().all_gather_v(src_mr->remote_key().serialize()))
-    buffers.peer_src.push_back(RemoteKey::deserialize(blob));
-  for (const auto& blob : ctx.bootstrap().all_gather_v(dst_mr->remote_key().serialize()))
-    buffers.peer_dst.push_back(RemoteKey::deserialize(blob));
-  PairTest test(ctx.progress(), buffers, Verb::send, false);
-  PairRunner runner(ctx, test, c);
+  s.results.set("transport", s.ctx.results_header(json::object()).at("transport"));
+}
 
-  // ---- phase 2: rail checks ----
-  const auto rounds = circle_schedule(N);
+// Phase 2: every node pair on every rail, all rails at once.
+void phase_rail_checks(ValidateState& s, PairRunner& runner) {
+  const auto rounds = circle_schedule(s.nodes);
   for (size_t k = 0; k < rounds.size(); ++k) {
-    ctx.progress_note(fmt::format("validate: rail checks, round {}/{}", k + 1, rounds.size()));
-    const int partner = peer_in_round(rounds[k], my_node);
-    const bool leader = my_node < partner;
-    PairResult key{"rail", std::min(my_node, partner), std::max(my_node, partner), my_slot, my_slot};
-    auto got = runner.exchange(runner.run(key, partner >= 0 ? L.rank_of[partner][my_slot] : -1, leader));
-    rail_results.insert(rail_results.end(), got.begin(), got.end());
-    results.set("rail_pairs", rail_results);
+    s.ctx.progress_note(fmt::format("validate: rail checks, round {}/{}", k + 1, rounds.size()));
+    const int partner = peer_in_round(rounds[k], s.my_node);
+    const bool leader = s.my_node < partner;
+    PairResult key{PairPhase::rail, std::min(s.my_node, partner), std::max(s.my_node, partner), s.my_slot, s.my_slot};
+    auto got = runner.exchange(runner.run(key, partner >= 0 ? s.L.rank_of[partner][s.my_slot] : -1, leader));
+    s.rail_results.insert(s.rail_results.end(), got.begin(), got.end());
+    s.results.set("rail_pairs", s.rail_results);
   }
-  stats = link_stats(c, N, rail_results);
-  results.set("rails", rail_matrices(c, L.node_names, rail_results, stats));
-  ctx.print(fmt::format("# phase 2 rail checks: {} rounds, {} pair tests, {} failed to complete", rounds.size(),
-                        rail_results.size(),
-                        std::count_if(rail_results.begin(), rail_results.end(), [](const auto& p) { return !p.ok; })));
+  s.stats = link_stats(s.c, s.nodes, s.rail_results);
+  s.results.set("rails", rail_matrices(s.c, s.L.node_names, s.rail_results, s.stats));
+  s.ctx.print(fmt::format(
+      "# phase 2 rail checks: {} rounds, {} pair tests, {} failed to complete", rounds.size(), s.rail_results.size(),
+      std::count_if(s.rail_results.begin(), s.rail_results.end(), [](const auto& p) { return !p.ok; })));
+}
 
-  // ---- phase 3: cross-rail spot checks (through the spine) ----
-  if (c.tests.cross_rail && R > 1) {
-    const bool first = my_node % 2 == 0;
-    const int partner = first ? my_node + 1 : my_node - 1;
-    const int pslot = cross_partner_slot(my_slot, R, first);
-    PairResult key = first ? PairResult{"cross", my_node, partner, my_slot, pslot}
-                           : PairResult{"cross", partner, my_node, pslot, my_slot};
-    cross_results = runner.exchange(runner.run(key, partner < N ? L.rank_of[partner][pslot] : -1, first));
-    results.set("cross_rail_pairs", cross_results);
-    ctx.print(fmt::format("# phase 3 cross-rail spot checks: {} pair tests", cross_results.size()));
-  }
+// Phase 3: node 2m slot s with node 2m+1 slot s+1, through the spine.
+void phase_cross_rail(ValidateState& s, PairRunner& runner) {
+  if (!s.c.tests.cross_rail || s.rails <= 1) return;
+  const bool first = s.my_node % 2 == 0;
+  const int partner = first ? s.my_node + 1 : s.my_node - 1;
+  const int pslot = cross_partner_slot(s.my_slot, s.rails, first);
+  PairResult key = first ? PairResult{PairPhase::cross, s.my_node, partner, s.my_slot, pslot}
+                         : PairResult{PairPhase::cross, partner, s.my_node, pslot, s.my_slot};
+  s.cross_results = runner.exchange(runner.run(key, partner < s.nodes ? s.L.rank_of[partner][pslot] : -1, first));
+  s.results.set("cross_rail_pairs", s.cross_results);
+  s.ctx.print(fmt::format("# phase 3 cross-rail spot checks: {} pair tests", s.cross_results.size()));
+}
 
-  // ---- phase 4: re-test suspects against a good partner ----
-  const auto suspects = find_suspects(c, stats);
-  const auto retests = plan_retests(suspects, stats);
-  for (const auto& round : retests) {
+// Phase 4: each suspect link against a good partner on its rail, then the links' findings.
+void phase_retests(ValidateState& s, PairRunner& runner) {
+  const auto suspects = find_suspects(s.c, s.stats);
+  for (const auto& round : plan_retests(suspects, s.stats)) {
     PairResult key;
     int peer = -1;
     bool leader = false;
     for (const auto& rt : round) {
-      if (my_slot != rt.suspect.rail) continue;
-      if (my_node == rt.suspect.node || my_node == rt.partner) {
-        key = PairResult{"retest", rt.suspect.node, rt.partner, my_slot, my_slot};
-        leader = my_node == rt.suspect.node;
-        peer = L.rank_of[leader ? rt.partner : rt.suspect.node][my_slot];
+      if (s.my_slot != rt.suspect.rail) continue;
+      if (s.my_node == rt.suspect.node || s.my_node == rt.partner) {
+        key = PairResult{PairPhase::retest, rt.suspect.node, rt.partner, s.my_slot, s.my_slot};
+        leader = s.my_node == rt.suspect.node;
+        peer = s.L.rank_of[leader ? rt.partner : rt.suspect.node][s.my_slot];
       }
     }
     auto got = runner.exchange(runner.run(key, peer, leader));
-    retest_results.insert(retest_results.end(), got.begin(), got.end());
-    results.set("retest_pairs", retest_results);
+    s.retest_results.insert(s.retest_results.end(), got.begin(), got.end());
+    s.results.set("retest_pairs", s.retest_results);
   }
-  ctx.print(
-      fmt::format("# phase 4 re-tests: {} suspect link(s), {} re-tested", suspects.size(), retest_results.size()));
-  auto links = judge_links(c, L.node_names, stats, suspects, retest_results, cross_results);
-  findings.insert(findings.end(), links.begin(), links.end());
+  s.ctx.print(
+      fmt::format("# phase 4 re-tests: {} suspect link(s), {} re-tested", suspects.size(), s.retest_results.size()));
+  auto links = judge_links(s.c, s.L.node_names, s.stats, suspects, s.retest_results, s.cross_results);
+  s.findings.insert(s.findings.end(), links.begin(), links.end());
+}
 
-  // ---- phase 5: collectives ----
-  if (!c.tests.collectives) {
-    ctx.print("# phase 5 collectives: off (tests.collectives false)");
+// Phase 5: all-reduce and all-to-all over every rank, unless a pair could not talk.
+void phase_collectives(ValidateState& s, const PairRunner& runner) {
+  if (!s.c.tests.collectives) {
+    s.ctx.print("# phase 5 collectives: off (tests.collectives false)");
   } else if (runner.any_broken()) {
-    ctx.print("# phase 5 collectives: skipped, some pairs could not talk (they would only time out)");
-    results.set("collectives", "skipped: unreachable pairs");
+    s.ctx.print("# phase 5 collectives: skipped, some pairs could not talk (they would only time out)");
+    s.results.set("collectives", "skipped: unreachable pairs");
   } else {
-    ctx.print(fmt::format("# phase 5 collectives over {} ranks:", ctx.size()));
-    results.set("collectives", run_collectives(ctx, c, L, findings));
+    s.ctx.print(fmt::format("# phase 5 collectives over {} ranks:", s.ctx.size()));
+    s.results.set("collectives", run_collectives(s.ctx, s.c, s.L, s.findings));
   }
-  return finish(true, "");
+}
+
+// The verdict: the table, the findings worst first, the results file closed. Returns
+// the exit code.
+int finish(ValidateState& s) {
+  sort_findings(s.findings);
+  for (const auto& line : summary_lines(s.c, s.L.node_names, s.findings, s.stats)) s.ctx.print(line);
+  s.results.set("findings", s.findings);
+  const bool pass =
+      std::none_of(s.findings.begin(), s.findings.end(), [](const Finding& f) { return f.severity == Severity::fail; });
+  s.results.set("verdict", pass ? "PASS" : "FAIL");
+  s.results.finish(true, "");
+  if (!s.run.json_path.empty()) s.ctx.print(fmt::format("# results: {}", s.run.json_path));
+  return pass ? 0 : 1;
+}
+
+}  // namespace
+
+int validate_phases(RunContext& ctx, const SuConfig& c, const SuLayout& L, const ValidateRun& run,
+                    ResultsFile& results) {
+  const int nodes = static_cast<int>(L.node_names.size());
+  ValidateState s{.ctx = ctx,
+                  .c = c,
+                  .L = L,
+                  .run = run,
+                  .results = results,
+                  .my_node = L.node_of[ctx.rank()],
+                  .my_slot = L.slot_of[ctx.rank()],
+                  .nodes = nodes,
+                  .rails = c.num_rails(),
+                  .stats = std::vector<std::vector<LinkStats>>(c.num_rails(), std::vector<LinkStats>(nodes))};
+  for (const auto& m : L.missing) {
+    s.findings.push_back({Severity::fail, FindingKind::inventory, m,
+                          "in the config but not part of this run (no rank ran there)", 0, 1, ""});
+  }
+  ctx.print(fmt::format("# railbench validate: {} ({}), {} of {} nodes x {} GPUs, {} rails, transport {}", c.name,
+                        c.path, s.nodes, c.nodes.size(), c.gpus_per_node, s.rails, run.transport));
+  const bool blocking = phase_inventory(s);
+  if (blocking || run.inventory_only) return finish(s);
+
+  open_rail(s);
+  PairTraffic traffic(s);
+  phase_rail_checks(s, traffic.runner());
+  phase_cross_rail(s, traffic.runner());
+  phase_retests(s, traffic.runner());
+  phase_collectives(s, traffic.runner());
+  return finish(s);
 }
 
 }  // namespace railbench

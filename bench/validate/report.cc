@@ -20,8 +20,8 @@ std::vector<Finding> judge_inventory(const SuConfig& c, const std::vector<std::s
       const SuRail& want = c.rails[s];
       const std::string subject = link_name(c, node_names, {static_cast<int>(n), static_cast<int>(s)});
       auto add = [&](const std::string& why, double measured, double expected, const std::string& unit) {
-        out.push_back(
-            {"FAIL", "inventory", subject, why, measured, expected, unit, static_cast<int>(n), static_cast<int>(s)});
+        out.push_back({Severity::fail, FindingKind::inventory, subject, why, measured, expected, unit,
+                       static_cast<int>(n), static_cast<int>(s)});
       };
       if (!r.found) {
         std::string have;
@@ -124,7 +124,7 @@ std::vector<std::string> summary_lines(const SuConfig& c, const std::vector<std:
     std::sort(tx.begin(), tx.end());
     std::sort(p50.begin(), p50.end());
     const bool bad = std::any_of(findings.begin(), findings.end(), [&](const Finding& f) {
-      return f.severity == "FAIL" && f.rail == static_cast<int>(r);
+      return f.severity == Severity::fail && f.rail == static_cast<int>(r);
     });
     out.push_back(fmt::format("  {:>5} {:>8} {:>7} {:>11.3f} {:>11.3f} {:>11.3f} {:>10.1f} {:>10.1f}  {}", r,
                               c.rails[r].leaf, fmt::format("{}/{}", measured, stats[r].size()),
@@ -143,17 +143,18 @@ std::vector<std::string> summary_lines(const SuConfig& c, const std::vector<std:
         fmt::format("# {:>4}  {:<7} {:<14} {:<34} {}", "#", "verdict", "check", "where", "measured vs expected"));
     for (size_t i = 0; i < findings.size(); ++i) {
       const Finding& f = findings[i];
-      out.push_back(fmt::format("  {:>4}  {:<7} {:<14} {:<34} {}", i + 1, f.severity, f.kind, f.subject, f.reason));
+      out.push_back(fmt::format("  {:>4}  {:<7} {:<14} {:<34} {}", i + 1, to_string(f.severity), to_string(f.kind),
+                                f.subject, f.reason));
     }
   }
   std::set<std::string> bad_nodes, bad_links;
   for (const auto& f : findings) {
-    if (f.severity != "FAIL") continue;
+    if (f.severity != Severity::fail) continue;
     if (f.node >= 0) bad_nodes.insert(node_names[f.node]);
     if (f.node >= 0 && f.rail >= 0) bad_links.insert(link_name(c, node_names, {f.node, f.rail}));
   }
   const size_t fails =
-      std::count_if(findings.begin(), findings.end(), [](const Finding& f) { return f.severity == "FAIL"; });
+      std::count_if(findings.begin(), findings.end(), [](const Finding& f) { return f.severity == Severity::fail; });
   out.push_back("#");
   if (fails == 0) {
     out.push_back(fmt::format("# verdict: PASS: {} nodes x {} rails, every link within thresholds", node_names.size(),

@@ -106,6 +106,111 @@ bool valid_ib_mtu(int mtu) {
   return mtu == 256 || mtu == 512 || mtu == 1024 || mtu == 2048 || mtu == 4096;
 }
 
+// The fields outside rails, thresholds and tests: the SU's name, nodes and transport.
+void read_top_level(const Reader& r, const json& doc, SuConfig& c) {
+  c.name = r.string(doc, "", "name", std::filesystem::path(c.path).stem().string());
+  c.nodes_expr = r.string(doc, "", "nodes", "", true);
+  try {
+    c.nodes = expand_hostlist(c.nodes_expr, 100000);
+  } catch (const UsageError& e) {
+    r.fail("nodes", e.what());
+  }
+  std::set<std::string> seen;
+  for (const auto& n : c.nodes) {
+    if (!seen.insert(n).second) r.fail("nodes", fmt::format("node '{}' is listed twice", n));
+  }
+  c.gpus_per_node = r.integer(doc, "", "gpus_per_node", 0, 1, 64, true);
+  c.transport = r.string(doc, "", "transport", c.transport);
+  if (c.transport != "verbs" && c.transport.rfind("ofi", 0) != 0) {
+    r.fail("transport", fmt::format("'{}' is not a transport: use verbs, ofi:tcp, ofi:verbs or ofi:efa", c.transport));
+  }
+  c.gid_index = r.integer(doc, "", "gid_index", -1, -1, 255);
+  c.qps_per_peer = r.integer(doc, "", "qps_per_peer", 1, 1, 64);
+}
+
+// rails[i]: one NIC per GPU slot, each slot and each NIC used once. `have` and `nics`
+// are what the entries before it took.
+SuRail read_rail(const Reader& r, const json& e, size_t i, const SuConfig& c, std::vector<bool>& have,
+                 std::set<std::string>& nics) {
+  const std::string where = fmt::format("rails[{}]", i);
+  r.only(e, where, {"gpu", "nic", "leaf", "speed_gbps", "line_rate_gbps", "mtu"});
+  SuRail rail;
+  rail.gpu = r.integer(e, where, "gpu", static_cast<int>(i), 0, c.gpus_per_node - 1);
+  if (have[rail.gpu]) r.fail(where + ".gpu", fmt::format("GPU slot {} has two rails", rail.gpu));
+  have[rail.gpu] = true;
+  rail.nic = r.string(e, where, "nic", "", true);
+  if (!nics.insert(rail.nic).second) r.fail(where + ".nic", fmt::format("NIC '{}' serves two slots", rail.nic));
+  rail.leaf = r.string(e, where, "leaf", fmt::format("leaf{}", rail.gpu));
+  rail.speed_gbps = r.number(e, where, "speed_gbps", 0, 0.001, 100000, true);
+  rail.line_rate_gbps = r.number(e, where, "line_rate_gbps", rail.speed_gbps, 0.001, 100000);
+  rail.mtu = r.integer(e, where, "mtu", 0, 256, 65536, true);
+  if (c.rdma_nics() && !valid_ib_mtu(rail.mtu)) {
+    r.fail(where + ".mtu", fmt::format("{} is not an IB MTU: with transport {} use 256, 512, 1024, 2048 or 4096 "
+                                       "(the active MTU of the port)",
+                                       rail.mtu, c.transport));
+  }
+  return rail;
+}
+
+void read_rails(const Reader& r, const json& doc, SuConfig& c) {
+  if (!doc.contains("rails") || !doc.at("rails").is_array()) {
+    r.fail("rails", "missing; expected a list with one entry per GPU slot: {\"gpu\": 0, \"nic\": \"mlx5_0\", ...}");
+  }
+  const json& rails = doc.at("rails");
+  if (static_cast<int>(rails.size()) != c.gpus_per_node) {
+    r.fail("rails", fmt::format("has {} entries but gpus_per_node is {}: one NIC (rail) per GPU slot", rails.size(),
+                                c.gpus_per_node));
+  }
+  c.rails.resize(rails.size());
+  std::vector<bool> have(rails.size(), false);
+  std::set<std::string> nics;
+  for (size_t i = 0; i < rails.size(); ++i) {
+    const SuRail rail = read_rail(r, rails[i], i, c, have, nics);
+    c.rails[rail.gpu] = rail;
+  }
+}
+
+// Every threshold is optional: a missing one keeps its default (su_config.h).
+void read_thresholds(const Reader& r, const json& j, SuThresholds& t) {
+  const std::string w = "thresholds";
+  r.only(j, w,
+         {"bw_min_fraction", "bidir_min_fraction", "lat_p50_max_us", "lat_p99_max_us", "rel_bw_below_median",
+          "rel_lat_above_median", "rel_lat_min_us", "mad_k", "allreduce_busbw_min_fraction",
+          "alltoall_busbw_min_fraction"});
+  t.bw_min_fraction = r.number(j, w, "bw_min_fraction", t.bw_min_fraction, 0, 1);
+  t.bidir_min_fraction = r.number(j, w, "bidir_min_fraction", t.bidir_min_fraction, 0, 1);
+  t.lat_p50_max_us = r.number(j, w, "lat_p50_max_us", t.lat_p50_max_us, 0, 1e7);
+  t.lat_p99_max_us = r.number(j, w, "lat_p99_max_us", t.lat_p99_max_us, 0, 1e7);
+  t.rel_bw_below_median = r.number(j, w, "rel_bw_below_median", t.rel_bw_below_median, 0.01, 1);
+  t.rel_lat_above_median = r.number(j, w, "rel_lat_above_median", t.rel_lat_above_median, 0.01, 1000);
+  t.rel_lat_min_us = r.number(j, w, "rel_lat_min_us", t.rel_lat_min_us, 0, 1e7);
+  t.mad_k = r.number(j, w, "mad_k", t.mad_k, 0, 100);
+  t.allreduce_busbw_min_fraction =
+      r.number(j, w, "allreduce_busbw_min_fraction", t.allreduce_busbw_min_fraction, 0, 10);
+  t.alltoall_busbw_min_fraction = r.number(j, w, "alltoall_busbw_min_fraction", t.alltoall_busbw_min_fraction, 0, 10);
+}
+
+// Every test setting is optional too; the sizes are checked against each other after.
+void read_tests(const Reader& r, const json& j, SuTests& s) {
+  const std::string w = "tests";
+  r.only(j, w,
+         {"bw_bytes", "bw_window", "bw_iters", "lat_bytes", "lat_iters", "collective_bytes", "collective_iters",
+          "cross_rail", "collectives", "pair_timeout_s"});
+  s.bw_bytes = r.size(j, w, "bw_bytes", s.bw_bytes);
+  s.bw_window = r.integer(j, w, "bw_window", s.bw_window, 1, 1024);
+  s.bw_iters = r.integer(j, w, "bw_iters", s.bw_iters, 1, 100000);
+  s.lat_bytes = r.size(j, w, "lat_bytes", s.lat_bytes);
+  s.lat_iters = r.integer(j, w, "lat_iters", s.lat_iters, 1, 10000000);
+  s.collective_bytes = r.size(j, w, "collective_bytes", s.collective_bytes);
+  s.collective_iters = r.integer(j, w, "collective_iters", s.collective_iters, 1, 100000);
+  s.cross_rail = r.boolean(j, w, "cross_rail", s.cross_rail);
+  s.collectives = r.boolean(j, w, "collectives", s.collectives);
+  s.pair_timeout_s = r.number(j, w, "pair_timeout_s", s.pair_timeout_s, 0.1, 3600);
+  if (s.bw_bytes == 0 || s.bw_bytes > (1ULL << 30)) r.fail("tests.bw_bytes", "use 1 byte .. 1G");
+  if (s.lat_bytes == 0 || s.lat_bytes > s.bw_bytes) r.fail("tests.lat_bytes", "use 1 byte .. tests.bw_bytes");
+  if (s.collective_bytes < 1024 || s.collective_bytes > (1ULL << 32)) r.fail("tests.collective_bytes", "use 1K .. 4G");
+}
+
 }  // namespace
 
 bool SuConfig::rdma_nics() const {
@@ -125,100 +230,10 @@ SuConfig parse_su_config(const std::string& text, const std::string& path) {
           "thresholds", "tests"});
   SuConfig c;
   c.path = path;
-  c.name = r.string(doc, "", "name", std::filesystem::path(path).stem().string());
-  c.nodes_expr = r.string(doc, "", "nodes", "", true);
-  try {
-    c.nodes = expand_hostlist(c.nodes_expr, 100000);
-  } catch (const UsageError& e) {
-    r.fail("nodes", e.what());
-  }
-  std::set<std::string> seen;
-  for (const auto& n : c.nodes) {
-    if (!seen.insert(n).second) r.fail("nodes", fmt::format("node '{}' is listed twice", n));
-  }
-  c.gpus_per_node = r.integer(doc, "", "gpus_per_node", 0, 1, 64, true);
-  c.transport = r.string(doc, "", "transport", c.transport);
-  if (c.transport != "verbs" && c.transport.rfind("ofi", 0) != 0) {
-    r.fail("transport", fmt::format("'{}' is not a transport: use verbs, ofi:tcp, ofi:verbs or ofi:efa", c.transport));
-  }
-  c.gid_index = r.integer(doc, "", "gid_index", -1, -1, 255);
-  c.qps_per_peer = r.integer(doc, "", "qps_per_peer", 1, 1, 64);
-
-  if (!doc.contains("rails") || !doc.at("rails").is_array()) {
-    r.fail("rails", "missing; expected a list with one entry per GPU slot: {\"gpu\": 0, \"nic\": \"mlx5_0\", ...}");
-  }
-  const json& rails = doc.at("rails");
-  if (static_cast<int>(rails.size()) != c.gpus_per_node) {
-    r.fail("rails", fmt::format("has {} entries but gpus_per_node is {}: one NIC (rail) per GPU slot", rails.size(),
-                                c.gpus_per_node));
-  }
-  c.rails.resize(rails.size());
-  std::vector<bool> have(rails.size(), false);
-  std::set<std::string> nics;
-  for (size_t i = 0; i < rails.size(); ++i) {
-    const std::string where = fmt::format("rails[{}]", i);
-    const json& e = rails[i];
-    r.only(e, where, {"gpu", "nic", "leaf", "speed_gbps", "line_rate_gbps", "mtu"});
-    SuRail rail;
-    rail.gpu = r.integer(e, where, "gpu", static_cast<int>(i), 0, c.gpus_per_node - 1);
-    if (have[rail.gpu]) r.fail(where + ".gpu", fmt::format("GPU slot {} has two rails", rail.gpu));
-    have[rail.gpu] = true;
-    rail.nic = r.string(e, where, "nic", "", true);
-    if (!nics.insert(rail.nic).second) r.fail(where + ".nic", fmt::format("NIC '{}' serves two slots", rail.nic));
-    rail.leaf = r.string(e, where, "leaf", fmt::format("leaf{}", rail.gpu));
-    rail.speed_gbps = r.number(e, where, "speed_gbps", 0, 0.001, 100000, true);
-    rail.line_rate_gbps = r.number(e, where, "line_rate_gbps", rail.speed_gbps, 0.001, 100000);
-    rail.mtu = r.integer(e, where, "mtu", 0, 256, 65536, true);
-    if (c.rdma_nics() && !valid_ib_mtu(rail.mtu)) {
-      r.fail(where + ".mtu", fmt::format("{} is not an IB MTU: with transport {} use 256, 512, 1024, 2048 or 4096 "
-                                         "(the active MTU of the port)",
-                                         rail.mtu, c.transport));
-    }
-    c.rails[rail.gpu] = rail;
-  }
-
-  SuThresholds& t = c.thresholds;
-  if (doc.contains("thresholds")) {
-    const json& j = doc.at("thresholds");
-    const std::string w = "thresholds";
-    r.only(j, w,
-           {"bw_min_fraction", "bidir_min_fraction", "lat_p50_max_us", "lat_p99_max_us", "rel_bw_below_median",
-            "rel_lat_above_median", "rel_lat_min_us", "mad_k", "allreduce_busbw_min_fraction",
-            "alltoall_busbw_min_fraction"});
-    t.bw_min_fraction = r.number(j, w, "bw_min_fraction", t.bw_min_fraction, 0, 1);
-    t.bidir_min_fraction = r.number(j, w, "bidir_min_fraction", t.bidir_min_fraction, 0, 1);
-    t.lat_p50_max_us = r.number(j, w, "lat_p50_max_us", t.lat_p50_max_us, 0, 1e7);
-    t.lat_p99_max_us = r.number(j, w, "lat_p99_max_us", t.lat_p99_max_us, 0, 1e7);
-    t.rel_bw_below_median = r.number(j, w, "rel_bw_below_median", t.rel_bw_below_median, 0.01, 1);
-    t.rel_lat_above_median = r.number(j, w, "rel_lat_above_median", t.rel_lat_above_median, 0.01, 1000);
-    t.rel_lat_min_us = r.number(j, w, "rel_lat_min_us", t.rel_lat_min_us, 0, 1e7);
-    t.mad_k = r.number(j, w, "mad_k", t.mad_k, 0, 100);
-    t.allreduce_busbw_min_fraction =
-        r.number(j, w, "allreduce_busbw_min_fraction", t.allreduce_busbw_min_fraction, 0, 10);
-    t.alltoall_busbw_min_fraction = r.number(j, w, "alltoall_busbw_min_fraction", t.alltoall_busbw_min_fraction, 0, 10);
-  }
-  SuTests& s = c.tests;
-  if (doc.contains("tests")) {
-    const json& j = doc.at("tests");
-    const std::string w = "tests";
-    r.only(j, w,
-           {"bw_bytes", "bw_window", "bw_iters", "lat_bytes", "lat_iters", "collective_bytes", "collective_iters",
-            "cross_rail", "collectives", "pair_timeout_s"});
-    s.bw_bytes = r.size(j, w, "bw_bytes", s.bw_bytes);
-    s.bw_window = r.integer(j, w, "bw_window", s.bw_window, 1, 1024);
-    s.bw_iters = r.integer(j, w, "bw_iters", s.bw_iters, 1, 100000);
-    s.lat_bytes = r.size(j, w, "lat_bytes", s.lat_bytes);
-    s.lat_iters = r.integer(j, w, "lat_iters", s.lat_iters, 1, 10000000);
-    s.collective_bytes = r.size(j, w, "collective_bytes", s.collective_bytes);
-    s.collective_iters = r.integer(j, w, "collective_iters", s.collective_iters, 1, 100000);
-    s.cross_rail = r.boolean(j, w, "cross_rail", s.cross_rail);
-    s.collectives = r.boolean(j, w, "collectives", s.collectives);
-    s.pair_timeout_s = r.number(j, w, "pair_timeout_s", s.pair_timeout_s, 0.1, 3600);
-    if (s.bw_bytes == 0 || s.bw_bytes > (1ULL << 30)) r.fail("tests.bw_bytes", "use 1 byte .. 1G");
-    if (s.lat_bytes == 0 || s.lat_bytes > s.bw_bytes) r.fail("tests.lat_bytes", "use 1 byte .. tests.bw_bytes");
-    if (s.collective_bytes < 1024 || s.collective_bytes > (1ULL << 32))
-      r.fail("tests.collective_bytes", "use 1K .. 4G");
-  }
+  read_top_level(r, doc, c);
+  read_rails(r, doc, c);
+  if (doc.contains("thresholds")) read_thresholds(r, doc.at("thresholds"), c.thresholds);
+  if (doc.contains("tests")) read_tests(r, doc.at("tests"), c.tests);
   return c;
 }
 

@@ -6,8 +6,25 @@
 
 #include <fmt/format.h>
 
+#include "lib/errors.h"
+
 namespace railbench {
 namespace {
+
+// The enum whose to_string is `word`; every value is listed once so a new one is parsed
+// as soon as it is written.
+template <class Enum, size_t N>
+Enum parse_word(const std::string& word, const std::string& field, const Enum (&all)[N]) {
+  std::string known;
+  for (Enum e : all) {
+    if (word == to_string(e)) return e;
+    known += fmt::format("{}{}", known.empty() ? "" : ", ", to_string(e));
+  }
+  throw IoError(
+      fmt::format("validate: {}: unknown value \"{}\", expected one of {} (results written by another "
+                  "railbench version?)",
+                  field, word, known));
+}
 
 double median(std::vector<double> v) {
   if (v.empty()) return 0;
@@ -70,12 +87,12 @@ std::vector<Suspect> check(const SuConfig& c, LinkId link, double tx, double rx,
        {std::tuple{tx, "sending", b.tx, b.tx_mad}, std::tuple{rx, "receiving", b.rx, b.rx_mad}}) {
     if (v < need) {
       out.push_back(
-          {link, "bandwidth",
+          {link, FindingKind::bandwidth,
            fmt::format("{} {:.3f} GB/s < {:.0f}% of line rate {:.3f} GB/s", dir, v, t.bw_min_fraction * 100, line), v,
            need, "GB/s"});
     } else if (low_outlier(v, med, spread, t)) {
       out.push_back(
-          {link, "bandwidth",
+          {link, FindingKind::bandwidth,
            fmt::format("{} {:.3f} GB/s, {:.0f}% below the rail's median {:.3f} GB/s", dir, v, (1 - v / med) * 100, med),
            v, med, "GB/s"});
     }
@@ -83,35 +100,103 @@ std::vector<Suspect> check(const SuConfig& c, LinkId link, double tx, double rx,
   const double need_bidir = t.bidir_min_fraction * 2 * line;
   if (out.empty() && bidir > 0 && (bidir < need_bidir || low_outlier(bidir, b.bidir, b.bidir_mad, t))) {
     out.push_back(
-        {link, "bidirectional",
+        {link, FindingKind::bidirectional,
          fmt::format("both directions {:.3f} GB/s (need {:.3f}, rail median {:.3f})", bidir, need_bidir, b.bidir),
          bidir, std::max(need_bidir, b.bidir), "GB/s"});
   }
   if (t.lat_p50_max_us > 0 && lat_p50 > t.lat_p50_max_us) {
-    out.push_back({link, "latency", fmt::format("p50 {:.1f} us > limit {:.1f} us", lat_p50, t.lat_p50_max_us), lat_p50,
-                   t.lat_p50_max_us, "us"});
+    out.push_back({link, FindingKind::latency,
+                   fmt::format("p50 {:.1f} us > limit {:.1f} us", lat_p50, t.lat_p50_max_us), lat_p50, t.lat_p50_max_us,
+                   "us"});
   } else if (high_latency(lat_p50, b.lat, b.lat_mad, t)) {
-    out.push_back({link, "latency",
+    out.push_back({link, FindingKind::latency,
                    fmt::format("p50 {:.1f} us, {:.1f}x the rail's median {:.1f} us", lat_p50, lat_p50 / b.lat, b.lat),
                    lat_p50, b.lat, "us"});
   } else if (t.lat_p99_max_us > 0 && lat_p99 > t.lat_p99_max_us) {
-    out.push_back({link, "latency", fmt::format("p99 {:.1f} us > limit {:.1f} us", lat_p99, t.lat_p99_max_us), lat_p99,
-                   t.lat_p99_max_us, "us"});
+    out.push_back({link, FindingKind::latency,
+                   fmt::format("p99 {:.1f} us > limit {:.1f} us", lat_p99, t.lat_p99_max_us), lat_p99, t.lat_p99_max_us,
+                   "us"});
   }
   return out;
 }
 
 }  // namespace
 
+const char* to_string(Severity s) {
+  switch (s) {
+    case Severity::fail: return "FAIL";
+    case Severity::warn: return "WARN";
+  }
+  return "?";
+}
+
+const char* to_string(FindingKind k) {
+  switch (k) {
+    case FindingKind::inventory: return "inventory";
+    case FindingKind::unreachable: return "unreachable";
+    case FindingKind::bandwidth: return "bandwidth";
+    case FindingKind::bidirectional: return "bidirectional";
+    case FindingKind::latency: return "latency";
+    case FindingKind::cross_rail: return "cross-rail";
+    case FindingKind::collective: return "collective";
+  }
+  return "?";
+}
+
+const char* to_string(PairPhase p) {
+  switch (p) {
+    case PairPhase::rail: return "rail";
+    case PairPhase::cross: return "cross";
+    case PairPhase::retest: return "retest";
+  }
+  return "?";
+}
+
+Severity parse_severity(const std::string& word, const std::string& field) {
+  return parse_word(word, field, {Severity::fail, Severity::warn});
+}
+
+FindingKind parse_finding_kind(const std::string& word, const std::string& field) {
+  return parse_word(
+      word, field,
+      {FindingKind::inventory, FindingKind::unreachable, FindingKind::bandwidth, FindingKind::bidirectional,
+       FindingKind::latency, FindingKind::cross_rail, FindingKind::collective});
+}
+
+PairPhase parse_pair_phase(const std::string& word, const std::string& field) {
+  return parse_word(word, field, {PairPhase::rail, PairPhase::cross, PairPhase::retest});
+}
+
+void to_json(nlohmann::json& j, Severity s) {
+  j = to_string(s);
+}
+
+void to_json(nlohmann::json& j, FindingKind k) {
+  j = to_string(k);
+}
+
+void to_json(nlohmann::json& j, PairPhase p) {
+  j = to_string(p);
+}
+
 void to_json(nlohmann::json& j, const PairResult& p) {
-  j = nlohmann::json{{"phase", p.phase},      {"node_a", p.node_a}, {"node_b", p.node_b},   {"rail_a", p.rail_a},
-                     {"rail_b", p.rail_b},    {"ok", p.ok},         {"error", p.error},     {"bw_ab", p.bw_ab},
-                     {"bw_ba", p.bw_ba},      {"bidir", p.bidir},   {"lat_p50", p.lat_p50}, {"lat_p99", p.lat_p99},
+  j = nlohmann::json{{"phase", to_string(p.phase)},
+                     {"node_a", p.node_a},
+                     {"node_b", p.node_b},
+                     {"rail_a", p.rail_a},
+                     {"rail_b", p.rail_b},
+                     {"ok", p.ok},
+                     {"error", p.error},
+                     {"bw_ab", p.bw_ab},
+                     {"bw_ba", p.bw_ba},
+                     {"bidir", p.bidir},
+                     {"lat_p50", p.lat_p50},
+                     {"lat_p99", p.lat_p99},
                      {"lat_p999", p.lat_p999}};
 }
 
 void from_json(const nlohmann::json& j, PairResult& p) {
-  p.phase = j.at("phase");
+  p.phase = parse_pair_phase(j.at("phase").get<std::string>(), "phase");
   p.node_a = j.at("node_a"), p.node_b = j.at("node_b");
   p.rail_a = j.at("rail_a"), p.rail_b = j.at("rail_b");
   p.ok = j.at("ok"), p.error = j.at("error");
@@ -120,8 +205,13 @@ void from_json(const nlohmann::json& j, PairResult& p) {
 }
 
 void to_json(nlohmann::json& j, const Finding& f) {
-  j = nlohmann::json{{"severity", f.severity}, {"kind", f.kind},         {"subject", f.subject}, {"reason", f.reason},
-                     {"measured", f.measured}, {"expected", f.expected}, {"unit", f.unit}};
+  j = nlohmann::json{{"severity", to_string(f.severity)},
+                     {"kind", to_string(f.kind)},
+                     {"subject", f.subject},
+                     {"reason", f.reason},
+                     {"measured", f.measured},
+                     {"expected", f.expected},
+                     {"unit", f.unit}};
   if (f.node >= 0) j["node"] = f.node;
   if (f.rail >= 0) j["rail"] = f.rail;
 }
@@ -176,7 +266,7 @@ std::vector<Suspect> find_suspects(const SuConfig& config, const std::vector<std
       // Most of its partners could not be reached: the link, not the partners. Exactly
       // half (two nodes, one pair) also counts: the re-test decides which end.
       if (2 * l.failed >= l.pairs && l.failed > 0) {
-        out.push_back({l.link, "unreachable",
+        out.push_back({l.link, FindingKind::unreachable,
                        fmt::format("no traffic with {} of {} partners within the deadline", l.failed, l.pairs),
                        static_cast<double>(l.pairs - l.failed), static_cast<double>(l.pairs), "partners"});
         continue;
@@ -185,7 +275,8 @@ std::vector<Suspect> find_suspects(const SuConfig& config, const std::vector<std
       if (found.empty()) continue;
       // One suspect per link. Added latency comes first when present: over a
       // window-limited protocol it also costs bandwidth, so it is the likelier cause.
-      const auto lead = std::find_if(found.begin(), found.end(), [](const Suspect& x) { return x.kind == "latency"; });
+      const auto lead =
+          std::find_if(found.begin(), found.end(), [](const Suspect& x) { return x.kind == FindingKind::latency; });
       const size_t first = lead != found.end() ? static_cast<size_t>(lead - found.begin()) : 0;
       Suspect s = found[first];
       for (size_t i = 0; i < found.size(); ++i)
@@ -204,7 +295,7 @@ std::vector<std::vector<Retest>> plan_retests(const std::vector<Suspect>& suspec
   for (const auto& s : suspects) {
     // An unreachable link was already tried against every partner, each of which
     // reached its other partners: another attempt would only wait out the deadline.
-    if (s.kind == "unreachable") continue;
+    if (s.kind == FindingKind::unreachable) continue;
     // Good partners on the suspect's rail, best sender first.
     std::vector<const LinkStats*> good;
     for (const auto& l : stats[s.link.rail]) {
@@ -239,8 +330,9 @@ std::vector<Finding> judge_links(const SuConfig& config, const std::vector<std::
   std::vector<Finding> out;
   std::set<std::pair<int, int>> blamed;  // (rail, node) of links found bad
   for (const auto& s : suspects) {
-    Finding f{"FAIL",      s.kind,     link_name(config, node_names, s.link), s.reason, s.measured, s.expected, s.unit,
-              s.link.node, s.link.rail};
+    Finding f{Severity::fail, s.kind,      link_name(config, node_names, s.link),
+              s.reason,       s.measured,  s.expected,
+              s.unit,         s.link.node, s.link.rail};
     const PairResult* rt = nullptr;
     for (const auto& p : retests)
       if (p.node_a == s.link.node && p.rail_a == s.link.rail) rt = &p;
@@ -248,7 +340,7 @@ std::vector<Finding> judge_links(const SuConfig& config, const std::vector<std::
     const bool others_fine = std::all_of(stats[s.link.rail].begin(), stats[s.link.rail].end(), [&](const LinkStats& l) {
       return l.link.node == s.link.node || l.pairs == 0 || 2 * l.failed < l.pairs;
     });
-    if (s.kind == "unreachable" && others_fine && mine.pairs > 1) {
+    if (s.kind == FindingKind::unreachable && others_fine && mine.pairs > 1) {
       f.reason += "; its partners reached their other partners, so the fault is on this link";
     } else if (!rt) {
       // No good partner on the rail (two nodes, or every partner suspect too).
@@ -261,14 +353,14 @@ std::vector<Finding> judge_links(const SuConfig& config, const std::vector<std::
         const RailBaseline b = baseline(stats[s.link.rail]);
         const auto again = check(config, s.link, rt->bw_ab, rt->bw_ba, rt->bidir, rt->lat_p50, rt->lat_p99, b);
         if (again.empty()) {
-          f.severity = "WARN";
+          f.severity = Severity::warn;
           f.reason += fmt::format("; not confirmed: passed a re-test against {} (intermittent?)", partner);
         } else {
           f.reason += fmt::format("; confirmed against {}: {}", partner, again.front().reason);
         }
       }
     }
-    if (f.severity == "FAIL") blamed.insert({s.link.rail, s.link.node});
+    if (f.severity == Severity::fail) blamed.insert({s.link.rail, s.link.node});
     out.push_back(f);
   }
   // Cross-rail spot checks: the path through the spine. A pair explained by a link
@@ -287,15 +379,16 @@ std::vector<Finding> judge_links(const SuConfig& config, const std::vector<std::
     const double need = config.thresholds.bw_min_fraction * line;
     const double v = std::min(p.bw_ab, p.bw_ba);
     if (!p.ok) {
-      out.push_back({"FAIL", "cross-rail", subject, "no traffic within the deadline: " + p.error, 0, need, "GB/s"});
+      out.push_back({Severity::fail, FindingKind::cross_rail, subject, "no traffic within the deadline: " + p.error, 0,
+                     need, "GB/s"});
     } else if (v < need) {
-      out.push_back({"FAIL", "cross-rail", subject,
+      out.push_back({Severity::fail, FindingKind::cross_rail, subject,
                      fmt::format("{:.3f} GB/s < {:.0f}% of line rate {:.3f} GB/s", v,
                                  config.thresholds.bw_min_fraction * 100, line),
                      v, need, "GB/s"});
     } else if (low_outlier(v, xmed, xspread, config.thresholds)) {
       out.push_back(
-          {"FAIL", "cross-rail", subject,
+          {Severity::fail, FindingKind::cross_rail, subject,
            fmt::format("{:.3f} GB/s, {:.0f}% below the cross-rail median {:.3f} GB/s", v, (1 - v / xmed) * 100, xmed),
            v, xmed, "GB/s"});
     }
@@ -311,7 +404,7 @@ void sort_findings(std::vector<Finding>& findings) {
     return f.unit == "us" ? 1 / std::max(ratio, 1e-9) : ratio;
   };
   std::stable_sort(findings.begin(), findings.end(), [&](const Finding& a, const Finding& b) {
-    if (a.severity != b.severity) return a.severity == "FAIL";
+    if (a.severity != b.severity) return a.severity == Severity::fail;
     return badness(a) < badness(b);
   });
 }

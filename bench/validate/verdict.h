@@ -14,11 +14,31 @@
 
 namespace railbench {
 
+// The words of the results file and the findings table, typed so a misspelt kind is a
+// compile error instead of a finding that no filter or sort recognises. to_string gives
+// the word the JSON and the table have always carried; parse_* reads it back and throws
+// IoError naming `field` for any other word (a results file from another tool or version).
+enum class Severity { fail, warn };
+enum class FindingKind { inventory, unreachable, bandwidth, bidirectional, latency, cross_rail, collective };
+enum class PairPhase { rail, cross, retest };  // rail checks, cross-rail spot checks, re-tests
+
+const char* to_string(Severity s);     // "FAIL", "WARN"
+const char* to_string(FindingKind k);  // "inventory", ..., "cross-rail", "collective"
+const char* to_string(PairPhase p);    // "rail", "cross", "retest"
+Severity parse_severity(const std::string& word, const std::string& field);
+FindingKind parse_finding_kind(const std::string& word, const std::string& field);
+PairPhase parse_pair_phase(const std::string& word, const std::string& field);
+
+// nlohmann writes an enum without its own to_json as a number; these keep it a word.
+void to_json(nlohmann::json& j, Severity s);
+void to_json(nlohmann::json& j, FindingKind k);
+void to_json(nlohmann::json& j, PairPhase p);
+
 // One measured pair: node_a's slot rail_a against node_b's slot rail_b (equal on the
 // rail checks, different on cross-rail spot checks). Bandwidths are GB/s medians over
 // the timed windows, latencies microseconds (RTT/2) percentiles.
 struct PairResult {
-  std::string phase;  // "rail", "cross", "retest"
+  PairPhase phase = PairPhase::rail;
   int node_a = 0, node_b = 0;
   int rail_a = 0, rail_b = 0;
   bool ok = true;
@@ -46,16 +66,16 @@ struct LinkStats {
 
 struct Suspect {
   LinkId link;
-  std::string kind;    // "unreachable", "bandwidth", "bidirectional", "latency"
-  std::string reason;  // measured vs expected, in words
+  FindingKind kind = FindingKind::bandwidth;  // unreachable, bandwidth, bidirectional or latency
+  std::string reason;                         // measured vs expected, in words
   double measured = 0, expected = 0;
   std::string unit;
 };
 
 struct Finding {
-  std::string severity;  // "FAIL" or "WARN"
-  std::string kind;      // inventory, unreachable, bandwidth, bidirectional, latency, cross-rail, collective, run
-  std::string subject;   // "node03 rail1 (leaf1)", "node01 slot0 -> node02 slot1", "allreduce"
+  Severity severity = Severity::fail;
+  FindingKind kind = FindingKind::inventory;
+  std::string subject;  // "node03 rail1 (leaf1)", "node01 slot0 -> node02 slot1", "allreduce"
   std::string reason;
   double measured = 0, expected = 0;
   std::string unit;

@@ -4,9 +4,26 @@
 
 #include "bench/validate/plan.h"
 #include "bench/validate/verdict.h"
+#include "lib/errors.h"
 #include "lib/schedule.h"
 
 using namespace railbench;
+
+// A failed CHECK prints the word, not the enum's number.
+namespace Catch {
+template <>
+struct StringMaker<Severity> {
+  static std::string convert(Severity v) { return to_string(v); }
+};
+template <>
+struct StringMaker<FindingKind> {
+  static std::string convert(FindingKind v) { return to_string(v); }
+};
+template <>
+struct StringMaker<PairPhase> {
+  static std::string convert(PairPhase v) { return to_string(v); }
+};
+}  // namespace Catch
 
 namespace {
 
@@ -36,7 +53,7 @@ std::vector<PairResult> all_pairs(const SuConfig& c, Shape&& shape) {
       for (const auto& p : round) {
         // small, deterministic spread around 0.046 GB/s
         const double jitter = 0.001 * (k++ % 3);
-        PairResult x{"rail", p.a, p.b, r, r, true, "", 0.046 - jitter, 0.045 + jitter, 0.090, 12, 30, 60};
+        PairResult x{PairPhase::rail, p.a, p.b, r, r, true, "", 0.046 - jitter, 0.045 + jitter, 0.090, 12, 30, 60};
         shape(x);
         out.push_back(x);
       }
@@ -74,27 +91,27 @@ TEST_CASE("verdict: a degraded link is named, confirmed, and its partners are no
   const auto suspects = find_suspects(c, stats);
   REQUIRE(suspects.size() == 1);
   CHECK(suspects[0].link == LinkId{2, 1});
-  CHECK(suspects[0].kind == "bandwidth");
+  CHECK(suspects[0].kind == FindingKind::bandwidth);
 
   const auto retests = plan_retests(suspects, stats);
   REQUIRE(retests.size() == 1);
   REQUIRE(retests[0].size() == 1);
   CHECK(retests[0][0].partner != 2);
 
-  PairResult again{"retest", 2, retests[0][0].partner, 1, 1, true, "", 0.012, 0.012, 0.024, 12, 30, 60};
+  PairResult again{PairPhase::retest, 2, retests[0][0].partner, 1, 1, true, "", 0.012, 0.012, 0.024, 12, 30, 60};
   auto findings = judge_links(c, names(c), stats, suspects, {again}, {});
   REQUIRE(findings.size() == 1);
-  CHECK(findings[0].severity == "FAIL");
+  CHECK(findings[0].severity == Severity::fail);
   CHECK(findings[0].subject == "node03 rail1 (leaf1)");
   CHECK(findings[0].node == 2);
   CHECK(findings[0].rail == 1);
   CHECK_THAT(findings[0].reason, Catch::Contains("confirmed against"));
 
   // The same suspect passing its re-test is a warning, not a failure.
-  PairResult fine{"retest", 2, retests[0][0].partner, 1, 1, true, "", 0.046, 0.046, 0.09, 12, 30, 60};
+  PairResult fine{PairPhase::retest, 2, retests[0][0].partner, 1, 1, true, "", 0.046, 0.046, 0.09, 12, 30, 60};
   auto warned = judge_links(c, names(c), stats, suspects, {fine}, {});
   REQUIRE(warned.size() == 1);
-  CHECK(warned[0].severity == "WARN");
+  CHECK(warned[0].severity == Severity::warn);
 }
 
 TEST_CASE("verdict: one direction of a link is enough", "[validate]") {
@@ -113,18 +130,18 @@ TEST_CASE("verdict: an unreachable link is named without blaming the partners th
   const SuConfig c = su();
   const auto rail = all_pairs(c, [](PairResult& p) {
     if (touches(p, 1, 0)) {
-      p = PairResult{"rail", p.node_a, p.node_b, 0, 0, false, "no progress from rank 2 for 8 s"};
+      p = PairResult{PairPhase::rail, p.node_a, p.node_b, 0, 0, false, "no progress from rank 2 for 8 s"};
     }
   });
   const auto stats = link_stats(c, 4, rail);
   const auto suspects = find_suspects(c, stats);
   REQUIRE(suspects.size() == 1);
   CHECK(suspects[0].link == LinkId{1, 0});
-  CHECK(suspects[0].kind == "unreachable");
+  CHECK(suspects[0].kind == FindingKind::unreachable);
   CHECK(plan_retests(suspects, stats).empty());  // it was tried against everybody already
   auto findings = judge_links(c, names(c), stats, suspects, {}, {});
   REQUIRE(findings.size() == 1);
-  CHECK(findings[0].severity == "FAIL");
+  CHECK(findings[0].severity == Severity::fail);
   CHECK_THAT(findings[0].reason, Catch::Contains("fault is on this link"));
 }
 
@@ -138,7 +155,7 @@ TEST_CASE("verdict: two nodes cannot tell which end is bad, and say so", "[valid
   CHECK(suspects.size() == 2);
   CHECK(plan_retests(suspects, stats).empty());
   for (const auto& f : judge_links(c, names(c), stats, suspects, {}, {})) {
-    CHECK(f.severity == "FAIL");
+    CHECK(f.severity == Severity::fail);
     CHECK_THAT(f.reason, Catch::Contains("either end"));
   }
 }
@@ -151,7 +168,7 @@ TEST_CASE("verdict: added latency on one link, relative to its rail", "[validate
   const auto suspects = find_suspects(c, link_stats(c, 4, rail));
   REQUIRE(suspects.size() == 1);
   CHECK(suspects[0].link == LinkId{3, 1});
-  CHECK(suspects[0].kind == "latency");
+  CHECK(suspects[0].kind == FindingKind::latency);
   // Noise below rel_lat_min_us is not a finding.
   const auto noisy = all_pairs(c, [](PairResult& p) {
     if (touches(p, 3, 1)) p.lat_p50 = 12 + 80;
@@ -162,31 +179,70 @@ TEST_CASE("verdict: added latency on one link, relative to its rail", "[validate
 TEST_CASE("verdict: cross-rail pairs are judged, unless a bad link already explains them", "[validate]") {
   const SuConfig c = su();
   const auto stats = link_stats(c, 4, all_pairs(c, [](PairResult&) {}));
-  std::vector<PairResult> cross{{"cross", 0, 1, 0, 1, true, "", 0.045, 0.046, 0.09, 12, 30, 60},
-                                {"cross", 0, 1, 1, 0, true, "", 0.044, 0.046, 0.09, 12, 30, 60},
-                                {"cross", 2, 3, 0, 1, true, "", 0.005, 0.046, 0.09, 12, 30, 60},
-                                {"cross", 2, 3, 1, 0, true, "", 0.046, 0.045, 0.09, 12, 30, 60}};
+  std::vector<PairResult> cross{{PairPhase::cross, 0, 1, 0, 1, true, "", 0.045, 0.046, 0.09, 12, 30, 60},
+                                {PairPhase::cross, 0, 1, 1, 0, true, "", 0.044, 0.046, 0.09, 12, 30, 60},
+                                {PairPhase::cross, 2, 3, 0, 1, true, "", 0.005, 0.046, 0.09, 12, 30, 60},
+                                {PairPhase::cross, 2, 3, 1, 0, true, "", 0.046, 0.045, 0.09, 12, 30, 60}};
   auto findings = judge_links(c, names(c), stats, {}, {}, cross);
   REQUIRE(findings.size() == 1);
-  CHECK(findings[0].kind == "cross-rail");
+  CHECK(findings[0].kind == FindingKind::cross_rail);
   CHECK_THAT(findings[0].subject, Catch::Contains("node03 rail0 -> node04 rail1"));
   // node03 rail0 is already known bad: the slow cross pair is not a second finding.
-  Suspect s{{2, 0}, "bandwidth", "slow", 0.01, 0.05, "GB/s"};
+  Suspect s{{2, 0}, FindingKind::bandwidth, "slow", 0.01, 0.05, "GB/s"};
   auto explained = judge_links(c, names(c), stats, {s}, {}, cross);
-  CHECK(std::count_if(explained.begin(), explained.end(), [](const Finding& f) { return f.kind == "cross-rail"; }) ==
-        0);
+  CHECK(std::count_if(explained.begin(), explained.end(),
+                      [](const Finding& f) { return f.kind == FindingKind::cross_rail; }) == 0);
 }
 
 TEST_CASE("verdict: findings sort worst first", "[validate]") {
-  std::vector<Finding> f{{"WARN", "bandwidth", "a", "", 0.01, 0.05, "GB/s"},
-                         {"FAIL", "bandwidth", "b", "", 0.04, 0.05, "GB/s"},
-                         {"FAIL", "latency", "c", "", 500, 10, "us"},
-                         {"FAIL", "bandwidth", "d", "", 0.01, 0.05, "GB/s"}};
+  std::vector<Finding> f{{Severity::warn, FindingKind::bandwidth, "a", "", 0.01, 0.05, "GB/s"},
+                         {Severity::fail, FindingKind::bandwidth, "b", "", 0.04, 0.05, "GB/s"},
+                         {Severity::fail, FindingKind::latency, "c", "", 500, 10, "us"},
+                         {Severity::fail, FindingKind::bandwidth, "d", "", 0.01, 0.05, "GB/s"}};
   sort_findings(f);
   CHECK(f[0].subject == "c");  // 50x the expected latency
   CHECK(f[1].subject == "d");
   CHECK(f[2].subject == "b");
   CHECK(f[3].subject == "a");  // warnings last
+}
+
+TEST_CASE("verdict: severity, kind and phase keep the words of the results file", "[validate]") {
+  CHECK(std::string(to_string(Severity::fail)) == "FAIL");
+  CHECK(std::string(to_string(Severity::warn)) == "WARN");
+  const std::vector<std::pair<FindingKind, std::string>> kinds{
+      {FindingKind::inventory, "inventory"},  {FindingKind::unreachable, "unreachable"},
+      {FindingKind::bandwidth, "bandwidth"},  {FindingKind::bidirectional, "bidirectional"},
+      {FindingKind::latency, "latency"},      {FindingKind::cross_rail, "cross-rail"},
+      {FindingKind::collective, "collective"}};
+  for (const auto& [kind, word] : kinds) {
+    CHECK(to_string(kind) == word);
+    CHECK(parse_finding_kind(word, "kind") == kind);
+  }
+  CHECK(parse_severity("WARN", "severity") == Severity::warn);
+  for (const auto& [phase, word] : {std::pair{PairPhase::rail, "rail"}, std::pair{PairPhase::cross, "cross"},
+                                    std::pair{PairPhase::retest, "retest"}})
+    CHECK(parse_pair_phase(word, "phase") == phase);
+
+  const Finding f{Severity::warn, FindingKind::cross_rail, "x", "y", 1, 2, "GB/s", 3, 1};
+  const nlohmann::json fj = f;
+  CHECK(fj.at("severity") == "WARN");
+  CHECK(fj.at("kind") == "cross-rail");
+}
+
+TEST_CASE("verdict: a pair result reads back from JSON, and an unknown phase names the field", "[validate]") {
+  const PairResult p{PairPhase::retest, 2, 0, 1, 1, true, "", 0.04, 0.03, 0.07, 12, 30, 60};
+  nlohmann::json j = p;
+  CHECK(j.at("phase") == "retest");
+  const auto back = j.get<PairResult>();
+  CHECK(back.phase == PairPhase::retest);
+  CHECK(back.node_a == 2);
+  CHECK(back.bw_ba == 0.03);
+
+  j["phase"] = "spine";
+  CHECK_THROWS_AS(j.get<PairResult>(), IoError);
+  CHECK_THROWS_WITH(j.get<PairResult>(), Catch::Contains("phase") && Catch::Contains("\"spine\""));
+  CHECK_THROWS_AS(parse_severity("fail", "severity"), IoError);  // the words are exact
+  CHECK_THROWS_AS(parse_finding_kind("cross_rail", "kind"), IoError);
 }
 
 TEST_CASE("plan: the 32 x 8 H200 SU, and 1024 nodes x 8 rails instantly", "[validate]") {
