@@ -200,7 +200,7 @@ Status OfiTransport::finish(const char* call, const Prepared& p, ssize_t ret) no
   (p.ctx->from_rx_pool ? p.rail->rx_pool : p.rail->tx_pool).give(p.ctx);
   if (ret == -FI_EAGAIN) return Status::retry;
   set_error("{} with peer {} on rail {} ({} bytes) failed: {}: {}", to_string(p.ctx->op), p.ctx->peer, p.rail->index,
-            p.ctx->length, call, fi_error_text(ret));
+            p.ctx->length, call, FiErrorText{ret});
   return Status::error;
 }
 
@@ -287,7 +287,7 @@ size_t OfiTransport::drain(Rail& rail, std::span<Completion> out) noexcept {
       continue;
     }
     if (got < 0) {
-      set_error("fi_cq_read on rail {} failed: {}", rail.index, fi_error_text(got));
+      set_error("fi_cq_read on rail {} failed: {}", rail.index, FiErrorText{got});
       break;
     }
     for (ssize_t i = 0; i < got; ++i) {
@@ -339,12 +339,14 @@ bool OfiTransport::read_error(Rail& rail, Completion& c) noexcept {
   }
   int code = err.err < 0 ? -err.err : err.err;
   if (code == FI_ETRUNC) {
+    // Formatted into a fixed buffer: a std::string here could throw bad_alloc.
+    char overflow[48] = {};
+    if (err.olen > 0) fmt::format_to_n(overflow, sizeof(overflow) - 1, " ({} bytes did not fit)", err.olen);
     // Our own words: some providers leave an unrelated errno in prov_errno here.
     set_error(
         "{} with peer {} on rail {} (wr_id {}) failed: {}: the peer sent more than the {}-byte receive buffer "
         "holds{}",
-        to_string(c.op), c.peer, rail.index, c.wr_id, fi_strerror(code), posted,
-        err.olen > 0 ? fmt::format(" ({} bytes did not fit)", err.olen) : std::string());
+        to_string(c.op), c.peer, rail.index, c.wr_id, fi_strerror(code), posted, overflow);
   } else {
     set_error("{} with peer {} on rail {} (wr_id {}) failed: {} ({}); provider {} detail: {}", to_string(c.op), c.peer,
               rail.index, c.wr_id, fi_strerror(code), -code, provider_, detail != nullptr ? detail : "none");

@@ -118,7 +118,7 @@ Status VerbsTransport::post_send_wr(const char* what, const Target& t, QueueSlot
   if (int rc = ibv_post_send(q.qp, &wr, &bad); rc != 0) {
     if (rc == ENOMEM || rc == -ENOMEM) return Status::retry;  // the send queue is full after all
     set_error("{} to peer {} on rail {} (channel {}, {} bytes): ibv_post_send failed: {}", what, t.channel->peer,
-              t.rail->name, t.channel->index, length, errno_text(rc));
+              t.rail->name, t.channel->index, length, ErrnoText{rc});
     return Status::error;
   }
   q.queue.commit(wr_id, op, length, signaled);
@@ -159,7 +159,7 @@ Status VerbsTransport::post_recv(int peer, int rail, const LocalSpan& dst, uint6
   if (int rc = ibv_post_recv(q.qp, &wr, &bad); rc != 0) {
     if (rc == ENOMEM || rc == -ENOMEM) return Status::retry;
     set_error("recv from peer {} on rail {} (channel {}, {} bytes): ibv_post_recv failed: {}", peer, t.rail->name,
-              t.channel->index, dst.length, errno_text(rc));
+              t.channel->index, dst.length, ErrnoText{rc});
     return Status::error;
   }
   q.queue.commit(wr_id, OpKind::recv, dst.length, true);
