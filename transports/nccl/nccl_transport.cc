@@ -12,7 +12,6 @@
 
 #include <algorithm>
 #include <cstdlib>
-#include <utility>
 #include <vector>
 
 #include <fmt/format.h>
@@ -20,6 +19,7 @@
 #include "lib/bootstrap.h"
 #include "lib/errors.h"
 #include "lib/gpu.h"
+#include "lib/transport_base.h"
 
 extern char** environ;
 
@@ -118,10 +118,10 @@ struct Group {
 constexpr size_t kMaxOps = 4096;
 constexpr size_t kMaxGroups = 64;
 
-class NcclTransport final : public Transport {
+class NcclTransport final : public TransportBase {
  public:
   NcclTransport(const NcclOptions& o, int rank, int world_size)
-      : gpu_(o.gpu), rank_(rank), size_(world_size), ops_(kMaxOps) {
+      : TransportBase(rank, world_size), gpu_(o.gpu), ops_(kMaxOps) {
     gpu::set_device(gpu_);
     stream_ = std::make_unique<Stream>();
     groups_ = std::make_unique<Group[]>(kMaxGroups);
@@ -130,16 +130,11 @@ class NcclTransport final : public Transport {
     caps_.device_memory = true;
     caps_.max_msg_size = size_t{1} << 40;
     info_ = gpu::device_info(gpu_);
+    provider_ = fmt::format("nccl {} on GPU {} ({})", version(), gpu_, info_.pci_bus_id);
   }
   ~NcclTransport() override { comm_.abort = failed_ || done_ != tail_; }
 
   std::string name() const override { return "nccl"; }
-  std::string provider() const override {
-    return fmt::format("nccl {} on GPU {} ({})", version(), gpu_, info_.pci_bus_id);
-  }
-  const Capabilities& caps() const override { return caps_; }
-  int rank() const override { return rank_; }
-  int world_size() const override { return size_; }
   int num_rails() const override { return 1; }
   RailInfo rail_info(int) const override {
     // NCCL picks its NICs itself (NCCL_IB_HCA steers it); the rail is the GPU.
@@ -157,7 +152,7 @@ class NcclTransport final : public Transport {
     const auto all = bootstrap.all_gather_value(id);
     id = all[0];
     gpu::set_device(gpu_);
-    check_nccl(ncclCommInitRank(&comm_.c, size_, id, rank_), "ncclCommInitRank");
+    check_nccl(ncclCommInitRank(&comm_.c, world_size_, id, rank_), "ncclCommInitRank");
   }
 
   std::unique_ptr<MemoryRegion> register_memory(void* data, size_t length, MemoryKind kind) override {
@@ -174,11 +169,11 @@ class NcclTransport final : public Transport {
   }
 
   Status post_send(int peer, int rail, const LocalSpan& src, uint64_t wr_id) noexcept override {
-    if (!valid_target("send", peer, rail, error_)) return Status::error;
+    if (!valid_target("send", peer, rail)) return Status::error;
     return push(Op{Op::Kind::send, peer, src.mr->at(src.offset), nullptr, src.length, {}, wr_id});
   }
   Status post_recv(int peer, int rail, const LocalSpan& dst, uint64_t wr_id) noexcept override {
-    if (!valid_target("recv", peer, rail, error_)) return Status::error;
+    if (!valid_target("recv", peer, rail)) return Status::error;
     return push(Op{Op::Kind::recv, peer, nullptr, dst.mr->at(dst.offset), dst.length, {}, wr_id});
   }
   Status post_write(int, int, const LocalSpan&, const RemoteSpan&, uint64_t) noexcept override {
@@ -225,7 +220,6 @@ class NcclTransport final : public Transport {
     return n;
   }
 
-  std::string last_error() const override { return error_; }
   double device_time_us() const override { return last_device_us_; }
 
  private:
@@ -246,16 +240,6 @@ class NcclTransport final : public Transport {
     if (tail_ - done_ == kMaxOps) return Status::retry;
     at(tail_++) = op;
     return Status::ok;
-  }
-
-  // Formatting may allocate; an out-of-memory here must not escape the data path.
-  template <class... Args>
-  void set_error(fmt::format_string<Args...> f, Args&&... args) noexcept {
-    try {
-      error_ = fmt::format(f, std::forward<Args>(args)...);
-    } catch (...) {
-      error_.clear();
-    }
   }
 
   void check_nccl(ncclResult_t r, const char* call) {
@@ -288,7 +272,7 @@ class NcclTransport final : public Transport {
       case CollectiveKind::reduce_scatter: return ncclReduceScatter(in, out, k.count, t, nccl_op(k.op), c, s);
       case CollectiveKind::all_to_all: {
         const size_t block = k.count * size_of(k.dtype);
-        for (int p = 0; p < size_; ++p) {
+        for (int p = 0; p < world_size_; ++p) {
           const auto off = static_cast<size_t>(p) * block;
           ncclResult_t r = ncclSend(static_cast<const std::byte*>(in) + off, k.count, t, p, c, s);
           if (r == ncclSuccess) r = ncclRecv(static_cast<std::byte*>(out) + off, k.count, t, p, c, s);
@@ -345,8 +329,6 @@ class NcclTransport final : public Transport {
   }
 
   int gpu_;
-  int rank_, size_;
-  Capabilities caps_;
   gpu::DeviceInfo info_;
   std::unique_ptr<Stream> stream_;
   Comm comm_;
@@ -356,7 +338,6 @@ class NcclTransport final : public Transport {
   uint64_t done_ = 0, issued_ = 0, tail_ = 0;
   std::unique_ptr<Group[]> groups_;  // ring [group_head_, group_tail_) in flight
   uint64_t group_head_ = 0, group_tail_ = 0;
-  std::string error_;
   double last_device_us_ = -1;
   bool failed_ = false;  // an error left work on the stream that will never finish
 };

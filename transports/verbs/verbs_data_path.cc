@@ -1,6 +1,6 @@
-// The verbs Transport's data path: never throws, never blocks, never allocates unless
-// it formats an error. See verbs_transport_impl.h for wr_id layout, channel choice
-// and the CQ budget, verbs_queue.h for selective signaling.
+// The verbs Transport's data path: never throws, never blocks, never allocates (error
+// text goes into TransportBase's fixed buffer). See verbs_transport_impl.h for wr_id
+// layout, channel choice and the CQ budget, verbs_queue.h for selective signaling.
 #include <arpa/inet.h>
 
 #include <algorithm>
@@ -55,7 +55,7 @@ void swap_remove(std::vector<T*>& v, size_t i) {
 
 Status VerbsTransport::prepare(const char* what, int peer, int rail, const LocalSpan& local, const RemoteSpan* remote,
                                std::vector<uint64_t> Rail::*next, Target& t) noexcept {
-  if (!valid_target(what, peer, rail, last_error_)) return Status::error;
+  if (!valid_target(what, peer, rail)) return Status::error;
   Rail& r = *rails_[static_cast<size_t>(rail)];
   t.rail = &r;
   const auto* mr = dynamic_cast<const VerbsMemoryRegion*>(local.mr);
@@ -299,7 +299,7 @@ void VerbsTransport::record_failure(const Rail& rail, const QueueSlot& q, const 
                                     const ibv_wc& wc) noexcept {
   const bool flush = wc.status == IBV_WC_WR_FLUSH_ERR;
   if (completion_failed_) return;  // the first real error explains the rest
-  if (flush && !last_error_.empty()) return;
+  if (flush && has_error()) return;
   completion_failed_ = !flush;
   const char* op = r.internal ? "flush write (internal)" : to_string(r.op);
   set_error("{} {} peer {} on rail {} (channel {}, {} bytes, wr_id {}) failed: {} (status {}, vendor_err {:#x}){}", op,
