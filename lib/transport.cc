@@ -110,7 +110,7 @@ bool Transport::valid_target(const char* what, int peer, int rail, std::string& 
   return true;
 }
 
-Status Transport::post_collective(const CollectiveOp&, uint64_t) {
+Status Transport::post_collective(const CollectiveOp&, uint64_t) noexcept {
   return Status::error;
 }
 

@@ -1,9 +1,17 @@
 // The one interface every transport (ofi, verbs, nccl) implements.
 //
-// Control path (setup) may throw railbench::Error subclasses with actionable messages.
-// Data path (post_*, poll) never throws and never blocks: it answers a Status, and
-// progress happens only inside poll(), as in UCX uct. Blocking helpers with deadlines
-// live in lib/progress.h.
+// The contract has two halves, and the compiler holds the first to it:
+//   Data path (post_*, post_collective, poll) is noexcept: it never throws, never
+//     blocks, and allocates nothing on the way to ok. A post answers Status::ok (one
+//     Completion will come back from poll()), Status::retry (no resources now: nothing
+//     was posted; call poll() and post again) or Status::error (nothing was posted;
+//     last_error() names the peer and rail and says why). Progress happens only inside
+//     poll(), as in UCX uct. Blocking helpers with deadlines live in lib/progress.h.
+//   Control path (constructors, connect, connect_all, register_memory, local_address,
+//     rail_info) may throw railbench::Error subclasses (UsageError, TransportError,
+//     UnsupportedError, ...) whose message says what was wrong and what to do.
+// A throw on the data path would unwind through a caller mid-batch with operations in
+// flight that nobody then polls; noexcept turns such a bug into an immediate abort.
 //
 // Send/recv matching is FIFO per (peer, rail): the n-th send from A to B on a rail
 // lands in the n-th receive B posted for A on that rail. This is what an RC queue pair
@@ -175,22 +183,26 @@ class Transport {
   // ---- data path (never throws, never blocks) ----
   // Unsupported operations (see caps()) answer Status::error.
 
-  virtual Status post_send(int peer, int rail, const LocalSpan& src, uint64_t wr_id) = 0;
-  virtual Status post_recv(int peer, int rail, const LocalSpan& dst, uint64_t wr_id) = 0;
-  virtual Status post_write(int peer, int rail, const LocalSpan& src, const RemoteSpan& dst, uint64_t wr_id) = 0;
+  virtual Status post_send(int peer, int rail, const LocalSpan& src, uint64_t wr_id) noexcept = 0;
+  virtual Status post_recv(int peer, int rail, const LocalSpan& dst, uint64_t wr_id) noexcept = 0;
+  virtual Status post_write(int peer, int rail, const LocalSpan& src, const RemoteSpan& dst,
+                            uint64_t wr_id) noexcept = 0;
   virtual Status post_write_imm(int peer, int rail, const LocalSpan& src, const RemoteSpan& dst, uint32_t imm,
-                                uint64_t wr_id) = 0;
-  virtual Status post_read(int peer, int rail, const LocalSpan& dst, const RemoteSpan& src, uint64_t wr_id) = 0;
+                                uint64_t wr_id) noexcept = 0;
+  virtual Status post_read(int peer, int rail, const LocalSpan& dst, const RemoteSpan& src,
+                           uint64_t wr_id) noexcept = 0;
 
   // A whole collective run inside the transport (caps().native_collectives, e.g. NCCL).
   // Completes through poll() with op == OpKind::collective.
-  virtual Status post_collective(const CollectiveOp& op, uint64_t wr_id);
+  virtual Status post_collective(const CollectiveOp& op, uint64_t wr_id) noexcept;
 
   // Drives progress on every rail and returns up to out.size() finished operations.
   // Failed operations come back with status == error; last_error() says why.
-  virtual size_t poll(std::span<Completion> out) = 0;
+  virtual size_t poll(std::span<Completion> out) noexcept = 0;
 
   // Human-readable reason for the most recent Status::error, naming peer and rail.
+  // Not noexcept: it hands out an owned copy, read by callers that are about to throw a
+  // typed error of their own (lib/progress.h), never inside a post/poll loop.
   virtual std::string last_error() const = 0;
 
   // Per-channel traffic counters since the transport opened; empty when the transport

@@ -1,14 +1,17 @@
 // Operations posted between two poll() calls are issued together, inside one
 // ncclGroupStart/End, so a rank that posts a receive and a send to the same peer (or
 // all-to-all's sends and receives) never waits on itself. One CUDA event after each
-// group marks its completion; poll() queries events and never blocks.
+// group marks its completion; poll() queries events and never blocks. At most kMaxOps
+// operations are outstanding (posted, not yet handed back by poll()): the post after
+// that answers Status::retry, and the poll the caller then makes issues the batch so
+// far, so a send to oneself and its receive must not straddle that point.
 #include "transports/nccl/nccl_transport.h"
 
 #include <cuda_runtime.h>
 #include <nccl.h>
 
+#include <algorithm>
 #include <cstdlib>
-#include <deque>
 #include <vector>
 
 #include <fmt/format.h>
@@ -16,6 +19,7 @@
 #include "lib/bootstrap.h"
 #include "lib/errors.h"
 #include "lib/gpu.h"
+#include "lib/transport_base.h"
 
 extern char** environ;
 
@@ -101,31 +105,36 @@ struct Op {
   uint64_t wr_id = 0;
 };
 
+// Operations issued together, done when `end` has fired on the stream: ring positions
+// [previous group's last, last) of the op ring.
 struct Group {
-  std::vector<Op> ops;
-  std::unique_ptr<Event> start, end;
+  uint64_t last = 0;
+  Event start, end;
 };
 
-class NcclTransport final : public Transport {
+// The data path allocates nothing: ops go into a ring and groups into another, both
+// sized (and the groups' CUDA events created) at setup. A full op ring answers
+// Status::retry; with every group in flight, poll() issues nothing until one finishes.
+constexpr size_t kMaxOps = 4096;
+constexpr size_t kMaxGroups = 64;
+
+class NcclTransport final : public TransportBase {
  public:
-  NcclTransport(const NcclOptions& o, int rank, int world_size) : gpu_(o.gpu), rank_(rank), size_(world_size) {
+  NcclTransport(const NcclOptions& o, int rank, int world_size)
+      : TransportBase(rank, world_size), gpu_(o.gpu), ops_(kMaxOps) {
     gpu::set_device(gpu_);
     stream_ = std::make_unique<Stream>();
+    groups_ = std::make_unique<Group[]>(kMaxGroups);
     caps_.send_recv = true;
     caps_.native_collectives = true;
     caps_.device_memory = true;
     caps_.max_msg_size = size_t{1} << 40;
     info_ = gpu::device_info(gpu_);
+    provider_ = fmt::format("nccl {} on GPU {} ({})", version(), gpu_, info_.pci_bus_id);
   }
-  ~NcclTransport() override { comm_.abort = failed_ || !inflight_.empty() || !pending_.empty(); }
+  ~NcclTransport() override { comm_.abort = failed_ || done_ != tail_; }
 
   std::string name() const override { return "nccl"; }
-  std::string provider() const override {
-    return fmt::format("nccl {} on GPU {} ({})", version(), gpu_, info_.pci_bus_id);
-  }
-  const Capabilities& caps() const override { return caps_; }
-  int rank() const override { return rank_; }
-  int world_size() const override { return size_; }
   int num_rails() const override { return 1; }
   RailInfo rail_info(int) const override {
     // NCCL picks its NICs itself (NCCL_IB_HCA steers it); the rail is the GPU.
@@ -143,7 +152,7 @@ class NcclTransport final : public Transport {
     const auto all = bootstrap.all_gather_value(id);
     id = all[0];
     gpu::set_device(gpu_);
-    check_nccl(ncclCommInitRank(&comm_.c, size_, id, rank_), "ncclCommInitRank");
+    check_nccl(ncclCommInitRank(&comm_.c, world_size_, id, rank_), "ncclCommInitRank");
   }
 
   std::unique_ptr<MemoryRegion> register_memory(void* data, size_t length, MemoryKind kind) override {
@@ -159,64 +168,58 @@ class NcclTransport final : public Transport {
     return std::make_unique<NcclMemoryRegion>(data, length, kind);
   }
 
-  Status post_send(int peer, int rail, const LocalSpan& src, uint64_t wr_id) override {
-    if (!valid_target("send", peer, rail, error_)) return Status::error;
-    pending_.push_back(Op{Op::Kind::send, peer, src.mr->at(src.offset), nullptr, src.length, {}, wr_id});
-    return Status::ok;
+  Status post_send(int peer, int rail, const LocalSpan& src, uint64_t wr_id) noexcept override {
+    if (!valid_target("send", peer, rail)) return Status::error;
+    return push(Op{Op::Kind::send, peer, src.mr->at(src.offset), nullptr, src.length, {}, wr_id});
   }
-  Status post_recv(int peer, int rail, const LocalSpan& dst, uint64_t wr_id) override {
-    if (!valid_target("recv", peer, rail, error_)) return Status::error;
-    pending_.push_back(Op{Op::Kind::recv, peer, nullptr, dst.mr->at(dst.offset), dst.length, {}, wr_id});
-    return Status::ok;
+  Status post_recv(int peer, int rail, const LocalSpan& dst, uint64_t wr_id) noexcept override {
+    if (!valid_target("recv", peer, rail)) return Status::error;
+    return push(Op{Op::Kind::recv, peer, nullptr, dst.mr->at(dst.offset), dst.length, {}, wr_id});
   }
-  Status post_write(int, int, const LocalSpan&, const RemoteSpan&, uint64_t) override {
+  Status post_write(int, int, const LocalSpan&, const RemoteSpan&, uint64_t) noexcept override {
     return unsupported("RDMA write");
   }
-  Status post_write_imm(int, int, const LocalSpan&, const RemoteSpan&, uint32_t, uint64_t) override {
+  Status post_write_imm(int, int, const LocalSpan&, const RemoteSpan&, uint32_t, uint64_t) noexcept override {
     return unsupported("RDMA write with immediate");
   }
-  Status post_read(int, int, const LocalSpan&, const RemoteSpan&, uint64_t) override {
+  Status post_read(int, int, const LocalSpan&, const RemoteSpan&, uint64_t) noexcept override {
     return unsupported("RDMA read");
   }
-  Status post_collective(const CollectiveOp& op, uint64_t wr_id) override {
-    Op o{Op::Kind::collective, rank_, nullptr, nullptr, 0, op, wr_id};
-    pending_.push_back(o);
-    return Status::ok;
+  Status post_collective(const CollectiveOp& op, uint64_t wr_id) noexcept override {
+    return push(Op{Op::Kind::collective, rank_, nullptr, nullptr, 0, op, wr_id});
   }
 
-  size_t poll(std::span<Completion> out) override {
-    if (!pending_.empty() && !flush()) return fail_all(out);
+  size_t poll(std::span<Completion> out) noexcept override {
+    if (issued_ != tail_ && !flush()) return fail_all(out);
     size_t n = 0;
-    while (!inflight_.empty() && n < out.size()) {
-      Group& g = inflight_.front();
-      const cudaError_t e = cudaEventQuery(g.end->e);
+    while (group_head_ != group_tail_ && n < out.size()) {
+      Group& g = group(group_head_);
+      const cudaError_t e = cudaEventQuery(g.end.e);
       if (e == cudaErrorNotReady) break;
       if (e != cudaSuccess) {
-        error_ = fmt::format("rank {}: NCCL operations failed on the stream: {}", rank_, cudaGetErrorString(e));
+        set_error("rank {}: NCCL operations failed on the stream: {}", rank_, cudaGetErrorString(e));
         return fail_all(out);
       }
       float ms = 0;
-      if (cudaEventElapsedTime(&ms, g.start->e, g.end->e) == cudaSuccess) last_device_us_ = ms * 1e3;
-      while (!g.ops.empty() && n < out.size()) {
-        const Op& op = g.ops.front();
+      if (cudaEventElapsedTime(&ms, g.start.e, g.end.e) == cudaSuccess) last_device_us_ = ms * 1e3;
+      while (done_ < g.last && n < out.size()) {
+        const Op& op = at(done_++);
         out[n++] = Completion{op.wr_id, op.peer, 0, kind_of(op), Status::ok, op.bytes, 0};
-        g.ops.erase(g.ops.begin());
       }
-      if (g.ops.empty()) inflight_.pop_front();
+      if (done_ == g.last) ++group_head_;
     }
-    if (n == 0 && !inflight_.empty()) {
+    if (n == 0 && group_head_ != group_tail_) {
       // A peer that died leaves the stream waiting forever: NCCL reports it here.
       ncclResult_t async = ncclSuccess;
       if (ncclCommGetAsyncError(comm_.c, &async) == ncclSuccess && async != ncclSuccess && async != ncclInProgress) {
-        error_ = fmt::format("rank {}: NCCL reported an asynchronous error: {} ({})", rank_, ncclGetErrorString(async),
-                             ncclGetLastError(comm_.c));
+        set_error("rank {}: NCCL reported an asynchronous error: {} ({})", rank_, ncclGetErrorString(async),
+                  ncclGetLastError(comm_.c));
         return fail_all(out);
       }
     }
     return n;
   }
 
-  std::string last_error() const override { return error_; }
   double device_time_us() const override { return last_device_us_; }
 
  private:
@@ -228,6 +231,17 @@ class NcclTransport final : public Transport {
     }
   }
 
+  Op& at(uint64_t pos) noexcept { return ops_[pos % kMaxOps]; }
+  Group& group(uint64_t pos) noexcept { return groups_[pos % kMaxGroups]; }
+
+  // Queues one operation for the next flush; retry when the ring is full (poll hands
+  // finished ones back and frees their places).
+  Status push(const Op& op) noexcept {
+    if (tail_ - done_ == kMaxOps) return Status::retry;
+    at(tail_++) = op;
+    return Status::ok;
+  }
+
   void check_nccl(ncclResult_t r, const char* call) {
     if (r == ncclSuccess) return;
     const char* detail = comm_.c ? ncclGetLastError(comm_.c) : ncclGetLastError(nullptr);
@@ -235,12 +249,12 @@ class NcclTransport final : public Transport {
                                      ncclGetErrorString(r), detail && *detail ? detail : "no detail"));
   }
 
-  Status unsupported(const char* what) {
-    error_ = fmt::format("the nccl transport has no {} (caps say so): use -t verbs or -t ofi", what);
+  Status unsupported(const char* what) noexcept {
+    set_error("the nccl transport has no {} (caps say so): use -t verbs or -t ofi", what);
     return Status::error;
   }
 
-  ncclResult_t issue(const Op& op) {
+  ncclResult_t issue(const Op& op) noexcept {
     const ncclComm_t c = comm_.c;
     const cudaStream_t s = stream_->s;
     switch (op.kind) {
@@ -258,7 +272,7 @@ class NcclTransport final : public Transport {
       case CollectiveKind::reduce_scatter: return ncclReduceScatter(in, out, k.count, t, nccl_op(k.op), c, s);
       case CollectiveKind::all_to_all: {
         const size_t block = k.count * size_of(k.dtype);
-        for (int p = 0; p < size_; ++p) {
+        for (int p = 0; p < world_size_; ++p) {
           const auto off = static_cast<size_t>(p) * block;
           ncclResult_t r = ncclSend(static_cast<const std::byte*>(in) + off, k.count, t, p, c, s);
           if (r == ncclSuccess) r = ncclRecv(static_cast<std::byte*>(out) + off, k.count, t, p, c, s);
@@ -270,69 +284,60 @@ class NcclTransport final : public Transport {
     return ncclInvalidArgument;
   }
 
-  // Issues everything posted since the last poll as one group. Never throws.
+  // Issues everything posted since the last poll as one group. With every group slot in
+  // flight it issues nothing (true): the next poll tries again.
   bool flush() noexcept {
-    try {
-      Group g;
-      g.start = std::make_unique<Event>();
-      g.end = std::make_unique<Event>();
-      if (cudaEventRecord(g.start->e, stream_->s) != cudaSuccess) return fail_flush("cudaEventRecord");
-      ncclResult_t r = ncclGroupStart();
-      for (const Op& op : pending_) {
-        if (r != ncclSuccess) break;
-        r = issue(op);
-      }
-      const ncclResult_t end = ncclGroupEnd();
-      if (r == ncclSuccess) r = end;
-      if (r != ncclSuccess) {
-        error_ = fmt::format("rank {}: issuing {} NCCL operation(s) failed: {} ({})", rank_, pending_.size(),
-                             ncclGetErrorString(r), ncclGetLastError(comm_.c));
-        return false;
-      }
-      if (cudaEventRecord(g.end->e, stream_->s) != cudaSuccess) return fail_flush("cudaEventRecord");
-      g.ops = std::move(pending_);
-      pending_.clear();
-      inflight_.push_back(std::move(g));
-      return true;
-    } catch (const std::exception& e) {
-      error_ = fmt::format("rank {}: {}", rank_, e.what());
+    if (group_tail_ - group_head_ == kMaxGroups) return true;
+    Group& g = group(group_tail_);
+    if (cudaEventRecord(g.start.e, stream_->s) != cudaSuccess) return fail_flush("cudaEventRecord");
+    ncclResult_t r = ncclGroupStart();
+    for (uint64_t pos = issued_; pos < tail_; ++pos) {
+      if (r != ncclSuccess) break;
+      r = issue(at(pos));
+    }
+    const ncclResult_t end = ncclGroupEnd();
+    if (r == ncclSuccess) r = end;
+    if (r != ncclSuccess) {
+      set_error("rank {}: issuing {} NCCL operation(s) failed: {} ({})", rank_, tail_ - issued_, ncclGetErrorString(r),
+                ncclGetLastError(comm_.c));
       return false;
     }
+    if (cudaEventRecord(g.end.e, stream_->s) != cudaSuccess) return fail_flush("cudaEventRecord");
+    g.last = tail_;
+    issued_ = tail_;
+    ++group_tail_;
+    return true;
   }
 
-  bool fail_flush(const char* call) {
-    error_ = fmt::format("rank {}: {} failed: {}", rank_, call, cudaGetErrorString(cudaGetLastError()));
+  bool fail_flush(const char* call) noexcept {
+    set_error("rank {}: {} failed: {}", rank_, call, cudaGetErrorString(cudaGetLastError()));
     return false;
   }
 
-  // After an error nothing more will complete: hand every operation back as failed.
-  size_t fail_all(std::span<Completion> out) {
+  // After an error nothing more will complete: hand every operation, in flight or not
+  // yet issued, back as failed.
+  size_t fail_all(std::span<Completion> out) noexcept {
     failed_ = true;
     size_t n = 0;
-    auto drain = [&](std::vector<Op>& ops) {
-      while (!ops.empty() && n < out.size()) {
-        const Op& op = ops.front();
-        out[n++] = Completion{op.wr_id, op.peer, 0, kind_of(op), Status::error, 0, 0};
-        ops.erase(ops.begin());
-      }
-    };
-    while (!inflight_.empty() && n < out.size()) {
-      drain(inflight_.front().ops);
-      if (inflight_.front().ops.empty()) inflight_.pop_front();
+    while (done_ < tail_ && n < out.size()) {
+      const Op& op = at(done_++);
+      out[n++] = Completion{op.wr_id, op.peer, 0, kind_of(op), Status::error, 0, 0};
     }
-    drain(pending_);
+    while (group_head_ != group_tail_ && group(group_head_).last <= done_) ++group_head_;
+    issued_ = std::max(issued_, done_);
     return n;
   }
 
   int gpu_;
-  int rank_, size_;
-  Capabilities caps_;
   gpu::DeviceInfo info_;
   std::unique_ptr<Stream> stream_;
   Comm comm_;
-  std::vector<Op> pending_;
-  std::deque<Group> inflight_;
-  std::string error_;
+  // Op ring positions only grow: [done_, issued_) is in flight, [issued_, tail_) waits
+  // for the next flush.
+  std::vector<Op> ops_;
+  uint64_t done_ = 0, issued_ = 0, tail_ = 0;
+  std::unique_ptr<Group[]> groups_;  // ring [group_head_, group_tail_) in flight
+  uint64_t group_head_ = 0, group_tail_ = 0;
   double last_device_us_ = -1;
   bool failed_ = false;  // an error left work on the stream that will never finish
 };

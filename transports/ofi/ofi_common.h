@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include <fmt/format.h>
+
 #include "lib/transport.h"
 
 namespace railbench::ofi {
@@ -77,9 +79,21 @@ class ContextPool {
 
 // "Connection refused (-111)" style text for a negative libfabric return code.
 std::string fi_error_text(long long ret);
+// The same text as a fmt argument, for the data path: it formats in place instead of
+// building a std::string first, so it cannot throw bad_alloc.
+struct FiErrorText {
+  long long ret;
+};
 // "FI_MR_LOCAL|FI_MR_VIRT_ADDR", or "none".
 std::string mr_mode_string(uint64_t mr_mode);
 // Provider name before the first ';': "tcp" for "tcp;ofi_rxm".
 std::string core_provider(const char* prov_name);
 
 }  // namespace railbench::ofi
+
+template <>
+struct fmt::formatter<railbench::ofi::FiErrorText> : fmt::formatter<fmt::string_view> {
+  auto format(railbench::ofi::FiErrorText e, fmt::format_context& ctx) const {
+    return fmt::format_to(ctx.out(), "{} ({})", fi_strerror(static_cast<int>(e.ret < 0 ? -e.ret : e.ret)), e.ret);
+  }
+};

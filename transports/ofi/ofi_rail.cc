@@ -66,6 +66,15 @@ Rail::Rail(int rail_index, InfoPtr granted, int world_size, bool with_rma, uint3
       peers(world_size, FI_ADDR_NOTAVAIL),
       tag_salt(static_cast<uint64_t>(salt) << 32),
       peer_salts(world_size, 0) {
+  read_mr_mode();
+  open_domain();
+  open_cq();
+  open_av(world_size);
+  open_endpoint();
+  read_address();
+}
+
+void Rail::read_mr_mode() {
   uint64_t mr_mode = info->domain_attr->mr_mode;
   mr_local = (mr_mode & FI_MR_LOCAL) != 0;
   mr_virt_addr = (mr_mode & FI_MR_VIRT_ADDR) != 0;
@@ -74,7 +83,9 @@ Rail::Rail(int rail_index, InfoPtr granted, int world_size, bool with_rma, uint3
   directed_recv = (info->caps & FI_DIRECTED_RECV) != 0;
   inject_size = info->tx_attr->inject_size;
   if (!mr_prov_key) next_mr_key = random_key_base(info->domain_attr->mr_key_size);
+}
 
+void Rail::open_domain() {
   fid_fabric* f = nullptr;
   if (int ret = fi_fabric(info->fabric_attr, &f, nullptr); ret != 0) fail("fi_fabric", ret);
   fabric.reset(f);
@@ -82,7 +93,9 @@ Rail::Rail(int rail_index, InfoPtr granted, int world_size, bool with_rma, uint3
   fid_domain* d = nullptr;
   if (int ret = fi_domain(fabric.get(), info.get(), &d, nullptr); ret != 0) fail("fi_domain", ret);
   domain.reset(d);
+}
 
+void Rail::open_cq() {
   fi_cq_attr cq_attr{};
   cq_attr.format = FI_CQ_FORMAT_TAGGED;
   cq_attr.wait_obj = FI_WAIT_NONE;  // we only ever poll; no fd to maintain
@@ -90,21 +103,27 @@ Rail::Rail(int rail_index, InfoPtr granted, int world_size, bool with_rma, uint3
   fid_cq* c = nullptr;
   if (int ret = fi_cq_open(domain.get(), &cq_attr, &c, nullptr); ret != 0) fail("fi_cq_open", ret);
   cq.reset(c);
+}
 
+void Rail::open_av(int world_size) {
   fi_av_attr av_attr{};
   av_attr.type = FI_AV_TABLE;
   av_attr.count = static_cast<size_t>(world_size);
   fid_av* a = nullptr;
   if (int ret = fi_av_open(domain.get(), &av_attr, &a, nullptr); ret != 0) fail("fi_av_open", ret);
   av.reset(a);
+}
 
+void Rail::open_endpoint() {
   fid_ep* e = nullptr;
   if (int ret = fi_endpoint(domain.get(), info.get(), &e, nullptr); ret != 0) fail("fi_endpoint", ret);
   ep.reset(e);
   if (int ret = fi_ep_bind(ep.get(), &cq->fid, FI_TRANSMIT | FI_RECV); ret != 0) fail("fi_ep_bind(cq)", ret);
   if (int ret = fi_ep_bind(ep.get(), &av->fid, 0); ret != 0) fail("fi_ep_bind(av)", ret);
   if (int ret = fi_enable(ep.get()); ret != 0) fail("fi_enable", ret);
+}
 
+void Rail::read_address() {
   address.resize(256);
   size_t len = address.size();
   int ret = fi_getname(&ep->fid, address.data(), &len);

@@ -66,6 +66,15 @@ struct Rail {
   // requested_key for the next MR when !mr_prov_key. Starts at a random value so a
   // stale peer's key does not open a region of a later run that reuses its port.
   uint64_t next_mr_key = 1;
+
+ private:
+  // The constructor's steps, in order; each throws TransportError through fail().
+  void read_mr_mode();  // the mr_* flags, directed_recv, inject_size, next_mr_key
+  void open_domain();   // fabric, then domain
+  void open_cq();
+  void open_av(int world_size);
+  void open_endpoint();  // bound to the CQ and AV, then enabled
+  void read_address();   // address (fi_getname) and address_text
 };
 
 class OfiMemoryRegion final : public MemoryRegion {

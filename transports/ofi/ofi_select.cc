@@ -11,7 +11,7 @@
 namespace railbench::ofi {
 
 std::string fi_error_text(long long ret) {
-  return fmt::format("{} ({})", fi_strerror(static_cast<int>(ret < 0 ? -ret : ret)), ret);
+  return fmt::format("{}", FiErrorText{ret});
 }
 
 std::string mr_mode_string(uint64_t mr_mode) {

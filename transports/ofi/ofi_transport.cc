@@ -1,5 +1,6 @@
 // The ofi Transport: control path on top of Rail/OfiMemoryRegion, and the data path
-// (post_*, poll) that never throws, never blocks and never allocates unless it fails.
+// (post_*, poll) that never throws, never blocks and never allocates, not even for the
+// text of an error (TransportBase::set_error formats into a fixed buffer).
 #include "transports/ofi/ofi_transport.h"
 
 #include <rdma/fi_rma.h>
@@ -14,6 +15,7 @@
 #include <fmt/format.h>
 
 #include "lib/errors.h"
+#include "lib/transport_base.h"
 #include "transports/ofi/ofi_rail.h"
 #include "transports/ofi/ofi_select.h"
 
@@ -23,15 +25,11 @@ namespace {
 
 // One transport is driven by one thread at a time (its domains are opened with
 // FI_THREAD_DOMAIN); separate transports may run on separate threads.
-class OfiTransport final : public Transport {
+class OfiTransport final : public TransportBase {
  public:
   OfiTransport(Selection selection, int rank, int world_size);
 
   std::string name() const override { return "ofi"; }
-  std::string provider() const override { return provider_; }
-  const Capabilities& caps() const override { return caps_; }
-  int rank() const override { return rank_; }
-  int world_size() const override { return world_size_; }
   int num_rails() const override { return static_cast<int>(rails_.size()); }
   RailInfo rail_info(int rail) const override { return checked_rail(rail).describe(); }
 
@@ -46,7 +44,6 @@ class OfiTransport final : public Transport {
                         uint64_t wr_id) noexcept override;
   Status post_read(int peer, int rail, const LocalSpan& dst, const RemoteSpan& src, uint64_t wr_id) noexcept override;
   size_t poll(std::span<Completion> out) noexcept override;
-  std::string last_error() const override { return last_error_; }
 
  private:
   // Everything a post needs once its arguments are checked.
@@ -70,28 +67,14 @@ class OfiTransport final : public Transport {
   size_t drain(Rail& rail, std::span<Completion> out) noexcept;
   bool read_error(Rail& rail, Completion& c) noexcept;
 
-  // Formatting may allocate; an out-of-memory here must not escape the data path.
-  template <class... Args>
-  void set_error(fmt::format_string<Args...> f, Args&&... args) noexcept {
-    try {
-      last_error_ = fmt::format(f, std::forward<Args>(args)...);
-    } catch (...) {
-      last_error_.clear();
-    }
-  }
-
-  std::string provider_;
-  Capabilities caps_;
-  int rank_;
-  int world_size_;
   int gpu_ = 0;  // CUDA device of GPU buffers (FI_HMEM_CUDA)
   std::vector<std::shared_ptr<Rail>> rails_;
   size_t next_poll_rail_ = 0;
-  std::string last_error_;
 };
 
 OfiTransport::OfiTransport(Selection selection, int rank, int world_size)
-    : provider_(std::move(selection.provider)), rank_(rank), world_size_(world_size), gpu_(selection.gpu) {
+    : TransportBase(rank, world_size), gpu_(selection.gpu) {
+  provider_ = std::move(selection.provider);
   // 28 bits: the top 4 tag bits stay clear for providers that reserve them.
   const uint32_t salt = std::random_device{}() & 0x0fffffffu;
   for (size_t i = 0; i < selection.rails.size(); ++i) {
@@ -146,7 +129,7 @@ std::unique_ptr<MemoryRegion> OfiTransport::register_memory(void* data, size_t l
 
 Status OfiTransport::prepare(const char* what, OpKind op, int peer, int rail, const LocalSpan& local,
                              const RemoteSpan* remote, uint64_t wr_id, Prepared& p) noexcept {
-  if (!valid_target(what, peer, rail, last_error_)) return Status::error;
+  if (!valid_target(what, peer, rail)) return Status::error;
   Rail& r = *rails_[rail];
   p.rail = &r;
   p.addr = r.peers[peer];
@@ -200,7 +183,7 @@ Status OfiTransport::finish(const char* call, const Prepared& p, ssize_t ret) no
   (p.ctx->from_rx_pool ? p.rail->rx_pool : p.rail->tx_pool).give(p.ctx);
   if (ret == -FI_EAGAIN) return Status::retry;
   set_error("{} with peer {} on rail {} ({} bytes) failed: {}: {}", to_string(p.ctx->op), p.ctx->peer, p.rail->index,
-            p.ctx->length, call, fi_error_text(ret));
+            p.ctx->length, call, FiErrorText{ret});
   return Status::error;
 }
 
@@ -287,7 +270,7 @@ size_t OfiTransport::drain(Rail& rail, std::span<Completion> out) noexcept {
       continue;
     }
     if (got < 0) {
-      set_error("fi_cq_read on rail {} failed: {}", rail.index, fi_error_text(got));
+      set_error("fi_cq_read on rail {} failed: {}", rail.index, FiErrorText{got});
       break;
     }
     for (ssize_t i = 0; i < got; ++i) {
@@ -339,12 +322,14 @@ bool OfiTransport::read_error(Rail& rail, Completion& c) noexcept {
   }
   int code = err.err < 0 ? -err.err : err.err;
   if (code == FI_ETRUNC) {
+    // Formatted into a fixed buffer: a std::string here could throw bad_alloc.
+    char overflow[48] = {};
+    if (err.olen > 0) fmt::format_to_n(overflow, sizeof(overflow) - 1, " ({} bytes did not fit)", err.olen);
     // Our own words: some providers leave an unrelated errno in prov_errno here.
     set_error(
         "{} with peer {} on rail {} (wr_id {}) failed: {}: the peer sent more than the {}-byte receive buffer "
         "holds{}",
-        to_string(c.op), c.peer, rail.index, c.wr_id, fi_strerror(code), posted,
-        err.olen > 0 ? fmt::format(" ({} bytes did not fit)", err.olen) : std::string());
+        to_string(c.op), c.peer, rail.index, c.wr_id, fi_strerror(code), posted, overflow);
   } else {
     set_error("{} with peer {} on rail {} (wr_id {}) failed: {} ({}); provider {} detail: {}", to_string(c.op), c.peer,
               rail.index, c.wr_id, fi_strerror(code), -code, provider_, detail != nullptr ? detail : "none");

@@ -3,8 +3,11 @@
 
 #include <infiniband/verbs.h>
 
+#include <cstring>
 #include <memory>
 #include <string>
+
+#include <fmt/format.h>
 
 namespace railbench::verbs {
 
@@ -45,8 +48,21 @@ class DeviceList {
 
 // "Invalid argument (errno 22)". Verbs calls return an errno value or set errno.
 std::string errno_text(int err);
+// The same text as a fmt argument, for the data path: it formats in place instead of
+// building a std::string first, so it cannot throw bad_alloc.
+struct ErrnoText {
+  int err;
+};
 
 // "Ethernet", "InfiniBand" or "unspecified".
 const char* link_layer_name(uint8_t link_layer);
 
 }  // namespace railbench::verbs
+
+template <>
+struct fmt::formatter<railbench::verbs::ErrnoText> : fmt::formatter<fmt::string_view> {
+  auto format(railbench::verbs::ErrnoText e, fmt::format_context& ctx) const {
+    const int err = e.err < 0 ? -e.err : e.err;  // some providers return -errno
+    return fmt::format_to(ctx.out(), "{} (errno {})", std::strerror(err), err);
+  }
+};

@@ -1,6 +1,6 @@
-// The verbs Transport's data path: never throws, never blocks, never allocates unless
-// it formats an error. See verbs_transport_impl.h for wr_id layout, channel choice
-// and the CQ budget, verbs_queue.h for selective signaling.
+// The verbs Transport's data path: never throws, never blocks, never allocates (error
+// text goes into TransportBase's fixed buffer). See verbs_transport_impl.h for wr_id
+// layout, channel choice and the CQ budget, verbs_queue.h for selective signaling.
 #include <arpa/inet.h>
 
 #include <algorithm>
@@ -55,7 +55,7 @@ void swap_remove(std::vector<T*>& v, size_t i) {
 
 Status VerbsTransport::prepare(const char* what, int peer, int rail, const LocalSpan& local, const RemoteSpan* remote,
                                std::vector<uint64_t> Rail::*next, Target& t) noexcept {
-  if (!valid_target(what, peer, rail, last_error_)) return Status::error;
+  if (!valid_target(what, peer, rail)) return Status::error;
   Rail& r = *rails_[static_cast<size_t>(rail)];
   t.rail = &r;
   const auto* mr = dynamic_cast<const VerbsMemoryRegion*>(local.mr);
@@ -118,7 +118,7 @@ Status VerbsTransport::post_send_wr(const char* what, const Target& t, QueueSlot
   if (int rc = ibv_post_send(q.qp, &wr, &bad); rc != 0) {
     if (rc == ENOMEM || rc == -ENOMEM) return Status::retry;  // the send queue is full after all
     set_error("{} to peer {} on rail {} (channel {}, {} bytes): ibv_post_send failed: {}", what, t.channel->peer,
-              t.rail->name, t.channel->index, length, errno_text(rc));
+              t.rail->name, t.channel->index, length, ErrnoText{rc});
     return Status::error;
   }
   q.queue.commit(wr_id, op, length, signaled);
@@ -159,7 +159,7 @@ Status VerbsTransport::post_recv(int peer, int rail, const LocalSpan& dst, uint6
   if (int rc = ibv_post_recv(q.qp, &wr, &bad); rc != 0) {
     if (rc == ENOMEM || rc == -ENOMEM) return Status::retry;
     set_error("recv from peer {} on rail {} (channel {}, {} bytes): ibv_post_recv failed: {}", peer, t.rail->name,
-              t.channel->index, dst.length, errno_text(rc));
+              t.channel->index, dst.length, ErrnoText{rc});
     return Status::error;
   }
   q.queue.commit(wr_id, OpKind::recv, dst.length, true);
@@ -299,7 +299,7 @@ void VerbsTransport::record_failure(const Rail& rail, const QueueSlot& q, const 
                                     const ibv_wc& wc) noexcept {
   const bool flush = wc.status == IBV_WC_WR_FLUSH_ERR;
   if (completion_failed_) return;  // the first real error explains the rest
-  if (flush && !last_error_.empty()) return;
+  if (flush && has_error()) return;
   completion_failed_ = !flush;
   const char* op = r.internal ? "flush write (internal)" : to_string(r.op);
   set_error("{} {} peer {} on rail {} (channel {}, {} bytes, wr_id {}) failed: {} (status {}, vendor_err {:#x}){}", op,

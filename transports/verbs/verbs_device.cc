@@ -17,8 +17,7 @@
 namespace railbench::verbs {
 
 std::string errno_text(int err) {
-  err = err < 0 ? -err : err;  // some providers return -errno
-  return fmt::format("{} (errno {})", std::strerror(err), err);
+  return fmt::format("{}", ErrnoText{err});
 }
 
 const char* link_layer_name(uint8_t link_layer) {

@@ -52,8 +52,23 @@ Channel::Channel(int peer_rank, int channel_index, const QpRequest& data, const 
 
 Rail::Rail(int rail_index, const PortSummary& summary, const RailConfig& cfg)
     : index(rail_index), name(fmt::format("{}:{}", summary.device, summary.port)), port(summary.port), config(cfg) {
+  open_port(summary.device);
+  // ---- GID and addressing ----
+  pick_gid();
+  describe_address();
+  // ---- PD, CQ, SRQ ----
+  create_pd();
+  const QueueDepths depths = size_queues();
+  create_cq();
+  create_srq();
+  register_flush_buffer();
+  // ---- QPs: two per (peer, channel), including one towards ourselves ----
+  create_channels(depths);
+}
+
+void Rail::open_port(const std::string& device) {
   device_ = std::make_shared<Device>();
-  device_->context = open_device(summary.device);
+  device_->context = open_device(device);
   ibv_context* ctx = device_->context.get();
   if (int rc = ibv_query_device(ctx, &device_attr); rc != 0) {
     throw TransportError(fmt::format("ibv_query_device on rail {} failed: {}", name, errno_text(rc)));
@@ -67,24 +82,25 @@ Rail::Rail(int rail_index, const PortSummary& summary, const RailConfig& cfg)
   }
   ethernet = port_attr.link_layer == IBV_LINK_LAYER_ETHERNET;
   gid_table = read_gid_table(ctx, port, port_attr);
+}
 
-  // ---- GID and addressing ----
-  auto entry_at = [&](int i) -> const GidEntry* {
-    auto it = std::find_if(gid_table.begin(), gid_table.end(), [&](const GidEntry& e) { return e.index == i; });
-    return it == gid_table.end() ? nullptr : &*it;
-  };
-  if (cfg.gid_index >= 0) {
-    if (cfg.gid_index >= port_attr.gid_tbl_len) {
+const GidEntry* Rail::gid_entry(int i) const {
+  auto it = std::find_if(gid_table.begin(), gid_table.end(), [&](const GidEntry& e) { return e.index == i; });
+  return it == gid_table.end() ? nullptr : &*it;
+}
+
+void Rail::pick_gid() {
+  if (config.gid_index >= 0) {
+    if (config.gid_index >= port_attr.gid_tbl_len) {
       throw UsageError(fmt::format(
           "--gid-index {} is out of range for rail {}: its GID table has {} entries (valid 0..{}); populated: {}",
-          cfg.gid_index, name, port_attr.gid_tbl_len, port_attr.gid_tbl_len - 1, describe_gids(gid_table)));
+          config.gid_index, name, port_attr.gid_tbl_len, port_attr.gid_tbl_len - 1, describe_gids(gid_table)));
     }
-    const GidEntry* e = entry_at(cfg.gid_index);
-    if (e == nullptr) {
+    if (gid_entry(config.gid_index) == nullptr) {
       throw UsageError(fmt::format("--gid-index {} is an empty entry of rail {}'s GID table; populated: {}",
-                                   cfg.gid_index, name, describe_gids(gid_table)));
+                                   config.gid_index, name, describe_gids(gid_table)));
     }
-    gid_index = cfg.gid_index;
+    gid_index = config.gid_index;
     use_grh = true;
   } else if (ethernet) {
     auto chosen = choose_roce_gid(gid_table);
@@ -105,10 +121,13 @@ Rail::Rail(int rail_index, const PortSummary& summary, const RailConfig& cfg)
           "rail {} is InfiniBand with LID 0: is a subnet manager running (opensm, or the switch's)?", name));
     }
   }
-  if (const GidEntry* e = entry_at(gid_index)) {
+  if (const GidEntry* e = gid_entry(gid_index)) {
     gid = e->gid;
     gid_type = e->type;
   }
+}
+
+void Rail::describe_address() {
   if (ethernet) {
     if (auto ip = ipv4_of(gid)) {
       fabric = ipv4_subnet(*ip, ipv4_prefix_len(*ip).value_or(24));
@@ -122,39 +141,49 @@ Rail::Rail(int rail_index, const PortSummary& summary, const RailConfig& cfg)
                            : fmt::format("LID {:#06x}", port_attr.lid);
   }
   max_msg_size = std::min<size_t>(port_attr.max_msg_sz == 0 ? kMaxMsgCap : port_attr.max_msg_sz, kMaxMsgCap);
+}
 
-  // ---- PD, CQ, SRQ ----
-  ibv_pd* pd = ibv_alloc_pd(ctx);
+void Rail::create_pd() {
+  ibv_pd* pd = ibv_alloc_pd(device_->context.get());
   if (pd == nullptr) {
     throw TransportError(fmt::format("ibv_alloc_pd on rail {} failed: {}", name, errno_text(errno)));
   }
   device_->pd.reset(pd);
+}
 
+Rail::QueueDepths Rail::size_queues() {
   if (device_attr.max_srq == 0) {
     throw UnsupportedError(fmt::format(
         "rail {} has no shared receive queues (max_srq 0), which write-with-imm needs here: use -t ofi:verbs", name));
   }
+  QueueDepths d;
   const auto max_wr = static_cast<uint32_t>(std::max(device_attr.max_qp_wr, 4));
-  const uint32_t send_depth = std::clamp<uint32_t>(cfg.send_depth, 4, max_wr);
-  const uint32_t recv_depth = std::clamp<uint32_t>(cfg.recv_depth, 1, max_wr);
-  const uint64_t qp_pairs = static_cast<uint64_t>(cfg.world_size) * static_cast<uint64_t>(cfg.channels);
-  srq_depth = std::clamp<uint32_t>(cfg.srq_depth, 1, static_cast<uint32_t>(std::max(device_attr.max_srq_wr, 1)));
-  const uint64_t want_cqe = qp_pairs * (2ull * send_depth + recv_depth) + srq_depth;
+  d.send = std::clamp<uint32_t>(config.send_depth, 4, max_wr);
+  d.recv = std::clamp<uint32_t>(config.recv_depth, 1, max_wr);
+  d.qp_pairs = static_cast<uint64_t>(config.world_size) * static_cast<uint64_t>(config.channels);
+  srq_depth = std::clamp<uint32_t>(config.srq_depth, 1, static_cast<uint32_t>(std::max(device_attr.max_srq_wr, 1)));
+  const uint64_t want_cqe = d.qp_pairs * (2ull * d.send + d.recv) + srq_depth;
   cq_depth = static_cast<uint32_t>(std::min<uint64_t>(want_cqe, static_cast<uint64_t>(device_attr.max_cqe)));
   // The SRQ's receives hold CQ slots for good: leave most of the CQ to the caller.
   srq_depth = std::min(srq_depth, std::max<uint32_t>(cq_depth / 4, 1));
-  ibv_cq* cq = ibv_create_cq(ctx, static_cast<int>(cq_depth), nullptr, nullptr, 0);
+  return d;
+}
+
+void Rail::create_cq() {
+  ibv_cq* cq = ibv_create_cq(device_->context.get(), static_cast<int>(cq_depth), nullptr, nullptr, 0);
   if (cq == nullptr) {
     throw TransportError(
         fmt::format("ibv_create_cq({} entries) on rail {} failed: {}", cq_depth, name, errno_text(errno)));
   }
   cq_.reset(cq);
   cq_free = cq_depth;
+}
 
+void Rail::create_srq() {
   ibv_srq_init_attr srq_attr{};
   srq_attr.attr.max_wr = srq_depth;
   srq_attr.attr.max_sge = 1;
-  ibv_srq* srq = ibv_create_srq(pd, &srq_attr);
+  ibv_srq* srq = ibv_create_srq(device_->pd.get(), &srq_attr);
   if (srq == nullptr) {
     throw TransportError(
         fmt::format("ibv_create_srq({} receives) on rail {} failed: {}", srq_depth, name, errno_text(errno)));
@@ -167,24 +196,28 @@ Rail::Rail(int rail_index, const PortSummary& summary, const RailConfig& cfg)
     }
     --cq_free;
   }
+}
 
+void Rail::register_flush_buffer() {
   flush_buf_ = std::make_unique<std::array<uint8_t, 64>>();
-  ibv_mr* fmr =
-      ibv_reg_mr(pd, flush_buf_->data(), flush_buf_->size(), IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+  ibv_mr* fmr = ibv_reg_mr(device_->pd.get(), flush_buf_->data(), flush_buf_->size(),
+                           IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
   if (fmr == nullptr) {
     throw TransportError(fmt::format("ibv_reg_mr(64 bytes) on rail {} failed: {}", name, errno_text(errno)));
   }
   flush_mr_.reset(fmr);
+}
 
-  // ---- QPs: two per (peer, channel), including one towards ourselves ----
-  QpRequest data{pd, cq, nullptr, send_depth, recv_depth, cfg.inline_bytes};
-  QpRequest rma{pd, cq, srq, send_depth, 0, cfg.inline_bytes};
-  channels_.reserve(qp_pairs);
-  queues_.assign(qp_pairs * 3, nullptr);
+void Rail::create_channels(const QueueDepths& depths) {
+  ibv_pd* pd = device_->pd.get();
+  QpRequest data{pd, cq_.get(), nullptr, depths.send, depths.recv, config.inline_bytes};
+  QpRequest rma{pd, cq_.get(), srq_.get(), depths.send, 0, config.inline_bytes};
+  channels_.reserve(depths.qp_pairs);
+  queues_.assign(depths.qp_pairs * 3, nullptr);
   max_inline = UINT32_MAX;
-  for (int peer = 0; peer < cfg.world_size; ++peer) {
-    for (int c = 0; c < cfg.channels; ++c) {
-      auto ch = std::make_unique<Channel>(peer, c, data, rma, cfg.signal_every, port, name);
+  for (int peer = 0; peer < config.world_size; ++peer) {
+    for (int c = 0; c < config.channels; ++c) {
+      auto ch = std::make_unique<Channel>(peer, c, data, rma, config.signal_every, port, name);
       ch->counters.rail = index;
       max_inline = std::min(max_inline, ch->max_inline);
       peer_of_rma_qp_[ch->rma_qp->qp_num] = peer;
@@ -192,9 +225,11 @@ Rail::Rail(int rail_index, const PortSummary& summary, const RailConfig& cfg)
       channels_.push_back(std::move(ch));
     }
   }
-  send_next.assign(static_cast<size_t>(cfg.world_size), 0);
-  recv_next.assign(static_cast<size_t>(cfg.world_size), 0);
-  rma_next.assign(static_cast<size_t>(cfg.world_size), 0);
+  send_next.assign(static_cast<size_t>(config.world_size), 0);
+  recv_next.assign(static_cast<size_t>(config.world_size), 0);
+  rma_next.assign(static_cast<size_t>(config.world_size), 0);
+  // Every queue is on each list at most once (its in_* flag), so the data path's
+  // push_backs never reallocate.
   ready.reserve(queues_.size());
   dirty.reserve(queues_.size());
   broken.reserve(queues_.size());

@@ -149,6 +149,25 @@ class Rail {
   std::vector<uint64_t> send_next, recv_next, rma_next;  // per peer: round-robin counters
 
  private:
+  // What size_queues() settles for the QPs besides the members it sets (CQ, SRQ depth).
+  struct QueueDepths {
+    uint32_t send = 0;
+    uint32_t recv = 0;
+    uint64_t qp_pairs = 0;  // (peer, channel) pairs, two QPs each
+  };
+
+  // The constructor's steps, in order; each throws as the constructor documents.
+  void open_port(const std::string& device);  // context, device and port attributes, GID table
+  void pick_gid();                            // gid_index and use_grh: --gid-index, RoCE v2, or IB
+  void describe_address();                    // fabric, address_text, max_msg_size
+  void create_pd();
+  QueueDepths size_queues();  // also refuses devices without an SRQ
+  void create_cq();
+  void create_srq();  // and fills it with zero-length receives
+  void register_flush_buffer();
+  void create_channels(const QueueDepths& depths);  // and sizes the data-path lists
+  const GidEntry* gid_entry(int index) const;       // null for an empty table entry
+
   std::string gid_hint(int peer) const;
 
   // Declared in creation order, destroyed in reverse: QPs, flush MR, SRQ, CQ, then

@@ -19,7 +19,7 @@ constexpr int kMaxChannels = 64;
 }  // namespace
 
 VerbsTransport::VerbsTransport(const PortChoice& ports, const VerbsOptions& options, int rank, int world_size)
-    : rank_(rank), world_size_(world_size), channels_(options.qps_per_peer) {
+    : TransportBase(rank, world_size), channels_(options.qps_per_peer) {
   RailConfig cfg;
   cfg.rank = rank;
   cfg.world_size = world_size;

@@ -17,26 +17,19 @@
 #pragma once
 
 #include <string>
-#include <utility>
 #include <vector>
 
-#include <fmt/format.h>
-
-#include "lib/transport.h"
+#include "lib/transport_base.h"
 #include "transports/verbs/verbs_rail.h"
 #include "transports/verbs/verbs_transport.h"
 
 namespace railbench::verbs {
 
-class VerbsTransport final : public Transport {
+class VerbsTransport final : public TransportBase {
  public:
   VerbsTransport(const PortChoice& ports, const VerbsOptions& options, int rank, int world_size);
 
   std::string name() const override { return "verbs"; }
-  std::string provider() const override { return provider_; }
-  const Capabilities& caps() const override { return caps_; }
-  int rank() const override { return rank_; }
-  int world_size() const override { return world_size_; }
   int num_rails() const override { return static_cast<int>(rails_.size()); }
   RailInfo rail_info(int rail) const override { return checked_rail(rail).describe(); }
 
@@ -51,7 +44,6 @@ class VerbsTransport final : public Transport {
                         uint64_t wr_id) noexcept override;
   Status post_read(int peer, int rail, const LocalSpan& dst, const RemoteSpan& src, uint64_t wr_id) noexcept override;
   size_t poll(std::span<Completion> out) noexcept override;
-  std::string last_error() const override { return last_error_; }
   std::vector<ChannelCounters> channel_counters() const override;
 
  private:
@@ -85,25 +77,10 @@ class VerbsTransport final : public Transport {
   void fail_broken(Rail& rail) noexcept;
   void record_failure(const Rail& rail, const QueueSlot& q, const WorkRecord& r, const ibv_wc& wc) noexcept;
 
-  // Formatting may allocate; an out-of-memory here must not escape the data path.
-  template <class... Args>
-  void set_error(fmt::format_string<Args...> f, Args&&... args) noexcept {
-    try {
-      last_error_ = fmt::format(f, std::forward<Args>(args)...);
-    } catch (...) {
-      last_error_.clear();
-    }
-  }
-
-  std::string provider_;
-  Capabilities caps_;
-  int rank_;
-  int world_size_;
   int channels_;
   std::vector<std::unique_ptr<Rail>> rails_;
   size_t next_poll_rail_ = 0;
-  std::string last_error_;
-  bool completion_failed_ = false;  // last_error_ holds a completion's real (not flush) error
+  bool completion_failed_ = false;  // last_error() holds a completion's real (not flush) error
 };
 
 }  // namespace railbench::verbs
