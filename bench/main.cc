@@ -13,6 +13,7 @@
 #include "bench/cli.h"
 #include "bench/run_context.h"
 #include "lib/errors.h"
+#include "lib/version.h"
 
 using namespace railbench;
 
@@ -64,7 +65,7 @@ int run_with_bootstrap(const SubcommandRun& run, double timeout_s) {
 int main(int argc, char** argv) {
   CLI::App app{"railbench: RDMA collective benchmarks and fabric validation"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", RAILBENCH_VERSION);
+  app.set_version_flag("--version", railbench_version_line());
 
   CommonOptions common;
   for (int i = 0; i < argc; ++i) common.argv.emplace_back(argv[i]);

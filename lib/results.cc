@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "lib/errors.h"
+#include "lib/version.h"
 
 namespace railbench {
 
@@ -147,7 +148,8 @@ void validate_result_document(const json& doc) {
 ResultsFile::ResultsFile(std::string path, json header) : path_(std::move(path)) {
   doc_ = json{{"schema", kResultSchema},
               {"schema_version", kResultSchemaVersion},
-              {"railbench_version", RAILBENCH_VERSION},
+              {"railbench_version", railbench_version()},
+              {"railbench_commit", railbench_git_commit()},
               {"started_at", now_iso8601()}};
   for (auto& [k, v] : header.items()) doc_[k] = v;
   doc_["results"] = json::array();

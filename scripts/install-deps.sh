@@ -12,6 +12,9 @@ packages=(
   libcli11-dev nlohmann-json3-dev libfmt-dev catch2
   python3 iproute2 procps
 )
+# The install test: cpack's DEB generator (dpkg-shlibdeps for Depends, file to find the
+# binaries) and mount (a tmpfs over the source tree's configs/).
+packages+=(dpkg-dev file mount)
 # The soft-RoCE VM test bed (scripts/rxe-vm) needs these too.
 packages+=(qemu-system-x86 busybox-static cpio kmod xz-utils)
 

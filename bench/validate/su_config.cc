@@ -241,8 +241,10 @@ SuConfig load_su_config(const std::string& name_or_path) {
   const std::string path = resolve_config_path(name_or_path);
   std::ifstream in(path);
   if (!in) {
-    throw UsageError(fmt::format("config '{}': cannot read {}: give a path, or a name from {} (e.g. su-h200-32x8-400g)",
-                                 name_or_path, path, resolve_config_path("")));
+    throw UsageError(
+        fmt::format("config '{}': cannot read {}: give a path, or the name of a config in the configs "
+                    "directory, e.g. su-h200-32x8-400g (looked in: {})",
+                    name_or_path, path, find_config_dir().searched));
   }
   std::stringstream ss;
   ss << in.rdbuf();

@@ -90,16 +90,18 @@ KvModel kv_model_from_json(const nlohmann::json& j, const std::string& where) {
 }
 
 std::string model_config_dir() {
-  return (fs::path(resolve_config_path("")) / "models").string();
+  const std::string configs = resolve_config_path("");
+  return configs.empty() ? "" : (fs::path(configs) / "models").string();
 }
 
 std::vector<KvModel> load_model_presets(const std::string& dir) {
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) {
-    throw IoError(
-        fmt::format("model presets folder {} does not exist: set RAILBENCH_CONFIG_DIR to the configs/ "
-                    "folder of the railbench source tree",
-                    dir));
+    // Bad input, not a failed run: the installation or RAILBENCH_CONFIG_DIR is wrong.
+    throw UsageError(fmt::format(
+        "model presets folder {} does not exist (configs looked for in: {}): install railbench (share/railbench/"
+        "configs/models beside bin/) or set RAILBENCH_CONFIG_DIR to a configs/ folder that has models/",
+        dir.empty() ? "(none)" : dir, find_config_dir().searched));
   }
   std::vector<KvModel> out;
   for (const auto& entry : fs::directory_iterator(dir)) {

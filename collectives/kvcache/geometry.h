@@ -43,9 +43,11 @@ std::string kv_formula(const KvModel& m, int dtype_bytes);
 // Throws UsageError when a field is missing or not positive; `where` names the source.
 KvModel kv_model_from_json(const nlohmann::json& j, const std::string& where);
 
-// configs/models: $RAILBENCH_CONFIG_DIR/models when set, else the source tree's.
+// The models/ folder of the configs directory (lib/config_path.h says which); "" when
+// there is none.
 std::string model_config_dir();
-// Every preset in `dir`, sorted by name. Throws IoError when the folder is unreadable.
+// Every preset in `dir`, sorted by name. Throws UsageError when the folder does not exist
+// (naming where configs were looked for), IoError when a preset is not valid JSON.
 std::vector<KvModel> load_model_presets(const std::string& dir);
 // The preset called `name` (case-insensitive); UsageError listing the presets otherwise.
 KvModel find_model_preset(const std::string& name, const std::string& dir);

@@ -2,10 +2,10 @@
 # The validate story on one machine: build a 4-node x 2-rail simulated SU, accept it,
 # degrade one link to a quarter of its rate, validate again and see that exact link
 # named, then tear everything down (also when a step fails). Needs root.
-#   demo.sh [path/to/railbench]
+#   demo.sh [path/to/railbench]   (default: ${RAILBENCH_BUILD_DIR:-build}/railbench)
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
-rb=${1:-$root/build/railbench}
+rb=${1:-${RAILBENCH_BUILD_DIR:-$root/build}/railbench}
 export RB_SU_PREFIX=${RB_SU_PREFIX:-rbdemo}
 export RB_SU_STATE="/run/railbench-netns-su/$RB_SU_PREFIX"
 source "$here/lib.sh"

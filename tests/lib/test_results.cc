@@ -6,6 +6,7 @@
 #include "lib/errors.h"
 #include "lib/results.h"
 #include "lib/transport.h"
+#include "lib/version.h"
 
 using namespace railbench;
 using nlohmann::json;
@@ -81,6 +82,8 @@ TEST_CASE("the results file is rewritten after every size and keeps results on f
     CHECK(doc.at("status") == "running");
     CHECK(doc.at("schema") == kResultSchema);
     CHECK(doc.at("schema_version") == kResultSchemaVersion);
+    CHECK(doc.at("railbench_version") == railbench_version());
+    CHECK(doc.at("railbench_commit") == railbench_git_commit());  // traceable to the code that measured
     CHECK(doc.at("results").empty());
 
     f.add(json{{"bytes", 1024}});
