@@ -1,5 +1,5 @@
-// Where the configs shipped with railbench (configs/: SU configs, and models/ with the
-// kvcache presets) are found, so every feature resolves a bare config name the same way.
+// Where the configs shipped with railbench (everything under configs/) are found, so
+// every feature resolves a bare config name the same way.
 //
 // The configs directory is the first of:
 //   1. $RAILBENCH_CONFIG_DIR, when set and non-empty: the operator's explicit choice wins,

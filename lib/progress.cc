@@ -27,6 +27,12 @@ void Progress::reserve_slot(uint64_t id, int peer) {
     throw TransportError(
         fmt::format("rank {}: operation addressed to rank {}, outside 0..{}", t_.rank(), peer, t_.world_size() - 1));
   }
+  // Nothing more goes to a peer given up on: its completion would be ignored and the
+  // operation would stay outstanding, so every later wait_all would time out on it.
+  if (abandoned(peer)) {
+    throw TransportError(fmt::format("rank {}: {} was abandoned after a failure; nothing more is posted to it",
+                                     t_.rank(), peer_name(peer)));
+  }
   // The slot is reused every kSlots operations; the old one must have finished.
   const Slot& old = slots_[id & kMask];
   if (!old.done) wait(old.id, "a free operation slot");
@@ -40,19 +46,23 @@ void Progress::fail_post(int peer, OpKind kind) {
 void Progress::check_post_deadline(Clock::time_point idle_since, int peer, OpKind kind) {
   if (seconds_between(idle_since, Clock::now()) < timeout_s_) return;
   throw TimeoutError(
-      fmt::format("rank {}: could not post {} to {} for {:.0f} s: the transport stayed out of "
+      fmt::format("rank {}: could not post {} to {} for {:g} s: the transport stayed out of "
                   "resources ({} operations outstanding)",
                   t_.rank(), to_string(kind), peer_name(peer), timeout_s_, outstanding_));
 }
 
 size_t Progress::poll_once() {
   const size_t n = t_.poll(batch_);
+  // A failure is raised after the whole batch is accounted for: the healthy completions
+  // polled with it must not be lost, or a caller that abandons the failed peer and goes
+  // on would wait for them forever and blame a healthy peer.
+  const Completion* failed = nullptr;
   for (size_t i = 0; i < n; ++i) {
     const Completion& c = batch_[i];
     if (abandoned(c.peer)) continue;
     if (c.status != Status::ok) {
-      throw TransportError(fmt::format("rank {}: {} with {} on rail {} failed: {}", t_.rank(), to_string(c.op),
-                                       peer_name(c.peer), c.rail, t_.last_error()));
+      if (!failed) failed = &c;
+      continue;
     }
     if (c.op == OpKind::remote_write_imm) {
       imms_.push_back(c);
@@ -64,6 +74,10 @@ size_t Progress::poll_once() {
     s.bytes = c.bytes;
     --outstanding_;
     --outstanding_by_peer_[s.peer];
+  }
+  if (failed) {
+    throw TransportError(fmt::format("rank {}: {} with {} on rail {} failed: {}", t_.rank(), to_string(failed->op),
+                                     peer_name(failed->peer), failed->rail, t_.last_error()));
   }
   return n;
 }
@@ -121,7 +135,7 @@ void Progress::fail_timeout(const char* what, int focus_peer) {
   }
   if (pending.empty() && focus_peer >= 0) pending = peer_name(focus_peer);
   throw TimeoutError(
-      fmt::format("rank {}: timed out after {:.0f} s without progress waiting for {} from {} (is "
+      fmt::format("rank {}: timed out after {:g} s without progress waiting for {} from {} (is "
                   "that peer alive and its link up? raise --timeout for very slow links)",
                   t_.rank(), timeout_s_, what, pending.empty() ? "an unknown peer" : pending));
 }

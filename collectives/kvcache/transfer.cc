@@ -108,6 +108,7 @@ struct KvTransfer::Impl {
     return copies;
   }
 
+  struct Prefill;
   void run_prefill(KvMode mode, int warmup, int total, bool check, KvRunResult& out);
   void run_decode(KvMode mode, int total, bool check, KvRunResult& out);
   void finish_request(KvMode mode, int k, int j, bool check, KvRunResult& out);
@@ -183,84 +184,152 @@ KvRunResult KvTransfer::run(KvMode mode, int warmup, int requests, bool check) {
   return out;
 }
 
-void KvTransfer::Impl::run_prefill(KvMode mode, int warmup, int total, bool check, KvRunResult& out) {
-  const int C = o.concurrency;
-  const bool ordered = p.transport().caps().ordered_writes;
-  // Plans per (pair, slot), computed before anything is timed.
-  std::vector<std::vector<std::vector<KvCopy>>> plans(mine.size());
-  std::vector<std::vector<std::vector<KvCopy>>> packs(mine.size());
-  for (size_t q = 0; q < mine.size(); ++q) {
-    for (int c = 0; c < C; ++c) {
-      plans[q].push_back(transfer_copies(mode, mine[q], c));
-      packs[q].push_back(block_mode(mode) ? std::vector<KvCopy>{} : pack_copies(slot(rank, mine[q], c), false));
-    }
-  }
+// The prefill side of one run(): per (pair, slot) plans computed before anything is
+// timed, up to `concurrency` requests in flight per pair, each request's time from its
+// first post until the decode rank's ack arrives.
+struct KvTransfer::Impl::Prefill {
   struct Ack {
     uint64_t id;
     size_t buf;
   };
+
+  Prefill(Impl& impl, KvMode mode_, int warmup_, int total_, bool check_, KvRunResult& out_)
+      : m(impl),
+        mode(mode_),
+        warmup(warmup_),
+        total(total_),
+        check(check_),
+        out(out_),
+        ordered(impl.p.transport().caps().ordered_writes),
+        plans(impl.mine.size()),
+        packs(impl.mine.size()),
+        next(impl.mine.size(), 0),
+        acked(impl.mine.size(), std::vector<char>(static_cast<size_t>(total_), 0)),
+        started(impl.mine.size(), std::vector<Clock::time_point>(static_cast<size_t>(total_))) {
+    for (size_t q = 0; q < m.mine.size(); ++q) {
+      for (int c = 0; c < m.o.concurrency; ++c) {
+        plans[q].push_back(m.transfer_copies(mode, m.mine[q], c));
+        packs[q].push_back(m.block_mode(mode) ? std::vector<KvCopy>{}
+                                              : m.pack_copies(m.slot(m.rank, m.mine[q], c), false));
+      }
+    }
+    for (size_t i = 0; i < m.ack_mem.size() / 8; ++i) free_bufs.push_back(i);
+  }
+
+  void run();
+  void start(size_t q, int j);
+  void post_writes(int peer, const std::vector<KvCopy>& copies, const MemoryRegion* src, const RemoteKey* key,
+                   uint32_t req);
+  void reap_acks();
+
+  Impl& m;
+  const KvMode mode;
+  const int warmup, total;
+  const bool check;
+  KvRunResult& out;
+  const bool ordered;
+  std::vector<std::vector<std::vector<KvCopy>>> plans, packs;  // [pair][slot]
   std::vector<Ack> acks;
   std::vector<size_t> free_bufs;
-  for (size_t i = 0; i < ack_mem.size() / 8; ++i) free_bufs.push_back(i);
-  std::vector<int> next(mine.size(), 0);
-  std::vector<std::vector<char>> acked(mine.size(), std::vector<char>(static_cast<size_t>(total), 0));
-  std::vector<std::vector<Clock::time_point>> started(mine.size(), std::vector<Clock::time_point>(total));
+  std::vector<int> next;
+  std::vector<std::vector<char>> acked;
+  std::vector<std::vector<Clock::time_point>> started;
   std::vector<uint64_t> unordered_ids, wait_ids;
   Clock::time_point first = Clock::time_point::max(), last = Clock::time_point::min();
-
-  auto start = [&](size_t q, int j) {
-    const int k = mine[q];
-    const int peer = pairs[static_cast<size_t>(k)].decode;
-    const int s = slot(rank, k, j);
-    const auto req = static_cast<uint32_t>(j * npairs() + k);
-    const auto& copies = plans[q][static_cast<size_t>(j % C)];
-    const auto& pack = packs[q][static_cast<size_t>(j % C)];
-    if (check) {
-      kv_fill(pools[static_cast<size_t>(rank)], s, pool_mem.data(), req);
-      if (mode == KvMode::contiguous) kv_apply_copies(pack, pool_mem.data(), staging_mem.data());
-    }
-    const Clock::time_point t0 = Clock::now();
-    started[q][static_cast<size_t>(j)] = t0;
-    if (j >= warmup) first = std::min(first, t0);
-    const size_t buf = free_bufs.back();
-    free_bufs.pop_back();
-    acks.push_back(Ack{p.recv(peer, 0, LocalSpan{ack_mr.get(), buf * 8, 8}), buf});
-    if (mode == KvMode::staged) kv_apply_copies(pack, pool_mem.data(), staging_mem.data());
-    const MemoryRegion* src = block_mode(mode) ? pool_mr.get() : staging_mr.get();
-    const RemoteKey* key =
-        block_mode(mode) ? &pool_keys[static_cast<size_t>(peer)] : &staging_keys[static_cast<size_t>(peer)];
-    if (o.protocol == KvProtocol::send) {
-      for (const KvCopy& c : copies) p.send(peer, c.rail, LocalSpan{src, c.src, c.len});
-      return;
-    }
-    // The immediate must not overtake the data. Writes on one rail land in post order
-    // (caps().ordered_writes), so each rail's last write carries the immediate and the
-    // decode rank waits for one per rail. Otherwise every other write must complete
-    // before the one that carries it.
-    std::vector<size_t> last_on_rail(static_cast<size_t>(o.rails), copies.size());
-    for (size_t i = 0; i < copies.size(); ++i) last_on_rail[static_cast<size_t>(copies[i].rail)] = i;
-    unordered_ids.clear();
-    for (size_t i = 0; i + 1 < copies.size(); ++i) {
-      const KvCopy& c = copies[i];
-      const LocalSpan from{src, c.src, c.len};
-      if (ordered && last_on_rail[static_cast<size_t>(c.rail)] == i) {
-        p.write_imm(peer, c.rail, from, RemoteSpan{key, c.dst}, req);
-        continue;
-      }
-      const uint64_t id = p.write(peer, c.rail, from, RemoteSpan{key, c.dst});
-      if (!ordered) unordered_ids.push_back(id);
-    }
-    for (uint64_t id : unordered_ids) p.wait(id, "KV block writes before the completion write");
-    const KvCopy& c = copies.back();
-    p.write_imm(peer, c.rail, LocalSpan{src, c.src, c.len}, RemoteSpan{key, c.dst}, req);
-  };
-
-  const size_t need = mine.size() * static_cast<size_t>(total);
   size_t done = 0;
+};
+
+void KvTransfer::Impl::Prefill::start(size_t q, int j) {
+  const int k = m.mine[q];
+  const int peer = m.pairs[static_cast<size_t>(k)].decode;
+  const int s = m.slot(m.rank, k, j);
+  const auto req = static_cast<uint32_t>(j * m.npairs() + k);
+  const int C = m.o.concurrency;
+  const auto& copies = plans[q][static_cast<size_t>(j % C)];
+  const auto& pack = packs[q][static_cast<size_t>(j % C)];
+  if (check) {
+    kv_fill(m.pools[static_cast<size_t>(m.rank)], s, m.pool_mem.data(), req);
+    if (mode == KvMode::contiguous) kv_apply_copies(pack, m.pool_mem.data(), m.staging_mem.data());
+  }
+  const Clock::time_point t0 = Clock::now();
+  started[q][static_cast<size_t>(j)] = t0;
+  if (j >= warmup) first = std::min(first, t0);
+  const size_t buf = free_bufs.back();
+  free_bufs.pop_back();
+  acks.push_back(Ack{m.p.recv(peer, 0, LocalSpan{m.ack_mr.get(), buf * 8, 8}), buf});
+  if (mode == KvMode::staged) kv_apply_copies(pack, m.pool_mem.data(), m.staging_mem.data());
+  const MemoryRegion* src = m.block_mode(mode) ? m.pool_mr.get() : m.staging_mr.get();
+  const RemoteKey* key =
+      m.block_mode(mode) ? &m.pool_keys[static_cast<size_t>(peer)] : &m.staging_keys[static_cast<size_t>(peer)];
+  if (m.o.protocol == KvProtocol::send) {
+    for (const KvCopy& c : copies) m.p.send(peer, c.rail, LocalSpan{src, c.src, c.len});
+    return;
+  }
+  post_writes(peer, copies, src, key, req);
+}
+
+// The immediate must not overtake the data. Writes on one rail land in post order
+// (caps().ordered_writes), so each rail's last write carries the immediate and the
+// decode rank waits for one per rail. Otherwise every other write must complete before
+// the one that carries it.
+void KvTransfer::Impl::Prefill::post_writes(int peer, const std::vector<KvCopy>& copies, const MemoryRegion* src,
+                                            const RemoteKey* key, uint32_t req) {
+  Progress& p = m.p;
+  std::vector<size_t> last_on_rail(static_cast<size_t>(m.o.rails), copies.size());
+  for (size_t i = 0; i < copies.size(); ++i) last_on_rail[static_cast<size_t>(copies[i].rail)] = i;
+  unordered_ids.clear();
+  for (size_t i = 0; i + 1 < copies.size(); ++i) {
+    const KvCopy& c = copies[i];
+    const LocalSpan from{src, c.src, c.len};
+    if (ordered && last_on_rail[static_cast<size_t>(c.rail)] == i) {
+      p.write_imm(peer, c.rail, from, RemoteSpan{key, c.dst}, req);
+      continue;
+    }
+    const uint64_t id = p.write(peer, c.rail, from, RemoteSpan{key, c.dst});
+    if (!ordered) unordered_ids.push_back(id);
+  }
+  for (uint64_t id : unordered_ids) p.wait(id, "KV block writes before the completion write");
+  const KvCopy& c = copies.back();
+  p.write_imm(peer, c.rail, LocalSpan{src, c.src, c.len}, RemoteSpan{key, c.dst}, req);
+}
+
+// Waits for at least one ack and retires every request acked by now.
+void KvTransfer::Impl::Prefill::reap_acks() {
+  wait_ids.clear();
+  for (const Ack& a : acks) wait_ids.push_back(a.id);
+  m.p.wait_any(wait_ids, "the ack of a KV-cache request (decode rank saw it complete)");
+  const Clock::time_point now = Clock::now();
+  for (size_t i = 0; i < acks.size();) {
+    if (!m.p.done(acks[i].id)) {
+      ++i;
+      continue;
+    }
+    uint64_t req = 0;
+    std::memcpy(&req, m.ack_mem.data() + acks[i].buf * 8, 8);
+    free_bufs.push_back(acks[i].buf);
+    acks.erase(acks.begin() + static_cast<std::ptrdiff_t>(i));
+    const int k = static_cast<int>(req % static_cast<uint64_t>(m.npairs()));
+    const int j = static_cast<int>(req / static_cast<uint64_t>(m.npairs()));
+    const auto q = static_cast<size_t>(std::find(m.mine.begin(), m.mine.end(), k) - m.mine.begin());
+    if (q >= m.mine.size() || j >= total || acked[q][static_cast<size_t>(j)]) {
+      throw TransportError(fmt::format("rank {}: ack for request {} that this rank did not send", m.rank, req));
+    }
+    acked[q][static_cast<size_t>(j)] = 1;
+    ++done;
+    if (j >= warmup) {
+      out.request_us.push_back(seconds_between(started[q][static_cast<size_t>(j)], now) * 1e6);
+      last = std::max(last, now);
+    }
+  }
+}
+
+void KvTransfer::Impl::Prefill::run() {
+  const int C = m.o.concurrency;
+  const size_t need = m.mine.size() * static_cast<size_t>(total);
   while (done < need) {
     for (bool more = true; more;) {
       more = false;
-      for (size_t q = 0; q < mine.size(); ++q) {
+      for (size_t q = 0; q < m.mine.size(); ++q) {
         const int j = next[q];
         if (j < total && (j < C || acked[q][static_cast<size_t>(j - C)])) {
           start(q, j);
@@ -269,34 +338,13 @@ void KvTransfer::Impl::run_prefill(KvMode mode, int warmup, int total, bool chec
         }
       }
     }
-    wait_ids.clear();
-    for (const Ack& a : acks) wait_ids.push_back(a.id);
-    p.wait_any(wait_ids, "the ack of a KV-cache request (decode rank saw it complete)");
-    const Clock::time_point now = Clock::now();
-    for (size_t i = 0; i < acks.size();) {
-      if (!p.done(acks[i].id)) {
-        ++i;
-        continue;
-      }
-      uint64_t req = 0;
-      std::memcpy(&req, ack_mem.data() + acks[i].buf * 8, 8);
-      free_bufs.push_back(acks[i].buf);
-      acks.erase(acks.begin() + static_cast<std::ptrdiff_t>(i));
-      const int k = static_cast<int>(req % static_cast<uint64_t>(npairs()));
-      const int j = static_cast<int>(req / static_cast<uint64_t>(npairs()));
-      const auto q = static_cast<size_t>(std::find(mine.begin(), mine.end(), k) - mine.begin());
-      if (q >= mine.size() || j >= total || acked[q][static_cast<size_t>(j)]) {
-        throw TransportError(fmt::format("rank {}: ack for request {} that this rank did not send", rank, req));
-      }
-      acked[q][static_cast<size_t>(j)] = 1;
-      ++done;
-      if (j >= warmup) {
-        out.request_us.push_back(seconds_between(started[q][static_cast<size_t>(j)], now) * 1e6);
-        last = std::max(last, now);
-      }
-    }
+    reap_acks();
   }
   if (!out.request_us.empty()) out.wall_s = seconds_between(first, last);
+}
+
+void KvTransfer::Impl::run_prefill(KvMode mode, int warmup, int total, bool check, KvRunResult& out) {
+  Prefill(*this, mode, warmup, total, check, out).run();
 }
 
 void KvTransfer::Impl::finish_request(KvMode mode, int k, int j, bool check, KvRunResult& out) {

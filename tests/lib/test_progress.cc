@@ -180,13 +180,12 @@ TEST_CASE("A failed completion surfaces as a TransportError carrying last_error(
   CHECK_THAT(what, Contains("outside rank 1's region"));
 }
 
-// ---- known bugs in lib/progress.cc, kept as tests that must fail until fixed (then
-// drop the !shouldfail tag); the report of branch item4-loopback has the patches ----
+// ---- failures in the middle of a batch, and posts to a peer given up on ----
 
-TEST_CASE("a failed completion does not lose the healthy completions polled with it", "[progress][!shouldfail]") {
-  // poll_once throws at the failed completion and drops the rest of its batch; a caller
-  // that abandons the failed peer and goes on (validate does) then waits for an
-  // operation that finished long ago, and the timeout blames a healthy peer.
+TEST_CASE("a failed completion does not lose the healthy completions polled with it", "[progress]") {
+  // Were the rest of the failed completion's batch dropped, a caller that abandons the
+  // failed peer and goes on (validate does) would wait for an operation that finished
+  // long ago, and the timeout would blame a healthy peer.
   LoopbackWorld w(3);
   w.fabric->inject({.op = PostKind::write, .rank = 0, .peer = 1, .nth = 1, .fault = Fault::fail});
   Progress p(w.t(0), 0.2, kNames);
@@ -197,9 +196,9 @@ TEST_CASE("a failed completion does not lose the healthy completions polled with
   CHECK_NOTHROW(p.wait(healthy, "the write to the healthy rank 2"));
 }
 
-TEST_CASE("an operation posted to an abandoned peer does not stay outstanding forever", "[progress][!shouldfail]") {
-  // Its completion is ignored like any late one, so outstanding() never drops back and
-  // every later wait_all times out; Progress should refuse the post instead.
+TEST_CASE("an operation posted to an abandoned peer does not stay outstanding forever", "[progress]") {
+  // Its completion would be ignored like any late one, outstanding() would never drop
+  // back and every later wait_all would time out: Progress refuses the post instead.
   LoopbackWorld w(2);
   Progress p(w.t(0), 0.2, kNames);
   p.abandon_peer(1);
