@@ -416,7 +416,7 @@ void judge_retest(const SuConfig& config, const std::vector<std::string>& node_n
                             rt.bw_spread * 100);
   } else if (s.kind == FindingKind::intermittent) {
     f.severity = Severity::warn;
-    f.reason += fmt::format("; passed a re-test against {}: watch it, and run validate again", partner);
+    f.reason += fmt::format("; passed a re-test against {}", partner);
   } else {
     f.severity = Severity::warn;
     f.reason += fmt::format("; not confirmed: passed a re-test against {} (intermittent?)", partner);
@@ -461,7 +461,10 @@ std::vector<Finding> judge_links(const SuConfig& config, const std::vector<std::
     const int downs = mine.downs + mine.retest_downs;
     if (f.severity == Severity::warn && flapping(config, downs)) {
       f.severity = Severity::fail;
-      f.reason += fmt::format("; it went down {} times: a flapping link", downs);
+      f.reason += fmt::format("; but {} link downs reach link_downs_fail ({}): a flapping link", downs,
+                              config.thresholds.link_downs_fail);
+    } else if (f.severity == Severity::warn && s.kind == FindingKind::intermittent) {
+      f.reason += ": watch it, and run validate again";
     }
     if (f.severity == Severity::fail || s.kind == FindingKind::intermittent) blamed.insert({s.link.rail, s.link.node});
     out.push_back(f);
@@ -511,7 +514,8 @@ void judge_link_downs(const SuConfig& config, const std::vector<std::string>& no
       if (it != findings.end()) {
         if (it->severity == Severity::warn && flapping(config, total)) {
           it->severity = Severity::fail;
-          it->reason += fmt::format("; it went down {} times during the run: a flapping link", total);
+          it->reason += fmt::format("; but {} link downs in the run reach link_downs_fail ({}): a flapping link", total,
+                                    config.thresholds.link_downs_fail);
         }
         continue;
       }
