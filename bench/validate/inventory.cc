@@ -32,6 +32,15 @@ int read_int(const fs::path& p, int fallback) {
   }
 }
 
+long long read_counter(const fs::path& p) {
+  const std::string s = read_line(p);
+  try {
+    return s.empty() ? -1 : std::stoll(s);
+  } catch (...) {
+    return -1;
+  }
+}
+
 std::vector<std::string> list_dir(const fs::path& dir) {
   std::vector<std::string> out;
   std::error_code ec;
@@ -66,12 +75,19 @@ int roce_active_mtu(int netdev_mtu) {
 }
 
 void to_json(nlohmann::json& j, const NicReport& r) {
-  j = nlohmann::json{{"nic", r.nic},        {"kind", r.kind},
-                     {"found", r.found},    {"up", r.up},
-                     {"state", r.state},    {"speed_gbps", r.speed_gbps},
-                     {"mtu", r.mtu},        {"link_layer", r.link_layer},
-                     {"netdev", r.netdev},  {"address", r.address},
-                     {"present", r.present}};
+  j = nlohmann::json{{"nic", r.nic},
+                     {"kind", r.kind},
+                     {"found", r.found},
+                     {"up", r.up},
+                     {"state", r.state},
+                     {"speed_gbps", r.speed_gbps},
+                     {"mtu", r.mtu},
+                     {"link_layer", r.link_layer},
+                     {"netdev", r.netdev},
+                     {"address", r.address},
+                     {"present", r.present},
+                     {"carrier_changes", r.counters.carrier_changes},
+                     {"link_downed", r.counters.link_downed}};
 }
 
 void from_json(const nlohmann::json& j, NicReport& r) {
@@ -86,6 +102,32 @@ void from_json(const nlohmann::json& j, NicReport& r) {
   r.netdev = j.value("netdev", "");
   r.address = j.value("address", "");
   r.present = j.value("present", std::vector<std::string>{});
+  r.counters.carrier_changes = j.value("carrier_changes", -1LL);
+  r.counters.link_downed = j.value("link_downed", -1LL);
+}
+
+LinkCounters read_link_counters(const NicReport& nic, const std::string& sysfs_root) {
+  LinkCounters c;
+  if (!nic.found) return c;
+  const fs::path root(sysfs_root);
+  if (nic.kind == "rdma") {
+    const size_t colon = nic.nic.find(':');
+    const std::string port = colon == std::string::npos ? "1" : nic.nic.substr(colon + 1);
+    c.link_downed =
+        read_counter(root / "class/infiniband" / nic.nic.substr(0, colon) / "ports" / port / "counters/link_downed");
+  }
+  // A RoCE port's link is its Ethernet netdev's: a flap shows there, not always in
+  // link_downed.
+  const std::string netdev = nic.kind == "rdma" ? nic.netdev : nic.nic;
+  if (!netdev.empty()) c.carrier_changes = read_counter(root / "class/net" / netdev / "carrier_changes");
+  return c;
+}
+
+int link_downs(const LinkCounters& before, const LinkCounters& after) {
+  auto delta = [](long long a, long long b) { return a >= 0 && b >= a ? b - a : 0; };
+  const long long downed = delta(before.link_downed, after.link_downed);
+  const long long changes = delta(before.carrier_changes, after.carrier_changes);
+  return static_cast<int>(std::max(downed, (changes + 1) / 2));
 }
 
 NicReport probe_rdma_nic(const std::string& nic, int gid_index, const std::string& sysfs_root) {
@@ -129,6 +171,7 @@ NicReport probe_rdma_nic(const std::string& nic, int gid_index, const std::strin
   if (r.link_layer == "Ethernet" && !r.netdev.empty()) {
     r.mtu = roce_active_mtu(read_int(fs::path(sysfs_root) / "class/net" / r.netdev / "mtu", 0));
   }
+  r.counters = read_link_counters(r, sysfs_root);
   return r;
 }
 
@@ -147,6 +190,7 @@ NicReport probe_netdev_nic(const std::string& nic, const std::string& sysfs_root
   r.speed_gbps = mbps > 0 ? mbps / 1000.0 : 0;
   r.mtu = read_int(dir / "mtu", 0);
   if (sysfs_root == "/sys") r.address = ipv4_of(nic);
+  r.counters = read_link_counters(r, sysfs_root);
   return r;
 }
 

@@ -48,6 +48,9 @@ std::optional<json> PairRunner::run(PairResult key, int peer, bool leader) {
     if (!ba.empty()) r.bw_ba = summarize(ba).p50;
     auto bi = test_.bidirectional(peer, 0, t.bw_bytes, t.bw_window, 1, t.bw_iters);
     if (leader) r.bidir = summarize(bi).p50;
+    // A link that stalls now and then shows in its slowest window, not in the median:
+    // keep the worst stream's spread (each side has the streams it timed).
+    r.bw_spread = std::max({window_spread(ab), window_spread(ba), leader ? window_spread(bi) : 0.0});
   });
   if (peer < 0) return std::nullopt;
   return side_json(r, leader, peer);
@@ -68,6 +71,7 @@ std::vector<PairResult> PairRunner::exchange(const std::optional<json>& mine) {
       } else {
         m.bw_ba = side.bw_ba;
       }
+      m.bw_spread = std::max(m.bw_spread, side.bw_spread);
       if (!side.ok && m.ok) m.ok = false, m.error = side.error;
     }
     if (!m.ok)

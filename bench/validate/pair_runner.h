@@ -1,6 +1,7 @@
 // One pair test of validate, run on both ranks of the pair, and the exchange that merges
 // every rank's side of a round into one result per pair on every rank. A pair that
-// fails its deadline is abandoned, never retried.
+// fails its deadline is abandoned, never retried: its result says ok false and why,
+// which the verdict reads as a link cut off in that round.
 #pragma once
 
 #include <optional>

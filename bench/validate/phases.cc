@@ -33,6 +33,11 @@ struct ValidateState {
   std::vector<Finding> findings;
   std::vector<PairResult> rail_results, cross_results, retest_results;
   std::vector<std::vector<LinkStats>> stats;  // per rail, per node; unmeasured until phase 2
+  std::vector<std::vector<NicReport>> nics;   // per node, per slot: the inventory
+  // Every link's down counters, per node and slot: at the inventory, before and after
+  // the re-tests; the verdict reads the differences.
+  std::vector<std::vector<LinkCounters>> at_start, before_retests, after_retests;
+  bool traffic = false;  // the traffic phases ran
 };
 
 // The pair tests' buffers on this rank's rail, their keys from every rank, and the
@@ -76,6 +81,35 @@ std::vector<std::vector<NicReport>> gather_inventory(RunContext& ctx, const SuCo
   return out;
 }
 
+// Every rank's link counters now, [node][slot]: each rank reads its slot's NIC.
+std::vector<std::vector<LinkCounters>> gather_counters(ValidateState& s) {
+  const LinkCounters mine = read_link_counters(s.nics[s.my_node][s.my_slot]);
+  const json j{{"carrier_changes", mine.carrier_changes}, {"link_downed", mine.link_downed}};
+  std::vector<std::vector<LinkCounters>> out(s.nodes, std::vector<LinkCounters>(s.c.gpus_per_node));
+  const auto all = s.ctx.bootstrap().all_gather_strings(j.dump());
+  for (int r = 0; r < s.ctx.size(); ++r) {
+    const json x = json::parse(all[r]);
+    out[s.L.node_of[r]][s.L.slot_of[r]] = {x.at("carrier_changes").get<long long>(),
+                                           x.at("link_downed").get<long long>()};
+  }
+  return out;
+}
+
+// The counters' link downs between two readings, into each link's figures.
+template <class Field>
+int count_downs(ValidateState& s, const std::vector<std::vector<LinkCounters>>& from,
+                const std::vector<std::vector<LinkCounters>>& to, Field field) {
+  int links = 0;
+  for (int r = 0; r < s.rails; ++r) {
+    for (int n = 0; n < s.nodes; ++n) {
+      const int downs = link_downs(from[n][r], to[n][r]);
+      s.stats[r][n].*field = downs;
+      links += downs > 0;
+    }
+  }
+  return links;
+}
+
 // Phase 1, before any traffic. Returns true when a NIC is missing or down: no traffic
 // can run then.
 bool phase_inventory(ValidateState& s) {
@@ -83,6 +117,11 @@ bool phase_inventory(ValidateState& s) {
   const NicReport my_nic =
       c.rdma_nics() ? probe_rdma_nic(c.rails[s.my_slot].nic, c.gid_index) : probe_netdev_nic(c.rails[s.my_slot].nic);
   const auto nics = gather_inventory(s.ctx, c, s.L, my_nic);
+  s.nics = nics;
+  for (const auto& node : nics) {
+    s.at_start.emplace_back();
+    for (const auto& nic : node) s.at_start.back().push_back(nic.counters);
+  }
   bool blocking = false;
   auto inv = judge_inventory(c, s.L.node_names, nics, blocking);
   s.findings.insert(s.findings.end(), inv.begin(), inv.end());
@@ -101,6 +140,7 @@ bool phase_inventory(ValidateState& s) {
 void open_rail(ValidateState& s) {
   s.ctx.set_rails(s.c.rails[s.my_slot].nic);
   s.ctx.open_transport();
+  s.traffic = true;
   // The header was written before the transport existed; now it does.
   s.results.set("transport", s.ctx.results_header(json::object()).at("transport"));
 }
@@ -139,6 +179,8 @@ void phase_cross_rail(ValidateState& s, PairRunner& runner) {
 
 // Phase 4: each suspect link against a good partner on its rail, then the links' findings.
 void phase_retests(ValidateState& s, PairRunner& runner) {
+  s.before_retests = gather_counters(s);
+  const int went_down = count_downs(s, s.at_start, s.before_retests, &LinkStats::downs);
   const auto suspects = find_suspects(s.c, s.stats);
   for (const auto& round : plan_retests(suspects, s.stats)) {
     PairResult key;
@@ -156,8 +198,10 @@ void phase_retests(ValidateState& s, PairRunner& runner) {
     s.retest_results.insert(s.retest_results.end(), got.begin(), got.end());
     s.results.set("retest_pairs", s.retest_results);
   }
-  s.ctx.print(
-      fmt::format("# phase 4 re-tests: {} suspect link(s), {} re-tested", suspects.size(), s.retest_results.size()));
+  s.after_retests = gather_counters(s);
+  count_downs(s, s.before_retests, s.after_retests, &LinkStats::retest_downs);
+  s.ctx.print(fmt::format("# phase 4 re-tests: {} suspect link(s) ({} went down during the pair tests), {} re-tested",
+                          suspects.size(), went_down, s.retest_results.size()));
   auto links = judge_links(s.c, s.L.node_names, s.stats, suspects, s.retest_results, s.cross_results);
   s.findings.insert(s.findings.end(), links.begin(), links.end());
 }
@@ -178,6 +222,21 @@ void phase_collectives(ValidateState& s, const PairRunner& runner) {
 // The verdict: the table, the findings worst first, the results file closed. Returns
 // the exit code.
 int finish(ValidateState& s) {
+  if (s.traffic) {
+    // The last reading: a link that went down after its pair tests is named too, and
+    // every link's counts over the whole run go into its figures.
+    const auto at_end = gather_counters(s);
+    count_downs(s, s.after_retests, at_end, &LinkStats::late_downs);
+    for (int r = 0; r < s.rails; ++r) {
+      for (int n = 0; n < s.nodes; ++n) {
+        auto delta = [](long long a, long long b) { return a >= 0 && b >= a ? b - a : -1; };
+        s.stats[r][n].carrier_changes = delta(s.at_start[n][r].carrier_changes, at_end[n][r].carrier_changes);
+        s.stats[r][n].link_downed = delta(s.at_start[n][r].link_downed, at_end[n][r].link_downed);
+      }
+    }
+    judge_link_downs(s.c, s.L.node_names, s.stats, s.findings);
+    s.results.set("rails", rail_matrices(s.c, s.L.node_names, s.rail_results, s.stats));
+  }
   sort_findings(s.findings);
   for (const auto& line : summary_lines(s.c, s.L.node_names, s.findings, s.stats)) s.ctx.print(line);
   s.results.set("findings", s.findings);

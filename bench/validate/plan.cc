@@ -64,7 +64,9 @@ std::vector<std::string> describe_plan(const SuConfig& c, const ValidatePlan& p)
         r.line_rate_gbps != r.speed_gbps ? fmt::format(", carries {} Gb/s", r.line_rate_gbps) : std::string()));
   }
   out.push_back("#");
-  out.push_back("# phase 1  inventory: every rank reads its NIC (exists, port up, speed, MTU, GID); no traffic");
+  out.push_back(
+      "# phase 1  inventory: every rank reads its NIC (exists, port up, speed, MTU, GID, link-down counters); no "
+      "traffic");
   out.push_back(fmt::format(
       "# phase 2  rail checks: {} rounds of {} disjoint node pairs, all {} rails at once = {} pair tests; each: "
       "{} x {} B ping-pongs, {} windows of {} x {} each way and both ways",
@@ -89,7 +91,9 @@ std::vector<std::string> describe_plan(const SuConfig& c, const ValidatePlan& p)
   } else {
     out.push_back("# phase 3  cross-rail spot checks: off (one rail, or tests.cross_rail false)");
   }
-  out.push_back("# phase 4  re-tests: each suspect link against a good partner on its rail (one round per clash)");
+  out.push_back(
+      "# phase 4  re-tests: each suspect link (slow, or intermittent: went down, cut off, unsteady) against a good "
+      "partner on its rail (one round per clash)");
   if (c.tests.collectives) {
     out.push_back(
         fmt::format("# phase 5  collectives over all {} ranks: all-reduce and all-to-all of {}, {} iterations", p.ranks,

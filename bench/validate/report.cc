@@ -82,7 +82,11 @@ json rail_matrices(const SuConfig& c, const std::vector<std::string>& node_names
                            {"rx_gbs", l.rx},
                            {"bidir_gbs", l.bidir},
                            {"lat_p50_us", l.lat_p50},
-                           {"lat_p99_us", l.lat_p99}});
+                           {"lat_p99_us", l.lat_p99},
+                           {"bw_spread", l.spread},
+                           {"link_downs", l.total_downs()},
+                           {"carrier_changes", l.carrier_changes},
+                           {"link_downed", l.link_downed}});
     }
     out.push_back(json{{"rail", r},
                        {"nic", c.rails[r].nic},
@@ -106,15 +110,16 @@ std::vector<std::string> summary_lines(const SuConfig& c, const std::vector<std:
   std::vector<std::string> out;
   out.push_back("#");
   out.push_back("# per rail (link figures are medians over each link's partners):");
-  out.push_back(fmt::format("# {:>5} {:>8} {:>7} {:>11} {:>11} {:>11} {:>10} {:>10}  {}", "rail", "leaf", "links",
-                            "tx min", "tx median", "line rate", "p50 med", "p99 max", "verdict"));
-  out.push_back(fmt::format("# {:>5} {:>8} {:>7} {:>11} {:>11} {:>11} {:>10} {:>10}", "", "", "", "(GB/s)", "(GB/s)",
-                            "(GB/s)", "(us)", "(us)"));
+  out.push_back(fmt::format("# {:>5} {:>8} {:>7} {:>11} {:>11} {:>11} {:>10} {:>10} {:>6}  {}", "rail", "leaf", "links",
+                            "tx min", "tx median", "line rate", "p50 med", "p99 max", "downs", "verdict"));
+  out.push_back(fmt::format("# {:>5} {:>8} {:>7} {:>11} {:>11} {:>11} {:>10} {:>10} {:>6}", "", "", "", "(GB/s)",
+                            "(GB/s)", "(GB/s)", "(us)", "(us)", "(links)"));
   for (size_t r = 0; r < stats.size(); ++r) {
     std::vector<double> tx, p50;
     double p99 = 0;
-    int measured = 0;
+    int measured = 0, downs = 0;
     for (const auto& l : stats[r]) {
+      downs += l.total_downs();
       if (l.pairs == 0 || l.pairs == l.failed) continue;
       ++measured;
       tx.push_back(std::min(l.tx, l.rx));
@@ -126,10 +131,10 @@ std::vector<std::string> summary_lines(const SuConfig& c, const std::vector<std:
     const bool bad = std::any_of(findings.begin(), findings.end(), [&](const Finding& f) {
       return f.severity == Severity::fail && f.rail == static_cast<int>(r);
     });
-    out.push_back(fmt::format("  {:>5} {:>8} {:>7} {:>11.3f} {:>11.3f} {:>11.3f} {:>10.1f} {:>10.1f}  {}", r,
+    out.push_back(fmt::format("  {:>5} {:>8} {:>7} {:>11.3f} {:>11.3f} {:>11.3f} {:>10.1f} {:>10.1f} {:>6}  {}", r,
                               c.rails[r].leaf, fmt::format("{}/{}", measured, stats[r].size()),
                               tx.empty() ? 0.0 : tx.front(), tx.empty() ? 0.0 : tx[(tx.size() - 1) / 2],
-                              line_gbytes(c.rails[r]), p50.empty() ? 0.0 : p50[(p50.size() - 1) / 2], p99,
+                              line_gbytes(c.rails[r]), p50.empty() ? 0.0 : p50[(p50.size() - 1) / 2], p99, downs,
                               bad             ? "FAIL"
                               : measured == 0 ? "not run"
                                               : "PASS"));

@@ -30,6 +30,13 @@ struct SuThresholds {
   double rel_lat_above_median = 0.5;  // ...or this far above it in p50 latency
   double rel_lat_min_us = 2;          // ...and by at least this many microseconds
   double mad_k = 3.5;                 // ...and more than k scaled MADs from the median
+  // intermittent links: a link whose timed windows' spread (1 - slowest / median
+  // window) is this much above its rail's median spread (and k MADs) is a suspect...
+  double spread_above_median = 0.5;
+  // ...and one whose NIC counted this many link downs during the run is FAIL (flapping)
+  // even when it passes its re-test; fewer (one) make it a suspect that the re-test
+  // decides.
+  int link_downs_fail = 2;
   // collectives over every rank, busbw against the slowest rail's line rate
   double allreduce_busbw_min_fraction = 0.5;
   double alltoall_busbw_min_fraction = 0.4;

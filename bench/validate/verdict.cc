@@ -42,23 +42,36 @@ double mad(const std::vector<double>& v, double med) {
 }
 
 struct RailBaseline {
-  double tx = 0, rx = 0, bidir = 0, lat = 0;
-  double tx_mad = 0, rx_mad = 0, bidir_mad = 0, lat_mad = 0;
+  double tx = 0, rx = 0, bidir = 0, lat = 0, spread = 0;
+  double tx_mad = 0, rx_mad = 0, bidir_mad = 0, lat_mad = 0, spread_mad = 0;
 };
 
 RailBaseline baseline(const std::vector<LinkStats>& links) {
-  std::vector<double> tx, rx, bidir, lat;
+  std::vector<double> tx, rx, bidir, lat, spread;
   for (const auto& l : links) {
     if (l.pairs - l.failed <= 0) continue;
     tx.push_back(l.tx);
     rx.push_back(l.rx);
     bidir.push_back(l.bidir);
     lat.push_back(l.lat_p50);
+    spread.push_back(l.spread);
   }
   RailBaseline b;
-  b.tx = median(tx), b.rx = median(rx), b.bidir = median(bidir), b.lat = median(lat);
+  b.tx = median(tx), b.rx = median(rx), b.bidir = median(bidir), b.lat = median(lat), b.spread = median(spread);
   b.tx_mad = mad(tx, b.tx), b.rx_mad = mad(rx, b.rx), b.bidir_mad = mad(bidir, b.bidir), b.lat_mad = mad(lat, b.lat);
+  b.spread_mad = mad(spread, b.spread);
   return b;
+}
+
+// Windows far less steady than the rail's: above its median spread by the margin AND
+// (when the rail has spread at all) by more than k MADs, as the other relative checks.
+bool unsteady(double v, double med, double spread, const SuThresholds& t) {
+  if (v <= med + t.spread_above_median) return false;
+  return spread == 0 || v > med + t.mad_k * spread;
+}
+
+bool unreachable(const LinkStats& l) {
+  return l.failed > 0 && 2 * l.failed >= l.pairs;
 }
 
 // Below the rail's median by the relative margin AND (when the rail has spread at all)
@@ -120,6 +133,35 @@ std::vector<Suspect> check(const SuConfig& c, LinkId link, double tx, double rx,
   return out;
 }
 
+// The signs of an intermittent link in its pair tests (its counters aside): pair tests
+// cut off with some partners (fewer than half: more is unreachable), unless the partner
+// has trouble of its own that explains it (went down, unreachable, or cut off with more
+// partners than this link); and windows far less steady than the rail's.
+std::vector<Suspect> intermittent(const SuConfig& c, const std::vector<LinkStats>& rail, const LinkStats& l,
+                                  const RailBaseline& b) {
+  std::vector<Suspect> out;
+  int unexplained = 0;
+  for (int p : l.failed_with) {
+    const LinkStats& o = rail.at(p);
+    if (o.downs == 0 && !unreachable(o) && o.failed <= l.failed) ++unexplained;
+  }
+  if (unexplained > 0) {
+    out.push_back({l.link, FindingKind::intermittent,
+                   fmt::format("pair tests with {} of {} partners did not finish while the others did: reachable in "
+                               "one round, not in another",
+                               l.failed, l.pairs),
+                   static_cast<double>(l.pairs - l.failed), static_cast<double>(l.pairs), "partners"});
+  }
+  if (unsteady(l.spread, b.spread, b.spread_mad, c.thresholds)) {
+    out.push_back({l.link, FindingKind::intermittent,
+                   fmt::format("unsteady: its slowest timed windows ran {:.0f}% below their median (the rail's "
+                               "median link: {:.0f}%)",
+                               l.spread * 100, b.spread * 100),
+                   l.spread, b.spread, "spread"});
+  }
+  return out;
+}
+
 }  // namespace
 
 const char* to_string(Severity s) {
@@ -139,6 +181,7 @@ const char* to_string(FindingKind k) {
     case FindingKind::latency: return "latency";
     case FindingKind::cross_rail: return "cross-rail";
     case FindingKind::collective: return "collective";
+    case FindingKind::intermittent: return "intermittent";
   }
   return "?";
 }
@@ -160,7 +203,7 @@ FindingKind parse_finding_kind(const std::string& word, const std::string& field
   return parse_word(
       word, field,
       {FindingKind::inventory, FindingKind::unreachable, FindingKind::bandwidth, FindingKind::bidirectional,
-       FindingKind::latency, FindingKind::cross_rail, FindingKind::collective});
+       FindingKind::latency, FindingKind::cross_rail, FindingKind::collective, FindingKind::intermittent});
 }
 
 PairPhase parse_pair_phase(const std::string& word, const std::string& field) {
@@ -192,7 +235,8 @@ void to_json(nlohmann::json& j, const PairResult& p) {
                      {"bidir", p.bidir},
                      {"lat_p50", p.lat_p50},
                      {"lat_p99", p.lat_p99},
-                     {"lat_p999", p.lat_p999}};
+                     {"lat_p999", p.lat_p999},
+                     {"bw_spread", p.bw_spread}};
 }
 
 void from_json(const nlohmann::json& j, PairResult& p) {
@@ -202,6 +246,14 @@ void from_json(const nlohmann::json& j, PairResult& p) {
   p.ok = j.at("ok"), p.error = j.at("error");
   p.bw_ab = j.at("bw_ab"), p.bw_ba = j.at("bw_ba"), p.bidir = j.at("bidir");
   p.lat_p50 = j.at("lat_p50"), p.lat_p99 = j.at("lat_p99"), p.lat_p999 = j.at("lat_p999");
+  p.bw_spread = j.value("bw_spread", 0.0);  // absent from results written before it existed
+}
+
+double window_spread(const std::vector<double>& gbps) {
+  if (gbps.size() < 2) return 0;
+  const double med = median(gbps);
+  if (med <= 0) return 0;
+  return std::clamp(1 - *std::min_element(gbps.begin(), gbps.end()) / med, 0.0, 1.0);
 }
 
 void to_json(nlohmann::json& j, const Finding& f) {
@@ -223,7 +275,7 @@ std::string link_name(const SuConfig& config, const std::vector<std::string>& no
 std::vector<std::vector<LinkStats>> link_stats(const SuConfig& config, int nodes, const std::vector<PairResult>& rail) {
   std::vector<std::vector<LinkStats>> out(config.num_rails(), std::vector<LinkStats>(nodes));
   struct Acc {
-    std::vector<double> tx, rx, bidir, p50, p99;
+    std::vector<double> tx, rx, bidir, p50, p99, spread;
   };
   std::vector<std::vector<Acc>> acc(config.num_rails(), std::vector<Acc>(nodes));
   for (const auto& p : rail) {
@@ -235,6 +287,7 @@ std::vector<std::vector<LinkStats>> link_stats(const SuConfig& config, int nodes
       ++s.pairs;
       if (!p.ok) {
         ++s.failed;
+        s.failed_with.push_back(side == 0 ? p.node_b : p.node_a);
         continue;
       }
       Acc& a = acc[p.rail_a][node];
@@ -243,6 +296,7 @@ std::vector<std::vector<LinkStats>> link_stats(const SuConfig& config, int nodes
       a.bidir.push_back(p.bidir);
       a.p50.push_back(p.lat_p50);
       a.p99.push_back(p.lat_p99);
+      a.spread.push_back(p.bw_spread);
     }
   }
   for (int r = 0; r < config.num_rails(); ++r) {
@@ -252,6 +306,7 @@ std::vector<std::vector<LinkStats>> link_stats(const SuConfig& config, int nodes
       const Acc& a = acc[r][n];
       s.tx = median(a.tx), s.rx = median(a.rx), s.bidir = median(a.bidir);
       s.lat_p50 = median(a.p50), s.lat_p99 = median(a.p99);
+      s.spread = median(a.spread);
     }
   }
   return out;
@@ -265,19 +320,33 @@ std::vector<Suspect> find_suspects(const SuConfig& config, const std::vector<std
       if (l.pairs == 0) continue;
       // Most of its partners could not be reached: the link, not the partners. Exactly
       // half (two nodes, one pair) also counts: the re-test decides which end.
-      if (2 * l.failed >= l.pairs && l.failed > 0) {
-        out.push_back({l.link, FindingKind::unreachable,
-                       fmt::format("no traffic with {} of {} partners within the deadline", l.failed, l.pairs),
-                       static_cast<double>(l.pairs - l.failed), static_cast<double>(l.pairs), "partners"});
+      if (unreachable(l)) {
+        out.push_back(
+            {l.link, FindingKind::unreachable,
+             fmt::format("no traffic with {} of {} partners within the deadline{}", l.failed, l.pairs,
+                         l.downs > 0 ? fmt::format("; its link went down {} time(s) meanwhile", l.downs) : ""),
+             static_cast<double>(l.pairs - l.failed), static_cast<double>(l.pairs), "partners"});
         continue;
       }
-      auto found = check(config, l.link, l.tx, l.rx, l.bidir, l.lat_p50, l.lat_p99, b);
+      std::vector<Suspect> found;
+      if (l.downs > 0) {
+        found.push_back({l.link, FindingKind::intermittent,
+                         fmt::format("the link went down {} time(s) during its pair tests (the NIC's carrier_changes / "
+                                     "link_downed counters)",
+                                     l.downs),
+                         static_cast<double>(l.downs), 0, "link downs"});
+      }
+      const auto checked = check(config, l.link, l.tx, l.rx, l.bidir, l.lat_p50, l.lat_p99, b);
+      found.insert(found.end(), checked.begin(), checked.end());
+      const auto flaky = intermittent(config, stats[r], l, b);
+      found.insert(found.end(), flaky.begin(), flaky.end());
       if (found.empty()) continue;
-      // One suspect per link. Added latency comes first when present: over a
-      // window-limited protocol it also costs bandwidth, so it is the likelier cause.
+      // One suspect per link. A link that went down leads: that explains the rest. Then
+      // added latency: over a window-limited protocol it also costs bandwidth, so it is
+      // the likelier cause.
       const auto lead =
           std::find_if(found.begin(), found.end(), [](const Suspect& x) { return x.kind == FindingKind::latency; });
-      const size_t first = lead != found.end() ? static_cast<size_t>(lead - found.begin()) : 0;
+      const size_t first = l.downs > 0 || lead == found.end() ? 0 : static_cast<size_t>(lead - found.begin());
       Suspect s = found[first];
       for (size_t i = 0; i < found.size(); ++i)
         if (i != first) s.reason += "; also " + found[i].reason;
@@ -324,11 +393,48 @@ std::vector<std::vector<Retest>> plan_retests(const std::vector<Suspect>& suspec
   return rounds;
 }
 
+namespace {
+
+// What the re-test of suspect `s` (`rt`, against a good partner) says: the finding
+// keeps FAIL when it confirms the suspicion, becomes WARN when the link passed.
+void judge_retest(const SuConfig& config, const std::vector<std::string>& node_names, const LinkStats& mine,
+                  const std::vector<LinkStats>& rail, const Suspect& s, const PairResult& rt, Finding& f) {
+  const std::string partner = node_names.at(rt.node_b);
+  const RailBaseline b = baseline(rail);
+  if (!rt.ok) {
+    f.reason += fmt::format("; confirmed: re-test against {} failed too ({})", partner, rt.error);
+    return;
+  }
+  const auto again = check(config, s.link, rt.bw_ab, rt.bw_ba, rt.bidir, rt.lat_p50, rt.lat_p99, b);
+  if (!again.empty()) {
+    f.reason += fmt::format("; confirmed against {}: {}", partner, again.front().reason);
+  } else if (mine.retest_downs > 0) {
+    f.reason += fmt::format("; confirmed: the link went down {} time(s) during its re-test against {}",
+                            mine.retest_downs, partner);
+  } else if (unsteady(rt.bw_spread, b.spread, b.spread_mad, config.thresholds)) {
+    f.reason += fmt::format("; confirmed: unsteady again against {} (slowest window {:.0f}% below the median)", partner,
+                            rt.bw_spread * 100);
+  } else if (s.kind == FindingKind::intermittent) {
+    f.severity = Severity::warn;
+    f.reason += fmt::format("; passed a re-test against {}", partner);
+  } else {
+    f.severity = Severity::warn;
+    f.reason += fmt::format("; not confirmed: passed a re-test against {} (intermittent?)", partner);
+  }
+}
+
+// A link that went down this often is flapping, whatever its re-test showed.
+bool flapping(const SuConfig& config, int downs) {
+  return downs > 0 && downs >= config.thresholds.link_downs_fail;
+}
+
+}  // namespace
+
 std::vector<Finding> judge_links(const SuConfig& config, const std::vector<std::string>& node_names,
                                  const std::vector<std::vector<LinkStats>>& stats, const std::vector<Suspect>& suspects,
                                  const std::vector<PairResult>& retests, const std::vector<PairResult>& cross) {
   std::vector<Finding> out;
-  std::set<std::pair<int, int>> blamed;  // (rail, node) of links found bad
+  std::set<std::pair<int, int>> blamed;  // (rail, node) of links found bad or intermittent
   for (const auto& s : suspects) {
     Finding f{Severity::fail, s.kind,      link_name(config, node_names, s.link),
               s.reason,       s.measured,  s.expected,
@@ -342,25 +448,25 @@ std::vector<Finding> judge_links(const SuConfig& config, const std::vector<std::
     });
     if (s.kind == FindingKind::unreachable && others_fine && mine.pairs > 1) {
       f.reason += "; its partners reached their other partners, so the fault is on this link";
-    } else if (!rt) {
+    } else if (rt) {
+      judge_retest(config, node_names, mine, stats[s.link.rail], s, *rt, f);
+    } else if (mine.downs > 0) {
+      // Its own counters say it went down: no doubt which end, only whether it lasts.
+      f.severity = Severity::warn;
+      f.reason += "; no good partner left to re-test against";
+    } else {
       // No good partner on the rail (two nodes, or every partner suspect too).
       f.reason += "; no good partner left to re-test against, so either end may be at fault";
-    } else {
-      const std::string partner = node_names.at(rt->node_b);
-      if (!rt->ok) {
-        f.reason += fmt::format("; confirmed: re-test against {} failed too ({})", partner, rt->error);
-      } else {
-        const RailBaseline b = baseline(stats[s.link.rail]);
-        const auto again = check(config, s.link, rt->bw_ab, rt->bw_ba, rt->bidir, rt->lat_p50, rt->lat_p99, b);
-        if (again.empty()) {
-          f.severity = Severity::warn;
-          f.reason += fmt::format("; not confirmed: passed a re-test against {} (intermittent?)", partner);
-        } else {
-          f.reason += fmt::format("; confirmed against {}: {}", partner, again.front().reason);
-        }
-      }
     }
-    if (f.severity == Severity::fail) blamed.insert({s.link.rail, s.link.node});
+    const int downs = mine.downs + mine.retest_downs;
+    if (f.severity == Severity::warn && flapping(config, downs)) {
+      f.severity = Severity::fail;
+      f.reason += fmt::format("; but {} link downs reach link_downs_fail ({}): a flapping link", downs,
+                              config.thresholds.link_downs_fail);
+    } else if (f.severity == Severity::warn && s.kind == FindingKind::intermittent) {
+      f.reason += ": watch it, and run validate again";
+    }
+    if (f.severity == Severity::fail || s.kind == FindingKind::intermittent) blamed.insert({s.link.rail, s.link.node});
     out.push_back(f);
   }
   // Cross-rail spot checks: the path through the spine. A pair explained by a link
@@ -394,6 +500,34 @@ std::vector<Finding> judge_links(const SuConfig& config, const std::vector<std::
     }
   }
   return out;
+}
+
+void judge_link_downs(const SuConfig& config, const std::vector<std::string>& node_names,
+                      const std::vector<std::vector<LinkStats>>& stats, std::vector<Finding>& findings) {
+  for (const auto& rail : stats) {
+    for (const auto& l : rail) {
+      const int total = l.total_downs();
+      if (total == 0) continue;
+      const auto it = std::find_if(findings.begin(), findings.end(), [&](const Finding& f) {
+        return f.node == l.link.node && f.rail == l.link.rail && f.kind != FindingKind::inventory;
+      });
+      if (it != findings.end()) {
+        if (it->severity == Severity::warn && flapping(config, total)) {
+          it->severity = Severity::fail;
+          it->reason += fmt::format("; but {} link downs in the run reach link_downs_fail ({}): a flapping link", total,
+                                    config.thresholds.link_downs_fail);
+        }
+        continue;
+      }
+      findings.push_back(
+          {flapping(config, total) ? Severity::fail : Severity::warn, FindingKind::intermittent,
+           link_name(config, node_names, l.link),
+           fmt::format("the link went down {} time(s) after its pair tests ({} during the re-tests, {} after them), "
+                       "so nothing re-tested it: run validate again",
+                       total, l.retest_downs, l.late_downs),
+           static_cast<double>(total), 0, "link downs", l.link.node, l.link.rail});
+    }
+  }
 }
 
 void sort_findings(std::vector<Finding>& findings) {

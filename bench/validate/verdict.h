@@ -3,6 +3,9 @@
 // re-tests, which are confirmed bad. A link is one NIC port of one node on one rail
 // (its cable to the leaf); its figures are medians over all the partners it was
 // measured against, so one bad link does not smear onto the nodes it was paired with.
+// A link that went down and came back (its carrier counters), whose pair tests were
+// cut off in one round but not another, or whose timed windows vary far more than its
+// rail's, is intermittent: a suspect like a slow one, re-tested the same way.
 #pragma once
 
 #include <string>
@@ -19,11 +22,20 @@ namespace railbench {
 // the word the JSON and the table have always carried; parse_* reads it back and throws
 // IoError naming `field` for any other word (a results file from another tool or version).
 enum class Severity { fail, warn };
-enum class FindingKind { inventory, unreachable, bandwidth, bidirectional, latency, cross_rail, collective };
+enum class FindingKind {
+  inventory,
+  unreachable,
+  bandwidth,
+  bidirectional,
+  latency,
+  cross_rail,
+  collective,
+  intermittent
+};
 enum class PairPhase { rail, cross, retest };  // rail checks, cross-rail spot checks, re-tests
 
 const char* to_string(Severity s);     // "FAIL", "WARN"
-const char* to_string(FindingKind k);  // "inventory", ..., "cross-rail", "collective"
+const char* to_string(FindingKind k);  // "inventory", ..., "cross-rail", "collective", "intermittent"
 const char* to_string(PairPhase p);    // "rail", "cross", "retest"
 Severity parse_severity(const std::string& word, const std::string& field);
 FindingKind parse_finding_kind(const std::string& word, const std::string& field);
@@ -36,7 +48,9 @@ void to_json(nlohmann::json& j, PairPhase p);
 
 // One measured pair: node_a's slot rail_a against node_b's slot rail_b (equal on the
 // rail checks, different on cross-rail spot checks). Bandwidths are GB/s medians over
-// the timed windows, latencies microseconds (RTT/2) percentiles.
+// the timed windows, latencies microseconds (RTT/2) percentiles. bw_spread says how
+// steady the windows were: 1 - slowest / median window GB/s, the worst of the pair's
+// streams (0: every window alike; 0.9: one window at a tenth of the others).
 struct PairResult {
   PairPhase phase = PairPhase::rail;
   int node_a = 0, node_b = 0;
@@ -45,7 +59,11 @@ struct PairResult {
   std::string error;  // why it did not finish (deadline, transport error)
   double bw_ab = 0, bw_ba = 0, bidir = 0;
   double lat_p50 = 0, lat_p99 = 0, lat_p999 = 0;
+  double bw_spread = 0;
 };
+
+// 1 - min / median of a stream's per-window GB/s (0 for fewer than two windows).
+double window_spread(const std::vector<double>& gbps);
 
 void to_json(nlohmann::json& j, const PairResult& p);
 void from_json(const nlohmann::json& j, PairResult& p);
@@ -56,17 +74,26 @@ struct LinkId {
   bool operator==(const LinkId&) const = default;
 };
 
-// A link's figures over its partners on its rail.
+// A link's figures over its partners on its rail, and how often it went down (from
+// its NIC's counters, set by the caller: link_stats leaves them 0).
 struct LinkStats {
   LinkId link;
   int pairs = 0, failed = 0;
   double tx = 0, rx = 0, bidir = 0;  // GB/s medians: sending, receiving, both at once
   double lat_p50 = 0, lat_p99 = 0;   // us medians
+  double spread = 0;                 // median of its pairs' bw_spread
+  std::vector<int> failed_with;      // the partners of its pair tests that did not finish
+  int downs = 0;                     // link downs during the pair tests (before the re-tests)
+  int retest_downs = 0;              // ... during the re-tests
+  int late_downs = 0;                // ... after them (collectives)
+  long long carrier_changes = -1;    // counter deltas over the whole run; -1: not kept by the NIC
+  long long link_downed = -1;
+  int total_downs() const { return downs + retest_downs + late_downs; }
 };
 
 struct Suspect {
   LinkId link;
-  FindingKind kind = FindingKind::bandwidth;  // unreachable, bandwidth, bidirectional or latency
+  FindingKind kind = FindingKind::bandwidth;  // unreachable, bandwidth, bidirectional, latency, intermittent
   std::string reason;                         // measured vs expected, in words
   double measured = 0, expected = 0;
   std::string unit;
@@ -75,7 +102,14 @@ struct Suspect {
 struct Finding {
   Severity severity = Severity::fail;
   FindingKind kind = FindingKind::inventory;
-  std::string subject;  // "node03 rail1 (leaf1)", "node01 slot0 -> node02 slot1", "allreduce"
+  std::string subject;  // The link-down counters over the whole run, once it is over: a link that went down
+  // at least thresholds.link_downs_fail times is FAIL (flapping) whatever its re-test
+  // showed; one that went down only after its pair tests (re-tests, collectives) and was
+  // not found otherwise is named WARN intermittent, as nothing is left to re-test it.
+  void judge_link_downs(const SuConfig& config, const std::vector<std::string>& node_names,
+                        const std::vector<std::vector<LinkStats>>& stats, std::vector<Finding>& findings);
+
+  // "node03 rail1 (leaf1)", "node01 slot0 -> node02 slot1", "allreduce"
   std::string reason;
   double measured = 0, expected = 0;
   std::string unit;
@@ -88,7 +122,10 @@ void to_json(nlohmann::json& j, const Finding& f);
 // measurement have pairs == 0).
 std::vector<std::vector<LinkStats>> link_stats(const SuConfig& config, int nodes, const std::vector<PairResult>& rail);
 
-// Links whose figures break an absolute threshold or sit far from their rail's median.
+// Links whose figures break an absolute threshold or sit far from their rail's median,
+// and intermittent ones: went down (downs > 0), pair tests cut off with some partners
+// that their partners' own troubles do not explain, or windows far less steady than
+// the rail's.
 std::vector<Suspect> find_suspects(const SuConfig& config, const std::vector<std::vector<LinkStats>>& stats);
 
 // For each suspect, a partner on the same rail that is not itself suspect (the best by
@@ -103,10 +140,18 @@ std::vector<std::vector<Retest>> plan_retests(const std::vector<Suspect>& suspec
 
 // The findings of the traffic phases: suspects confirmed by their re-test are FAIL,
 // those that passed it WARN, those without a possible partner FAIL naming both ends;
-// cross-rail pairs below threshold and not explained by a bad link are FAIL.
+// a re-test also fails when the link went down during it (retest_downs). Cross-rail
+// pairs below threshold and not explained by a bad or intermittent link are FAIL.
 std::vector<Finding> judge_links(const SuConfig& config, const std::vector<std::string>& node_names,
                                  const std::vector<std::vector<LinkStats>>& stats, const std::vector<Suspect>& suspects,
                                  const std::vector<PairResult>& retests, const std::vector<PairResult>& cross);
+
+// The link-down counters over the whole run, once it is over: a link that went down
+// at least thresholds.link_downs_fail times is FAIL (flapping) whatever its re-test
+// showed; one that went down only after its pair tests (re-tests, collectives) and was
+// not found otherwise is named WARN intermittent, as nothing is left to re-test it.
+void judge_link_downs(const SuConfig& config, const std::vector<std::string>& node_names,
+                      const std::vector<std::vector<LinkStats>>& stats, std::vector<Finding>& findings);
 
 // "node03 rail1 (leaf1)"
 std::string link_name(const SuConfig& config, const std::vector<std::string>& node_names, LinkId link);

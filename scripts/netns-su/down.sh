@@ -5,6 +5,13 @@ here=$(cd "$(dirname "$0")" && pwd)
 source "$here/lib.sh"
 rb_su_require_root
 set +e
+# Flapping links' background loops first (fault.sh flap), so none touches a link below.
+for pidfile in "$RB_SU_STATE"/flap-*.pid; do
+  [[ -f $pidfile ]] || continue
+  f=${pidfile##*/flap-}
+  f=${f%.pid}
+  rb_su_stop_flap "${f%-*}" "${f#*-}"
+done
 # Processes still inside a node (a killed mpirun's ranks) would keep a namespace alive.
 for ns in $(ip netns list | awk '{print $1}' | grep "^$RB_SU_PREFIX-"); do
   pids=$(ip netns pids "$ns" 2>/dev/null)

@@ -5,6 +5,8 @@
 #   fault.sh delay NODE RAIL MS          add MS milliseconds each way (needs sch_netem)
 #   fault.sh down NODE RAIL              switch port down: the NIC sees no carrier
 #   fault.sh blackhole NODE RAIL         port unplugged from the leaf: link up, nothing passes
+#   fault.sh flap NODE RAIL PERIOD_S     a loose cable: port down for PERIOD_S, up for PERIOD_S, ...
+#                                        (a background loop, until clear or down.sh)
 #   fault.sh clear [NODE RAIL]           mend one link, or every link
 #   fault.sh list                        the faults in place
 # NODE: node02 or 2; RAIL: rail1 or 1.
@@ -15,12 +17,30 @@ rb_su_load_state
 faults="$RB_SU_STATE/faults"
 touch "$faults"
 
-usage() { sed -n '2,10p' "$0" >&2; exit 2; }
+usage() { sed -n '2,12p' "$0" >&2; exit 2; }
+
+# The loop that flaps a link: sleeps in a child it can end at once, so a stopped loop
+# leaves nothing behind, and ends by itself when its pid file goes (down.sh).
+flap_loop() {  # flap_loop PORT PERIOD_S PIDFILE
+  local port=$1 period=$2 pidfile=$3 child=""
+  trap '[[ -n $child ]] && kill "$child" 2>/dev/null; exit 0' TERM INT
+  while [[ -f $pidfile ]]; do
+    for state in down up; do
+      sleep "$period" &
+      child=$!
+      wait "$child"
+      child=""
+      [[ -f $pidfile ]] || exit 0
+      ip link set "$port" "$state" || exit 0
+    done
+  done
+}
 
 mend() {  # mend N R
   local n=$1 r=$2 ns port
   ns=$(rb_su_ns "$(rb_su_node_name "$n")")
   port=$(rb_su_port "$n" "$r")
+  rb_su_stop_flap "$n" "$r"
   ip link set "$port" master "$(rb_su_leaf "$r")" 2>/dev/null || true
   ip link set "$port" up
   rb_su_shape "$ns" "rail$r" "$RB_SU_RATE"
@@ -48,7 +68,7 @@ case $cmd in
     fi
     echo "netns-su: mended"
     exit 0 ;;
-  degrade | delay | down | blackhole) ;;
+  degrade | delay | down | blackhole | flap) ;;
   *) usage ;;
 esac
 (($# >= 3)) || usage
@@ -84,6 +104,17 @@ case $cmd in
   blackhole)
     ip link set "$port" nomaster
     what="unplugged from $(rb_su_leaf "$r") (link up, no traffic)" ;;
+  flap)
+    period=${4:-}
+    [[ $period =~ ^[0-9]+(\.[0-9]+)?$ ]] && awk -v p="$period" 'BEGIN { exit !(p >= 0.1 && p <= 3600) }' ||
+      rb_su_die "flap needs a PERIOD_S in seconds, 0.1..3600, e.g. 3"
+    pidfile=$(rb_su_flap_pidfile "$n" "$r")
+    : >"$pidfile"
+    # Detached from the caller's stdout and stderr, so a caller reading them (a test,
+    # $(...)) is not kept waiting for the loop to end.
+    flap_loop "$port" "$period" "$pidfile" </dev/null >/dev/null 2>&1 &
+    echo $! >"$pidfile"
+    what="flapping: down ${period} s, up ${period} s, ... (first down in ${period} s)" ;;
 esac
 echo "$n $r $what" >>"$faults"
 echo "netns-su: $(rb_su_node_name "$n") rail$r: $what"

@@ -62,6 +62,23 @@ rb_su_rail_number() {
   echo "$r"
 }
 
+# A flapping link's background loop (fault.sh flap) keeps its pid here.
+rb_su_flap_pidfile() { printf '%s/flap-%d-%d.pid' "$RB_SU_STATE" "$1" "$2"; }  # node N, rail R
+
+# Stops the flap loop of node N rail R, if there is one (by the pid it recorded).
+rb_su_stop_flap() {  # rb_su_stop_flap N R
+  local pidfile pid
+  pidfile=$(rb_su_flap_pidfile "$1" "$2")
+  [[ -f $pidfile ]] || return 0
+  pid=$(cat "$pidfile" 2>/dev/null || true)
+  rm -f "$pidfile"
+  if [[ $pid =~ ^[0-9]+$ ]]; then
+    kill "$pid" 2>/dev/null || true
+    # Wait (briefly) until it is gone, so the caller's `ip link set up` comes last.
+    for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+  fi
+}
+
 # Shapes one direction of a link: htb, one class, everything in it.
 rb_su_shape() {  # rb_su_shape NETNS-or-"" DEV RATE_MBIT
   local ns=$1 dev=$2 rate=$3

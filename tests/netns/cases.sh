@@ -2,8 +2,8 @@
 # `railbench validate` on a simulated SU (scripts/netns-su): real network namespaces,
 # veth, bridges, tc shaping, ranks under a real mpirun across the namespaces.
 #   cases.sh CASE RAILBENCH
-# CASE: healthy, degraded, blackhole, down, inventory, delay (needs sch_netem: run inside
-# the soft-RoCE VM, whose kernel has it). Exit 77 (ctest: skipped) when
+# CASE: healthy, degraded, blackhole, down, inventory, flapping, delay (needs sch_netem:
+# run inside the soft-RoCE VM, whose kernel has it). Exit 77 (ctest: skipped) when
 # this host cannot make network namespaces (not root, no iproute2).
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -70,6 +70,17 @@ expect_blamed() {  # expect_blamed "node03 rail1" KIND_REGEX
   [[ $got =~ $2 ]] || fail "expected a '$2' finding, got: $got"
 }
 
+# Every finding that names a link (any severity) or a cross-rail pair, as
+# "SEVERITY kind subject" lines: a fault must be named on its own link and nowhere else.
+named() {
+  python3 - "$work/v.json" <<'PY'
+import json, sys
+for f in json.load(open(sys.argv[1]))["findings"]:
+    if "node" in f or f["kind"] == "cross-rail":
+        print(f["severity"], f["kind"], f["subject"])
+PY
+}
+
 verdict() { python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['verdict'])" "$work/v.json"; }
 has_key() { python3 -c "import json,sys; sys.exit(0 if sys.argv[2] in json.load(open(sys.argv[1])) else 1)" "$work/v.json" "$1"; }
 
@@ -93,6 +104,8 @@ for r in doc["rails"]:
 assert len(doc["cross_rail_pairs"]) == 4
 assert [c["collective"] for c in doc["collectives"]] == ["allreduce", "alltoall"]
 PY
+    # No false alarm on a healthy SU, not even a warning about an intermittent link.
+    ! named | grep -q intermittent || fail "a healthy link was called intermittent: $(named)"
     # The JSON keeps the shape it had before the layout change (findings vary by run).
     python3 "$here/../compat/json_shape.py" "$work/v.json" --expect "$here/../compat/validate.shape.json" \
       --ignore findings || fail "validate's JSON changed shape"
@@ -130,6 +143,38 @@ PY
     grep -q "interface rail2 not found on the node (it has: lo, mgmt0, rail0, rail1)" "$work/out" ||
       fail "the finding should list what the node has"
     ! has_key rail_pairs || fail "traffic ran before the inventory was right"
+    ;;
+  flapping)
+    # A loose cable: node02 rail1 goes down for 3 s and up for 3 s, over and over, from
+    # the end of the inventory (which a port down at that moment would fail on its own,
+    # the 'down' case) to the end of the run. Its pair tests mostly still finish.
+    (
+      for _ in $(seq 600); do
+        grep -q '^# phase 1 inventory' "$work/out" 2>/dev/null && exec "$su/fault.sh" flap node02 rail1 3
+        sleep 0.1
+      done
+    ) >/dev/null 2>&1 &
+    starter=$!
+    run_validate 300 netns-4x2 2
+    kill "$starter" 2>/dev/null
+    wait "$starter" 2>/dev/null
+    "$su/fault.sh" list
+    "$su/fault.sh" clear >/dev/null
+    ((rc == 1)) || fail "a flapping link must fail the SU (exit $rc, verdict $(verdict))"
+    got=$(named | sort -u)
+    echo "named: ${got:-nothing}"
+    [[ -n $got ]] || fail "the flapping link was not named"
+    [[ $(echo "$got" | grep -vc ' node02 rail1 ') -eq 0 ]] || fail "only node02 rail1 may be named, got: $got"
+    expect_blamed "node02 rail1" "intermittent|unreachable|bandwidth|bidirectional|latency"
+    python3 - "$work/v.json" <<'PY' || fail "the link's carrier changes are not in the results"
+import json, sys
+doc = json.load(open(sys.argv[1]))
+link = [l for l in doc["rails"][1]["links"] if l["node"] == "node02"][0]
+assert link["carrier_changes"] >= 1, link
+others = [l for r in doc["rails"] for l in r["links"] if (r["rail"], l["node"]) != (1, "node02")]
+assert all(l["carrier_changes"] == 0 for l in others), others
+PY
+    [[ -z $(ls "$RB_SU_STATE"/flap-*.pid 2>/dev/null) ]] || fail "fault.sh clear left a flap loop's pid file"
     ;;
   delay)
     "$su/fault.sh" delay node02 rail0 25 || exit 77  # no netem: says so, skipped

@@ -93,6 +93,35 @@ TEST_CASE("inventory: network interfaces", "[inventory]") {
   CHECK(lo.address == "127.0.0.1");
 }
 
+TEST_CASE("inventory: link-down counters, read at the start and again later", "[inventory][robustness]") {
+  FakeSysfs s;
+  s.file("class/net/eth0/operstate", "up");
+  s.file("class/net/eth0/carrier_changes", "3");
+  s.file("class/net/eth1/operstate", "up");  // a netdev without the counter (old kernel)
+  s.roce_port("mlx5_0", "eth2", "4: ACTIVE", "400 Gb/sec (4X NDR)", 4200);
+  s.file("class/net/eth2/carrier_changes", "10");
+  s.file("class/infiniband/mlx5_0/ports/1/counters/link_downed", "0");
+  NicReport eth0 = probe_netdev_nic("eth0", s.root.string());
+  CHECK(eth0.counters == LinkCounters{3, -1});
+  CHECK(probe_netdev_nic("eth1", s.root.string()).counters == LinkCounters{-1, -1});
+  NicReport roce = probe_rdma_nic("mlx5_0", -1, s.root.string());
+  CHECK(roce.counters == LinkCounters{10, 0});
+  CHECK(nlohmann::json(roce).at("carrier_changes") == 10);
+  CHECK(nlohmann::json(roce).get<NicReport>().counters == roce.counters);
+
+  // eth0 went down and came back twice (4 changes), then went down once more.
+  s.file("class/net/eth0/carrier_changes", "8");
+  const LinkCounters later = read_link_counters(eth0, s.root.string());
+  CHECK(later == LinkCounters{8, -1});
+  CHECK(link_downs(eth0.counters, later) == 3);
+  CHECK(link_downs(eth0.counters, LinkCounters{4, -1}) == 1);  // down, not back yet
+  CHECK(link_downs(eth0.counters, eth0.counters) == 0);
+  CHECK(link_downs(LinkCounters{}, LinkCounters{}) == 0);  // not kept: nothing known
+  // An IB port counts its downs itself.
+  s.file("class/infiniband/mlx5_0/ports/1/counters/link_downed", "3");
+  CHECK(link_downs(roce.counters, read_link_counters(roce, s.root.string())) == 3);
+}
+
 TEST_CASE("inventory: RoCE active MTU from the Ethernet MTU, as the kernel computes it", "[inventory]") {
   CHECK(roce_active_mtu(9000) == 4096);
   CHECK(roce_active_mtu(4200) == 4096);

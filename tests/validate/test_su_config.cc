@@ -36,6 +36,12 @@ TEST_CASE("su config: a valid config and its defaults", "[su_config]") {
   CHECK_FALSE(c.rdma_nics());
   CHECK(c.thresholds.bw_min_fraction == Approx(0.85));
   CHECK(c.tests.bw_bytes == 8u << 20);
+  CHECK(c.thresholds.spread_above_median == Approx(0.5));
+  CHECK(c.thresholds.link_downs_fail == 2);
+  SuConfig t = parse_su_config(
+      config_with(kRails, R"(, "thresholds": {"spread_above_median": 0.3, "link_downs_fail": 5})"), "t.json");
+  CHECK(t.thresholds.spread_above_median == Approx(0.3));
+  CHECK(t.thresholds.link_downs_fail == 5);
 }
 
 TEST_CASE("su config: every error names the field and what was expected", "[su_config]") {
@@ -50,6 +56,10 @@ TEST_CASE("su config: every error names the field and what was expected", "[su_c
   CHECK_THAT(err("{"), Catch::Contains("not valid JSON"));
   CHECK_THAT(err(config_with(kRails, R"(, "thresholds": {"bw_min_fraction": 2})")),
              Catch::Contains("thresholds.bw_min_fraction") && Catch::Contains("outside [0, 1]"));
+  CHECK_THAT(err(config_with(kRails, R"(, "thresholds": {"link_downs_fail": 0})")),
+             Catch::Contains("thresholds.link_downs_fail") && Catch::Contains("outside"));
+  CHECK_THAT(err(config_with(kRails, R"(, "thresholds": {"link_downs_fail": 1.5})")),
+             Catch::Contains("thresholds.link_downs_fail") && Catch::Contains("whole number"));
   CHECK_THAT(err(config_with(kRails, R"(, "tresholds": {})")),
              Catch::Contains("tresholds: unknown field") && Catch::Contains("thresholds"));
   CHECK_THAT(err(config_with(R"([{"gpu": 0, "nic": "eth0", "speed_gbps": 400, "mtu": 9000}])")),

@@ -194,6 +194,154 @@ TEST_CASE("verdict: cross-rail pairs are judged, unless a bad link already expla
                       [](const Finding& f) { return f.kind == FindingKind::cross_rail; }) == 0);
 }
 
+namespace {
+
+// The link stats of a healthy SU with node `node` rail `rail` having gone down `downs`
+// times during its pair tests.
+std::vector<std::vector<LinkStats>> went_down(const SuConfig& c, int node, int rail, int downs) {
+  auto stats = link_stats(c, 4, all_pairs(c, [](PairResult&) {}));
+  stats[rail][node].downs = downs;
+  return stats;
+}
+
+}  // namespace
+
+TEST_CASE("verdict: a link that went down during its pair tests is intermittent, and its re-test decides",
+          "[validate][robustness]") {
+  const SuConfig c = su();
+  const auto stats = went_down(c, 1, 1, 1);  // node02 rail1 lost its carrier once, its figures fine
+  const auto suspects = find_suspects(c, stats);
+  REQUIRE(suspects.size() == 1);
+  CHECK(suspects[0].link == LinkId{1, 1});
+  CHECK(suspects[0].kind == FindingKind::intermittent);
+  CHECK_THAT(suspects[0].reason, Catch::Contains("went down 1 time"));
+  const auto rounds = plan_retests(suspects, stats);
+  REQUIRE(rounds.size() == 1);
+  REQUIRE(rounds[0].size() == 1);
+  const int partner = rounds[0][0].partner;
+  CHECK(partner != 1);
+
+  // Passed its re-test: WARN intermittent, the SU still passes.
+  const PairResult fine{PairPhase::retest, 1, partner, 1, 1, true, "", 0.046, 0.046, 0.09, 12, 30, 60};
+  auto warned = judge_links(c, names(c), stats, suspects, {fine}, {});
+  REQUIRE(warned.size() == 1);
+  CHECK(warned[0].severity == Severity::warn);
+  CHECK(warned[0].kind == FindingKind::intermittent);
+  CHECK(warned[0].subject == "node02 rail1 (leaf1)");
+
+  // Failed its re-test: FAIL.
+  PairResult cut = fine;
+  cut.ok = false;
+  cut.error = "no progress from rank 3 for 8 s";
+  auto failed = judge_links(c, names(c), stats, suspects, {cut}, {});
+  REQUIRE(failed.size() == 1);
+  CHECK(failed[0].severity == Severity::fail);
+  CHECK(failed[0].kind == FindingKind::intermittent);
+  CHECK_THAT(failed[0].reason, Catch::Contains("failed too"));
+
+  // Went down again while it was re-tested: FAIL, whatever the figures.
+  auto again = stats;
+  again[1][1].retest_downs = 1;
+  auto down_again = judge_links(c, names(c), again, suspects, {fine}, {});
+  REQUIRE(down_again.size() == 1);
+  CHECK(down_again[0].severity == Severity::fail);
+  CHECK_THAT(down_again[0].reason, Catch::Contains("during its re-test"));
+
+  // Went down link_downs_fail (2) times: flapping, FAIL even after a good re-test.
+  const auto flap = went_down(c, 1, 1, 3);
+  auto flapping = judge_links(c, names(c), flap, find_suspects(c, flap), {fine}, {});
+  REQUIRE(flapping.size() == 1);
+  CHECK(flapping[0].severity == Severity::fail);
+  CHECK_THAT(flapping[0].reason, Catch::Contains("flapping"));
+}
+
+TEST_CASE("verdict: a pair cut off in one round but not another is the intermittent link's, not its partner's",
+          "[validate][robustness]") {
+  const SuConfig c = su();
+  // node02 rail1 and node03 rail1 did not finish their pair test; both finished with
+  // their other partners.
+  const auto rail = all_pairs(c, [](PairResult& p) {
+    if (p.rail_a == 1 && std::min(p.node_a, p.node_b) == 1 && std::max(p.node_a, p.node_b) == 2) {
+      p = PairResult{PairPhase::rail, p.node_a, p.node_b, 1, 1, false, "no progress from rank 5 for 8 s"};
+    }
+  });
+  auto stats = link_stats(c, 4, rail);
+  CHECK(stats[1][1].failed_with == std::vector<int>{2});
+  // Nothing tells the two ends apart: both are suspects, the re-tests decide.
+  auto suspects = find_suspects(c, stats);
+  REQUIRE(suspects.size() == 2);
+  for (const auto& s : suspects) {
+    CHECK(s.kind == FindingKind::intermittent);
+    CHECK_THAT(s.reason, Catch::Contains("reachable in one round, not in another"));
+  }
+  // node02's counters say it went down: the cut-off pair is its, node03 is not named.
+  stats[1][1].downs = 1;
+  suspects = find_suspects(c, stats);
+  REQUIRE(suspects.size() == 1);
+  CHECK(suspects[0].link == LinkId{1, 1});
+}
+
+TEST_CASE("verdict: a link whose windows vary far more than its rail's is intermittent", "[validate][robustness]") {
+  const SuConfig c = su();
+  int k = 0;
+  const auto noisy_rail = [&](PairResult& p) { p.bw_spread = 0.2 + 0.05 * (k++ % 4); };  // all a bit unsteady
+  CHECK(find_suspects(c, link_stats(c, 4, all_pairs(c, noisy_rail))).empty());
+  const auto rail = all_pairs(c, [&](PairResult& p) {
+    noisy_rail(p);
+    if (touches(p, 3, 0)) p.bw_spread = 0.97;  // node04 rail0 stalls: one window at 3% of the others
+  });
+  const auto stats = link_stats(c, 4, rail);
+  const auto suspects = find_suspects(c, stats);
+  REQUIRE(suspects.size() == 1);
+  CHECK(suspects[0].link == LinkId{3, 0});
+  CHECK(suspects[0].kind == FindingKind::intermittent);
+  CHECK_THAT(suspects[0].reason, Catch::Contains("unsteady"));
+  // Unsteady again in its re-test: confirmed.
+  const PairResult rt{PairPhase::retest, 3, 0, 0, 0, true, "", 0.046, 0.046, 0.09, 12, 30, 60, 0.95};
+  auto found = judge_links(c, names(c), stats, suspects, {rt}, {});
+  REQUIRE(found.size() == 1);
+  CHECK(found[0].severity == Severity::fail);
+  CHECK_THAT(found[0].reason, Catch::Contains("unsteady again"));
+}
+
+TEST_CASE("verdict: a link that went down after its pair tests is still named", "[validate][robustness]") {
+  const SuConfig c = su();
+  auto stats = link_stats(c, 4, all_pairs(c, [](PairResult&) {}));
+  std::vector<Finding> findings;
+  judge_link_downs(c, names(c), stats, findings);
+  CHECK(findings.empty());
+  stats[0][2].late_downs = 1;  // node03 rail0, during the collectives
+  judge_link_downs(c, names(c), stats, findings);
+  REQUIRE(findings.size() == 1);
+  CHECK(findings[0].severity == Severity::warn);
+  CHECK(findings[0].kind == FindingKind::intermittent);
+  CHECK(findings[0].node == 2);
+  CHECK(findings[0].rail == 0);
+  // Down again: twice in the run is flapping, the warning becomes a failure.
+  stats[0][2].late_downs = 2;
+  judge_link_downs(c, names(c), stats, findings);
+  REQUIRE(findings.size() == 1);
+  CHECK(findings[0].severity == Severity::fail);
+}
+
+TEST_CASE("verdict: a cross-rail pair through an intermittent link is not a second finding", "[validate]") {
+  const SuConfig c = su();
+  const auto stats = went_down(c, 2, 0, 1);
+  const std::vector<PairResult> cross{{PairPhase::cross, 2, 3, 0, 1, false, "no progress for 8 s"}};
+  const PairResult fine{PairPhase::retest, 2, 0, 0, 0, true, "", 0.046, 0.046, 0.09, 12, 30, 60};
+  const auto findings = judge_links(c, names(c), stats, find_suspects(c, stats), {fine}, cross);
+  REQUIRE(findings.size() == 1);
+  CHECK(findings[0].kind == FindingKind::intermittent);
+  CHECK(findings[0].severity == Severity::warn);
+}
+
+TEST_CASE("verdict: window spread", "[validate]") {
+  CHECK(window_spread({}) == 0);
+  CHECK(window_spread({0.05}) == 0);
+  CHECK(window_spread({0.05, 0.05, 0.05}) == 0);
+  CHECK(window_spread({0.05, 0.05, 0.005, 0.05}) == Approx(0.9));
+}
+
 TEST_CASE("verdict: findings sort worst first", "[validate]") {
   std::vector<Finding> f{{Severity::warn, FindingKind::bandwidth, "a", "", 0.01, 0.05, "GB/s"},
                          {Severity::fail, FindingKind::bandwidth, "b", "", 0.04, 0.05, "GB/s"},
@@ -210,10 +358,10 @@ TEST_CASE("verdict: severity, kind and phase keep the words of the results file"
   CHECK(std::string(to_string(Severity::fail)) == "FAIL");
   CHECK(std::string(to_string(Severity::warn)) == "WARN");
   const std::vector<std::pair<FindingKind, std::string>> kinds{
-      {FindingKind::inventory, "inventory"},  {FindingKind::unreachable, "unreachable"},
-      {FindingKind::bandwidth, "bandwidth"},  {FindingKind::bidirectional, "bidirectional"},
-      {FindingKind::latency, "latency"},      {FindingKind::cross_rail, "cross-rail"},
-      {FindingKind::collective, "collective"}};
+      {FindingKind::inventory, "inventory"},   {FindingKind::unreachable, "unreachable"},
+      {FindingKind::bandwidth, "bandwidth"},   {FindingKind::bidirectional, "bidirectional"},
+      {FindingKind::latency, "latency"},       {FindingKind::cross_rail, "cross-rail"},
+      {FindingKind::collective, "collective"}, {FindingKind::intermittent, "intermittent"}};
   for (const auto& [kind, word] : kinds) {
     CHECK(to_string(kind) == word);
     CHECK(parse_finding_kind(word, "kind") == kind);
@@ -237,6 +385,12 @@ TEST_CASE("verdict: a pair result reads back from JSON, and an unknown phase nam
   CHECK(back.phase == PairPhase::retest);
   CHECK(back.node_a == 2);
   CHECK(back.bw_ba == 0.03);
+  PairResult unsteady = p;
+  unsteady.bw_spread = 0.8;
+  CHECK(nlohmann::json(unsteady).get<PairResult>().bw_spread == 0.8);
+  nlohmann::json older = p;  // written before bw_spread existed
+  older.erase("bw_spread");
+  CHECK(older.get<PairResult>().bw_spread == 0);
 
   j["phase"] = "spine";
   CHECK_THROWS_AS(j.get<PairResult>(), IoError);
