@@ -1,5 +1,6 @@
 #include "bench/pair_test.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include <fmt/format.h>
@@ -39,17 +40,30 @@ void PairTest::wait_ids(const std::vector<uint64_t>& ids, const char* what) {
   for (uint64_t id : ids) p_.wait(id, what);
 }
 
-void PairTest::post_window(int peer, int rail, size_t bytes, int window, std::vector<uint64_t>& ids) {
+int PairTest::chunk(int window) const {
+  // Room for the tokens that share the queues with a chunk (ready, next ready, done).
+  constexpr size_t kTokenSlack = 4;
+  // Progress reuses an operation slot only once its operation is done: receives that
+  // wait for their peer must not need more slots than it has.
+  constexpr size_t kMaxChunk = 4096;
+  if (verb_ != Verb::send) return window;  // one-sided: the target posts nothing
+  size_t limit = kMaxChunk;
+  if (const size_t depth = p_.transport().caps().max_outstanding; depth > 0)
+    limit = std::min(limit, depth > 2 * kTokenSlack ? depth - kTokenSlack : std::max<size_t>(depth / 2, 1));
+  return static_cast<int>(std::min<size_t>(static_cast<size_t>(window), limit));
+}
+
+void PairTest::post_window(int peer, int rail, size_t bytes, int count, bool last, std::vector<uint64_t>& ids) {
   ids.clear();
-  for (int k = 0; k < window; ++k) {
+  for (int k = 0; k < count; ++k) {
     switch (verb_) {
       case Verb::send: ids.push_back(p_.send(peer, rail, src(bytes))); break;
       case Verb::write: {
         const RemoteSpan to{&b_.peer_dst[peer], 0};
         // The last write carries an immediate: it lands after the others (ordered
         // writes), so the target knows the whole window has arrived.
-        ids.push_back(k + 1 < window ? p_.write(peer, rail, src(bytes), to)
-                                     : p_.write_imm(peer, rail, src(bytes), to, static_cast<uint32_t>(k)));
+        ids.push_back(k + 1 < count || !last ? p_.write(peer, rail, src(bytes), to)
+                                             : p_.write_imm(peer, rail, src(bytes), to, static_cast<uint32_t>(k)));
         break;
       }
       case Verb::read: ids.push_back(p_.read(peer, rail, dst(bytes), RemoteSpan{&b_.peer_src[peer], 0})); break;
@@ -136,28 +150,46 @@ std::vector<double> PairTest::stream(int peer, int rail, size_t bytes, int windo
     }
   }
 
+  // Chunks: the receiver posts a chunk's receives and sends a ready token; the initiator
+  // sends the chunk once it has that token. The initiator's receives are tokens only,
+  // the receiver's data only, so each side posts them in the order the other sends.
+  const int step = chunk(window);
   for (int w = 0; w < total; ++w) {
     if (initiator) {
-      const uint64_t ready = p_.recv(peer, rail, recv_token());
+      uint64_t ready = p_.recv(peer, rail, recv_token());
       uint64_t done = 0;
-      if (verb_ != Verb::read) done = p_.recv(peer, rail, recv_token());
-      p_.wait(ready, "the peer's ready token");
-      const auto t0 = Clock::now();
-      post_window(peer, rail, bytes, window, ids);
-      wait_ids(ids, "a bandwidth window");
+      Clock::time_point t0;
+      for (int sent = 0; sent < window;) {
+        const int n = std::min(step, window - sent);
+        const bool last = sent + n == window;
+        // The next token (ready for the next chunk, or done) follows this chunk's data.
+        const uint64_t next = last && verb_ == Verb::read ? 0 : p_.recv(peer, rail, recv_token());
+        p_.wait(ready, "the peer's ready token");
+        if (sent == 0) t0 = Clock::now();
+        post_window(peer, rail, bytes, n, last, ids);
+        wait_ids(ids, "a bandwidth window");
+        sent += n;
+        (last ? done : ready) = next;
+      }
       if (verb_ != Verb::read) p_.wait(done, "the peer's acknowledgement of a window");
       const auto t1 = Clock::now();
       if (w >= warmup) samples.push_back(gbps(static_cast<double>(bytes) * window, seconds_between(t0, t1)));
       if (verb_ == Verb::read) p_.send(peer, rail, send_token());
     } else {
-      ids.clear();
-      if (verb_ == Verb::send) {
-        for (int k = 0; k < window; ++k) ids.push_back(p_.recv(peer, rail, dst(bytes)));
-      }
       uint64_t finished = 0;
       if (verb_ == Verb::read) finished = p_.recv(peer, rail, recv_token());
-      p_.send(peer, rail, send_token());
-      if (verb_ == Verb::send) wait_ids(ids, "a bandwidth window of sends");
+      if (verb_ == Verb::send) {
+        for (int got = 0; got < window;) {
+          const int n = std::min(step, window - got);
+          ids.clear();
+          for (int k = 0; k < n; ++k) ids.push_back(p_.recv(peer, rail, dst(bytes)));
+          p_.send(peer, rail, send_token());
+          wait_ids(ids, "a bandwidth window of sends");
+          got += n;
+        }
+      } else {
+        p_.send(peer, rail, send_token());
+      }
       if (verb_ == Verb::write) p_.wait_imm(peer, "the last write of a bandwidth window");
       if (verb_ == Verb::read)
         p_.wait(finished, "the peer's end of a read window");
@@ -177,23 +209,33 @@ std::vector<double> PairTest::stream(int peer, int rail, size_t bytes, int windo
 std::vector<double> PairTest::bidirectional(int peer, int rail, size_t bytes, int window, int warmup, int iters) {
   std::vector<double> samples;
   std::vector<uint64_t> mine, theirs;
+  // Each side sends: ready(0), data(0), ready(1), data(1), ..., done; each posts its
+  // receives in that order, a chunk (and the token after it) at a time.
+  const int step = chunk(window);
   for (int w = 0; w < warmup + iters; ++w) {
-    const uint64_t ready = p_.recv(peer, rail, recv_token());
-    theirs.clear();
-    if (verb_ == Verb::send) {
-      for (int k = 0; k < window; ++k) theirs.push_back(p_.recv(peer, rail, dst(bytes)));
+    uint64_t ready = p_.recv(peer, rail, recv_token());
+    Clock::time_point t0;
+    for (int moved = 0; moved < window;) {
+      const int n = std::min(step, window - moved);
+      const bool last = moved + n == window;
+      theirs.clear();
+      if (verb_ == Verb::send) {
+        for (int k = 0; k < n; ++k) theirs.push_back(p_.recv(peer, rail, dst(bytes)));
+      }
+      const uint64_t next = p_.recv(peer, rail, recv_token());  // ready(k+1), or done
+      p_.send(peer, rail, send_token());
+      p_.wait(ready, "the peer's ready token");
+      if (moved == 0) t0 = Clock::now();
+      post_window(peer, rail, bytes, n, last, mine);
+      wait_ids(mine, "a bidirectional window");
+      if (verb_ == Verb::send) wait_ids(theirs, "the peer's half of a bidirectional window");
+      moved += n;
+      ready = next;
     }
-    const uint64_t done = p_.recv(peer, rail, recv_token());
-    p_.send(peer, rail, send_token());
-    p_.wait(ready, "the peer's ready token");
-    const auto t0 = Clock::now();
-    post_window(peer, rail, bytes, window, mine);
-    wait_ids(mine, "a bidirectional window");
-    if (verb_ == Verb::send) wait_ids(theirs, "the peer's half of a bidirectional window");
     if (verb_ == Verb::write) p_.wait_imm(peer, "the peer's last write of a bidirectional window");
     // Done means "your data arrived" for send/write and "I finished reading" for read.
     p_.send(peer, rail, send_token());
-    p_.wait(done, "the peer's end of a bidirectional window");
+    p_.wait(ready, "the peer's end of a bidirectional window");
     const auto t1 = Clock::now();
     if (w >= warmup) samples.push_back(gbps(2.0 * static_cast<double>(bytes) * window, seconds_between(t0, t1)));
     p_.wait_all("bidirectional window completions");

@@ -33,9 +33,10 @@ class PairTest {
   std::vector<double> latency(int peer, int rail, size_t bytes, int warmup, int iters, bool leader);
 
   // `from` streams windows of `window` messages to `to` (the other rank of the pair is
-  // `peer`). The rank that initiates the operations times them and returns GB/s per
-  // window; the other returns nothing. With check on, the data's receiver adds
-  // mismatching bytes to *wrong.
+  // `peer`). A send window larger than the transport's queues (caps().max_outstanding)
+  // goes in chunks, each announced by the receiver's ready token. The rank that initiates the operations times them and
+  // returns GB/s per window; the other returns nothing. With check on, the data's receiver adds mismatching bytes to
+  // *wrong.
   std::vector<double> stream(int peer, int rail, size_t bytes, int window, int warmup, int iters, int from,
                              uint32_t seed, uint64_t* wrong);
 
@@ -47,8 +48,12 @@ class PairTest {
   LocalSpan dst(size_t bytes) const { return LocalSpan{b_.dst, 0, bytes}; }
   LocalSpan send_token() const { return LocalSpan{b_.tokens, 0, 8}; }
   LocalSpan recv_token() const { return LocalSpan{b_.tokens, 8, 8}; }
-  // Posts `window` data operations as initiator; returns their ids.
-  void post_window(int peer, int rail, size_t bytes, int window, std::vector<uint64_t>& ids);
+  // Posts `count` data operations as initiator; returns their ids. With `last`, the
+  // final write carries the immediate that tells the target the window is complete.
+  void post_window(int peer, int rail, size_t bytes, int count, bool last, std::vector<uint64_t>& ids);
+  // Messages of a send window posted at once: a receive queue holds only so many, and a
+  // receive completes only once its peer sends, so a larger window goes in chunks.
+  int chunk(int window) const;
   void wait_ids(const std::vector<uint64_t>& ids, const char* what);
 
   Progress& p_;

@@ -28,9 +28,15 @@ RunContext::RunContext(Bootstrap& bootstrap, const CommonOptions& options, std::
   size_ = bootstrap_.size();
   hosts_ = bootstrap_.all_gather_strings(local_hostname());
   stderr_tty_ = ::isatty(STDERR_FILENO) != 0;
+  std::vector<std::string> names;
+  for (int r = 0; r < size_; ++r) names.push_back(peer_name(r));
+  liveness_ = std::make_unique<Liveness>(bootstrap_, std::move(names));
+  bootstrap_.set_liveness_probe(liveness_->hook());
 }
 
 RunContext::~RunContext() {
+  // The bootstrap outlives us (main owns it); its probe must not.
+  bootstrap_.set_liveness_probe({});
   // Progress refers to the transport: release it first.
   progress_.reset();
   transport_.reset();
@@ -114,6 +120,7 @@ void RunContext::open_transport() {
   std::vector<std::string> names;
   for (int r = 0; r < size_; ++r) names.push_back(peer_name(r));
   progress_ = std::make_unique<Progress>(*transport_, options_.timeout_s, std::move(names));
+  progress_->set_liveness_probe(liveness_->hook());
 
   json rails = json::array();
   for (int i = 0; i < transport_->num_rails(); ++i) {

@@ -14,6 +14,7 @@
 #include "bench/transport_factory.h"
 #include "lib/bootstrap.h"
 #include "lib/errors.h"
+#include "lib/liveness.h"
 #include "lib/progress.h"
 #include "lib/transport.h"
 
@@ -79,6 +80,7 @@ class RunContext {
   Bootstrap& bootstrap_;
   int rank_ = 0, size_ = 1;
   std::vector<std::string> hosts_;
+  std::unique_ptr<Liveness> liveness_;  // names a stopped or dead rank when a wait times out
   TransportSpec spec_;
   std::unique_ptr<Transport> transport_;
   std::unique_ptr<Progress> progress_;

@@ -34,6 +34,15 @@ std::vector<std::string> Bootstrap::all_gather_strings(const std::string& s) {
   return out;
 }
 
+std::string Bootstrap::suspects() const {
+  if (!liveness_) return "";
+  try {
+    return liveness_(0);
+  } catch (const std::exception&) {
+    return "";  // the probe only adds detail to the error it is asked for
+  }
+}
+
 void Bootstrap::abort(int code) noexcept {
   std::_Exit(code);
 }

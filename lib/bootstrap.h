@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -33,6 +34,11 @@ class Bootstrap {
   // Seconds each wait may take before it fails with a TimeoutError.
   void set_timeout(double seconds) { timeout_s_ = seconds; }
   double timeout() const { return timeout_s_; }
+
+  // Asked when a wait times out, to name the ranks that are stopped or dead rather than
+  // "some rank" (lib/liveness.h's Liveness::hook()); "" when every rank answers. The
+  // owner of the probe clears it (an empty function) before the probe goes away.
+  void set_liveness_probe(std::function<std::string(double)> probe) { liveness_ = std::move(probe); }
 
   // ---- helpers built on all_gather ----
 
@@ -66,7 +72,11 @@ class Bootstrap {
   }
 
  protected:
+  // The liveness probe's findings: "" without a probe or when every rank answers.
+  std::string suspects() const;
+
   double timeout_s_ = 60.0;
+  std::function<std::string(double)> liveness_;
 };
 
 // A rank count and rank for a run inside one process (tests): `size` threads share

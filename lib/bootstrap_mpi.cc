@@ -77,8 +77,11 @@ class MpiBootstrap final : public Bootstrap {
       if (done) return;
       if ((spins & 1023) == 1023) {
         if (deadline.passed()) {
-          // MPI cannot tell which rank is missing; the ranks that are late print
-          // their own errors, so point the user there.
+          // MPI cannot tell which rank is missing; the liveness probe can.
+          if (const std::string culprits = suspects(); !culprits.empty()) {
+            throw TimeoutError(
+                fmt::format("rank {}: MPI {} did not complete within {:.0f} s: {}", rank_, what, timeout_s_, culprits));
+          }
           throw TimeoutError(
               fmt::format("rank {}: MPI {} did not complete within {:.0f} s: some rank has not "
                           "arrived (look for an earlier error from another rank, or raise --timeout)",

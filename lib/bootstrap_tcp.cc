@@ -176,9 +176,16 @@ class TcpBootstrap final : public Bootstrap {
       for (int r = 1; r < size_; ++r)
         send_all(peers_[r].get(), out.data(), out.size(), deadline, fmt::format("rank {}", r));
     } else {
-      send_all(root_.get(), &block, sizeof(block), deadline, "rank 0 (bootstrap root)");
-      send_all(root_.get(), in.data(), block, deadline, "rank 0 (bootstrap root)");
-      recv_all(root_.get(), out.data(), out.size(), deadline, "rank 0 (bootstrap root)");
+      try {
+        send_all(root_.get(), &block, sizeof(block), deadline, "rank 0 (bootstrap root)");
+        send_all(root_.get(), in.data(), block, deadline, "rank 0 (bootstrap root)");
+        recv_all(root_.get(), out.data(), out.size(), deadline, "rank 0 (bootstrap root)");
+      } catch (const TimeoutError& e) {
+        // Rank 0 is usually alive and waiting itself for the rank that stopped or died.
+        const std::string culprits = suspects();
+        if (culprits.empty()) throw;
+        throw TimeoutError(fmt::format("rank {}: {}; {}", rank_, culprits, e.what()));
+      }
     }
   }
 

@@ -22,6 +22,15 @@ std::string Progress::peer_name(int peer) const {
   return fmt::format("rank {}", peer);
 }
 
+std::string Progress::suspects() const {
+  if (!liveness_) return "";
+  try {
+    return liveness_(stalled_s_);
+  } catch (const std::exception&) {
+    return "";  // the probe only adds detail; the error it would decorate goes on
+  }
+}
+
 void Progress::reserve_slot(uint64_t id, int peer) {
   if (peer < 0 || peer >= t_.world_size()) {
     throw TransportError(
@@ -76,8 +85,13 @@ size_t Progress::poll_once() {
     --outstanding_by_peer_[s.peer];
   }
   if (failed) {
-    throw TransportError(fmt::format("rank {}: {} with {} on rail {} failed: {}", t_.rank(), to_string(failed->op),
-                                     peer_name(failed->peer), failed->rail, t_.last_error()));
+    // A connection torn down by a peer that died (or that left while this rank was
+    // stopped) fails on whichever live neighbour shared it: name the dead one first.
+    const std::string error = t_.last_error();
+    const std::string culprits = suspects();
+    throw TransportError(fmt::format("rank {}: {}{}{} with {} on rail {} failed: {}", t_.rank(), culprits,
+                                     culprits.empty() ? "" : "; then ", to_string(failed->op), peer_name(failed->peer),
+                                     failed->rail, error));
   }
   return n;
 }
@@ -101,17 +115,27 @@ void Progress::wait_until(Pred pred, const char* what, int focus_peer) {
   // for needs this core, and counting polls instead of time is no good, since one poll
   // costs 50 ns on shm and microseconds of syscalls on tcp.
   constexpr auto kSpin = std::chrono::microseconds(20);
+  // 32 idle polls take microseconds; a gap this long means this process was stopped
+  // (SIGSTOP, a debugger). That time is not the peers' silence: it does not count.
+  constexpr double kStoppedGap_s = 1.0;
   Clock::time_point idle_since = Clock::now();
+  Clock::time_point last_check = idle_since;
+  stalled_s_ = 0;  // a stop in an earlier, finished wait is not this one's story
   bool yielding = false;
   for (uint32_t idle = 0; !pred();) {
     if (poll_once() > 0) {
       idle = 0;
       yielding = false;
-      idle_since = Clock::now();
+      idle_since = last_check = Clock::now();
       continue;
     }
     if ((++idle & 31) == 0) {
       const auto now = Clock::now();
+      if (const double gap = seconds_between(last_check, now); gap > kStoppedGap_s) {
+        stalled_s_ += gap;
+        idle_since += now - last_check;
+      }
+      last_check = now;
       if (seconds_between(idle_since, now) >= timeout_s_) fail_timeout(what, focus_peer);
       yielding = now - idle_since > kSpin;
     }
@@ -134,10 +158,18 @@ void Progress::fail_timeout(const char* what, int focus_peer) {
                            outstanding_by_peer_[p], kinds);
   }
   if (pending.empty() && focus_peer >= 0) pending = peer_name(focus_peer);
+  if (pending.empty()) pending = "an unknown peer";
+  // The peer waited on is often alive and waiting itself on the rank that stopped or
+  // died: ask who answers before blaming it.
+  if (const std::string culprits = suspects(); !culprits.empty()) {
+    throw TimeoutError(
+        fmt::format("rank {}: {}; this rank timed out after {:g} s without progress waiting for {} from {}", t_.rank(),
+                    culprits, timeout_s_, what, pending));
+  }
   throw TimeoutError(
       fmt::format("rank {}: timed out after {:g} s without progress waiting for {} from {} (is "
                   "that peer alive and its link up? raise --timeout for very slow links)",
-                  t_.rank(), timeout_s_, what, pending.empty() ? "an unknown peer" : pending));
+                  t_.rank(), timeout_s_, what, pending));
 }
 
 bool Progress::done(uint64_t wr_id) const {

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <deque>
+#include <functional>
 #include <span>
 #include <string>
 #include <vector>
@@ -19,6 +20,12 @@ class Progress {
  public:
   // peer_names[r], when given, is how rank r is named in errors (e.g. "rank 3 (node07)").
   Progress(Transport& transport, double timeout_s, std::vector<std::string> peer_names = {});
+
+  // Asked before a timeout or a failed completion is blamed on the peer it came from:
+  // returns the ranks that are stopped or dead (lib/liveness.h's Liveness::hook()), or
+  // "" when all answer. Its argument is how long this rank itself was stopped.
+  using LivenessProbe = std::function<std::string(double stalled_s)>;
+  void set_liveness_probe(LivenessProbe probe) { liveness_ = std::move(probe); }
 
   Transport& transport() { return t_; }
   double timeout() const { return timeout_s_; }
@@ -98,6 +105,8 @@ class Progress {
   void wait_until(Pred pred, const char* what, int focus_peer);
   [[noreturn]] void fail_timeout(const char* what, int focus_peer);
   std::string peer_name(int peer) const;
+  // The liveness probe's findings, "" without a probe or when every rank answered.
+  std::string suspects() const;
 
   Transport& t_;
   double timeout_s_;
@@ -107,6 +116,8 @@ class Progress {
   std::vector<bool> abandoned_;
   std::vector<Completion> batch_;
   std::deque<Completion> imms_;
+  LivenessProbe liveness_;
+  double stalled_s_ = 0;  // seconds this rank was seen stopped (SIGSTOP) inside waits
   uint64_t next_id_ = 1;
   size_t outstanding_ = 0;
 };

@@ -54,6 +54,11 @@ struct Capabilities {
   bool ordered_writes = false;      // writes (and a trailing write-with-imm) land in post order
   size_t max_msg_size = 0;          // larger transfers must be split by the caller
   size_t inject_size = 0;           // sends up to this size are copied at post time
+  // Operations (sends, or receives) one (peer, rail) can have posted at once: the
+  // provider's queue depth. Beyond it a post answers retry until one completes, and a
+  // receive never completes before its peer sends: callers that post a window of
+  // receives first post it in chunks of at most this many. 0: no fixed limit.
+  size_t max_outstanding = 0;
 };
 
 // One NIC / libfabric domain / verbs port.

@@ -50,6 +50,7 @@ LoopbackFabric::Impl::Impl(int world_size, const LoopbackOptions& o) : n(world_s
   caps.send_recv = caps.write = caps.read = caps.write_with_imm = true;
   caps.ordered_writes = o.ordered_writes;
   caps.max_msg_size = o.max_msg_size;
+  caps.max_outstanding = o.max_outstanding;
 }
 
 // The first rule that picks the post decides. A post answered retry is expected back

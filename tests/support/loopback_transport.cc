@@ -210,6 +210,11 @@ Status LoopbackTransport::post_recv(int peer, int rail, const LocalSpan& dst, ui
     return refuse(fmt::format("recv from rank {} on rail {}: not connected (connect_all first)", peer, rail));
   }
   if (!check_local(op, dst)) return Status::error;
+  // Before decide(): a retry here must not use up a fault rule's count.
+  if (f_.caps.max_outstanding > 0 && f_.unexpected[f_.wire(rank_, peer, rail)].empty() &&
+      f_.recvs[f_.wire(rank_, peer, rail)].size() >= f_.caps.max_outstanding) {
+    return Status::retry;
+  }
   const loopback::Decision d = f_.decide(PostKind::recv, rank_, peer, rail);
   if (d.status == Status::retry) return Status::retry;
   if (d.status == Status::error) {

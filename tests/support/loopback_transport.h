@@ -63,6 +63,9 @@ struct LoopbackOptions {
   int rails = 1;
   bool ordered_writes = true;  // caps().ordered_writes: algorithms take another path without
   size_t max_msg_size = size_t{1} << 30;
+  // caps().max_outstanding; when set, a receive posted while this many wait unmatched
+  // on its (peer, rail) answers retry, as a real provider's full receive queue does.
+  size_t max_outstanding = 0;
 };
 
 class LoopbackFabric {

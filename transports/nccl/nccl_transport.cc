@@ -129,6 +129,7 @@ class NcclTransport final : public TransportBase {
     caps_.native_collectives = true;
     caps_.device_memory = true;
     caps_.max_msg_size = size_t{1} << 40;
+    caps_.max_outstanding = kMaxOps;  // the ring of queued operations, over all peers
     info_ = gpu::device_info(gpu_);
     provider_ = fmt::format("nccl {} on GPU {} ({})", version(), gpu_, info_.pci_bus_id);
   }

@@ -96,6 +96,9 @@ OfiTransport::OfiTransport(Selection selection, int rank, int world_size)
     caps_.write_with_imm = caps_.write_with_imm && info->domain_attr->cq_data_size >= sizeof(uint32_t);
     caps_.max_msg_size = std::min(caps_.max_msg_size, info->ep_attr->max_msg_size);
     caps_.inject_size = std::min(caps_.inject_size, info->tx_attr->inject_size);
+    // One rail's context pools are its queues, shared by every peer on it.
+    const size_t depth = std::min(r->tx_pool.size(), r->rx_pool.size());
+    caps_.max_outstanding = caps_.max_outstanding == 0 ? depth : std::min(caps_.max_outstanding, depth);
   }
 }
 

@@ -44,6 +44,12 @@ VerbsTransport::VerbsTransport(const PortChoice& ports, const VerbsOptions& opti
   for (const auto& r : rails_) {
     caps_.max_msg_size = std::min(caps_.max_msg_size, r->max_msg_size);
     caps_.inject_size = std::min<size_t>(caps_.inject_size, r->max_inline);
+    // What one queue pair granted; with several per peer, posts may all land on one.
+    for (int peer = 0; peer < world_size; ++peer) {
+      const Channel& c = r->channel(peer, 0);
+      const size_t depth = std::min<size_t>(c.queues[0].queue.depth(), c.queues[1].queue.depth());
+      caps_.max_outstanding = caps_.max_outstanding == 0 ? depth : std::min(caps_.max_outstanding, depth);
+    }
   }
 }
 

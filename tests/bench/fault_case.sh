@@ -1,0 +1,143 @@
+#!/usr/bin/env bash
+# Faults under a real mpirun, each with a hard deadline (issue 13, items 4 and 6):
+#   fault_case.sh stop RAILBENCH   rank 2 of 4 is SIGSTOPped mid-allreduce: every error
+#                                  line names rank 2 as not answering a liveness probe
+#                                  (not rank 0's live ring neighbour, rank 3)
+#   fault_case.sh kill RAILBENCH   rank 2 of 4 is killed: whatever is printed before
+#                                  mpirun ends the job names rank 2, never only another
+#   fault_case.sh window-shm|window-tcp RAILBENCH
+#                                  a send window far beyond the provider's queues
+#                                  completes well within --timeout
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+source "$here/../../scripts/lib/mpirun.sh"
+
+mode=$1 rb=$2
+work=$(mktemp -d)
+mpirun_pid=
+cleanup() {
+  [[ -n $mpirun_pid ]] && kill -KILL "$mpirun_pid" 2>/dev/null
+  for p in $(rank_pids); do kill -KILL "$p" 2>/dev/null; done
+  rm -rf "$work"
+}
+trap cleanup EXIT
+# Marks this case's ranks, so the pid search cannot find another test's.
+export RAILBENCH_FAULT_CASE="$$-$RANDOM"
+
+# Pids of this case's railbench ranks, "pid rank" per line.
+rank_pids_with_rank() {
+  local env_file pid
+  for env_file in /proc/[0-9]*/environ; do
+    pid=${env_file#/proc/}
+    pid=${pid%/environ}
+    tr '\0' '\n' 2>/dev/null <"$env_file" | grep -qx "RAILBENCH_FAULT_CASE=$RAILBENCH_FAULT_CASE" || continue
+    [[ $(readlink "/proc/$pid/exe" 2>/dev/null) == "$(readlink -f "$rb")" ]] || continue
+    echo "$pid $(tr '\0' '\n' 2>/dev/null <"$env_file" | sed -n 's/^OMPI_COMM_WORLD_RANK=//p')"
+  done
+}
+rank_pids() { rank_pids_with_rank | cut -d' ' -f1; }
+
+# Starts the job in the background; its stdout/stderr go to $work/out and $work/err.
+start() {
+  local np=$1
+  shift
+  rb_mpirun "$np" "$rb" "$@" >"$work/out" 2>"$work/err" &
+  mpirun_pid=$!
+}
+
+# Waits up to $1 seconds for the job to end; returns its exit code (124: still running).
+finish() {
+  local limit=$1 waited=0
+  while kill -0 "$mpirun_pid" 2>/dev/null; do
+    ((waited >= limit * 10)) && return 124
+    sleep 0.1
+    ((++waited))
+  done
+  wait "$mpirun_pid"
+  local rc=$?
+  mpirun_pid=
+  return $rc
+}
+
+# Waits until all 4 ranks run and have got past setup (a second into the sweep).
+pid_of_rank() {
+  local rank=$1 i
+  for ((i = 0; i < 300; ++i)); do
+    local line
+    line=$(rank_pids_with_rank | awk -v r="$rank" '$2 == r {print $1}')
+    if [[ -n $line && $(rank_pids | wc -l) -ge 4 ]]; then
+      echo "$line"
+      return 0
+    fi
+    sleep 0.1
+  done
+  return 1
+}
+
+show() { echo "--- stdout"; cat "$work/out"; echo "--- stderr"; cat "$work/err"; }
+
+case $mode in
+  stop | kill)
+    start 4 allreduce -t ofi:tcp --rails lo -b 1K -e 64K -n 1000000 -w 1 --timeout 5 --json "$work/r.json"
+    victim=$(pid_of_rank 2) || { show; echo "FAIL: rank 2 never started"; exit 1; }
+    sleep 3  # past setup, inside the timed iterations
+    if [[ $mode == stop ]]; then kill -STOP "$victim"; else kill -KILL "$victim"; fi
+    finish 60
+    rc=$?
+    show
+    [[ $mode == stop ]] && kill -CONT "$victim" 2>/dev/null
+    if ((rc == 124)); then echo "FAIL: the job did not end within 60 s of the fault"; exit 1; fi
+    if ((rc == 0)); then echo "FAIL: the job succeeded with rank 2 ${mode}ped"; exit 1; fi
+    mapfile -t lines < <(grep '^railbench: error:' "$work/err")
+    if [[ $mode == stop ]]; then
+      ((${#lines[@]} > 0)) || { echo "FAIL: no error line"; exit 1; }
+      for l in "${lines[@]}"; do
+        [[ $l =~ ^railbench:\ error:\ rank\ 2: ]] && continue  # rank 2's own, after SIGCONT
+        if ! [[ $l =~ rank\ 2\ \([^\)]*\)\ did\ not\ answer\ a\ liveness\ probe ]]; then
+          echo "FAIL: an error line does not name rank 2 as stopped: $l"
+          exit 1
+        fi
+      done
+    else
+      for l in "${lines[@]}"; do
+        if ! [[ $l =~ rank\ 2\ \( ]]; then
+          echo "FAIL: an error line blames another rank than the killed rank 2: $l"
+          exit 1
+        fi
+      done
+    fi
+    if [[ -s $work/r.json ]] && grep -q '"error"' "$work/r.json"; then
+      if ! python3 -c 'import json,sys; e=json.load(open(sys.argv[1])).get("error") or ""; sys.exit(0 if (not e or "rank 2 (" in e) else 1)' \
+        "$work/r.json"; then
+        echo "FAIL: the results file's error does not name rank 2:"
+        cat "$work/r.json"
+        exit 1
+      fi
+    fi
+    echo "PASS: exit $rc; ${#lines[@]} error line(s), all naming rank 2"
+    ;;
+  window-shm | window-tcp)
+    if [[ $mode == window-shm ]]; then
+      args=(-t ofi:shm --window 1023)
+    else
+      args=(-t ofi:tcp --rails lo --window 100000)
+    fi
+    start_s=$(date +%s)
+    start 2 sendrecv "${args[@]}" -b 8 -e 8 -n 10 --bw-iters 2 --timeout 5
+    finish 60
+    rc=$?
+    show
+    elapsed=$(($(date +%s) - start_s))
+    if ((rc == 124)); then echo "FAIL: still running after 60 s"; exit 1; fi
+    if ((rc == 2)) && grep -q '^railbench: error: .*window.*limit' "$work/err"; then
+      echo "PASS: refused with the limit after ${elapsed}s"
+      exit 0
+    fi
+    if ((rc != 0)); then echo "FAIL: exit $rc after ${elapsed}s"; exit 1; fi
+    echo "PASS: exit 0 after ${elapsed}s"
+    ;;
+  *)
+    echo "usage: fault_case.sh stop|kill|window-shm|window-tcp RAILBENCH" >&2
+    exit 2
+    ;;
+esac
