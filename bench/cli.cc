@@ -1,8 +1,11 @@
 #include "bench/cli.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cstdlib>
 #include <memory>
+
+#include <fmt/format.h>
 
 namespace railbench {
 
@@ -36,16 +39,38 @@ bool first_rank_by_environment() {
   return true;
 }
 
+namespace {
+
+// A whole number of at least `lo`, checked on the text as typed: an explicit "-n -1"
+// must be an error, not the "unset" default, and "-f -1" must not wrap to 2^64-1.
+CLI::Validator at_least(long long lo) {
+  return CLI::Validator(
+      [lo](std::string& text) -> std::string {
+        long long v = 0;
+        const char* end = text.data() + text.size();
+        auto [ptr, ec] = std::from_chars(text.data(), end, v);
+        if (ec != std::errc() || ptr != end || v < lo)
+          return fmt::format("'{}' must be a whole number, {} or more", text, lo);
+        return "";
+      },
+      fmt::format("INT>={}", lo));
+}
+
+}  // namespace
+
 void add_common_options(CLI::App& app, CommonOptions& o) {
   app.add_option("-t,--transport", o.transport,
                  "Transport[:provider]: ofi, ofi:tcp, ofi:shm, ofi:verbs, ofi:efa, verbs, nccl")
       ->capture_default_str();
   app.add_option("-b,--min-bytes", o.min_bytes, "Smallest message size (8, 4K, 1M, 1G)");
   app.add_option("-e,--max-bytes", o.max_bytes, "Largest message size");
-  app.add_option("-f,--step-factor", o.step_factor, "Multiply the size by this between steps")->capture_default_str();
-  app.add_option("-i,--step-bytes", o.step_bytes, "Add this many bytes between steps instead of -f");
-  app.add_option("-n,--iters", o.iters, "Timed iterations per size");
-  app.add_option("-w,--warmup-iters", o.warmup_iters, "Untimed iterations before timing");
+  app.add_option("-f,--step-factor", o.step_factor, "Multiply the size by this between steps")
+      ->check(at_least(2))
+      ->capture_default_str();
+  app.add_option("-i,--step-bytes", o.step_bytes, "Add this many bytes between steps instead of -f")
+      ->check(at_least(1));
+  app.add_option("-n,--iters", o.iters, "Timed iterations per size")->check(at_least(1));
+  app.add_option("-w,--warmup-iters", o.warmup_iters, "Untimed iterations before timing")->check(at_least(0));
   app.add_flag("-c,--check", o.check, "Verify the data and count wrong elements");
   app.add_option("--json", o.json_path, "Write results (JSON, schema in README) to this file after every size");
   app.add_option("--rails", o.rails, "Rails: a count (2) or names (eth0,eth1 / mlx5_0,mlx5_1)");

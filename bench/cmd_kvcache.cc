@@ -1,6 +1,7 @@
 // railbench kvcache: the KV-cache transfer of prefill/decode disaggregation, as paged
 // blocks, per mode and token count, against one contiguous write of the same bytes.
 #include <algorithm>
+#include <cstdio>
 #include <map>
 
 #include <fmt/format.h>
@@ -40,6 +41,8 @@ class KvCacheBench {
   const CommonOptions& common_;
   const KvCacheOptions& opt_;
   KvCachePlan plan_;
+  std::vector<KvModel> presets_;  // for the what-if table
+  std::vector<std::string> skipped_presets_;
   bool ordered_writes_ = false;
 };
 
@@ -48,7 +51,14 @@ void KvCacheBench::open() {
   ctx_.agree([&] {
     plan_ = resolve_kvcache(
         opt_, KvCacheWorld{ctx_.hosts(), ctx_.rank(), common_.mem, common_.warmup_iters, mem_available()});
+    // The what-if table's presets, read before anything is measured: a duplicate name
+    // refuses the run now rather than after it; a broken file is only skipped.
+    presets_ = load_model_presets(model_config_dir(), &skipped_presets_);
   });
+  if (ctx_.is_root()) {
+    for (const auto& why : skipped_presets_)
+      fmt::print(stderr, "railbench: warning: model preset skipped (fix or remove the file): {}\n", why);
+  }
   ctx_.open_transport();
   Transport& t = ctx_.transport();
   const auto& caps = t.caps();
@@ -186,8 +196,7 @@ int KvCacheBench::run() {
   const std::string basis = efficiency.count("per-block")
                                 ? "per-block"
                                 : to_string(plan_.modes.empty() ? KvMode::contiguous : plan_.modes.front());
-  json what_if = print_what_if(ctx_, load_model_presets(model_config_dir()), plan_.dtype_bytes, opt_.kv_dtype, basis,
-                               efficiency[basis]);
+  json what_if = print_what_if(ctx_, presets_, plan_.dtype_bytes, opt_.kv_dtype, basis, efficiency[basis]);
   what_if["efficiency_by_mode"] = efficiency;
   results.set("what_if", what_if);
   if (common_.check) ctx_.print(fmt::format("# Wrong bytes : {} {}", total_wrong, total_wrong ? "FAILED" : "OK"));

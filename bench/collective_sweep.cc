@@ -1,6 +1,7 @@
 #include "bench/collective_sweep.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cstdlib>
 #include <cstring>
 
@@ -8,6 +9,7 @@
 
 #include "bench/sweep.h"
 #include "bench/timing.h"
+#include "lib/config_path.h"
 #include "lib/gpu.h"
 #include "lib/results.h"
 #include "lib/sizes.h"
@@ -29,14 +31,26 @@ std::string one_of(const std::vector<std::string>& names) {
 // RAILBENCH_RANKS_PER_NODE environment variable), so one host can stand in for several
 // nodes in tests; by default ranks that share a host name share a node.
 NodeLayout node_layout(const RunContext& ctx, int ranks_per_node) {
+  const char* source = "--ranks-per-node";
   if (ranks_per_node <= 0) {
-    if (const char* env = std::getenv("RAILBENCH_RANKS_PER_NODE")) ranks_per_node = std::atoi(env);
+    // Set but not a count is a mistake to name, not a default to fall back to silently.
+    if (const char* env = std::getenv("RAILBENCH_RANKS_PER_NODE"); env && *env) {
+      source = "RAILBENCH_RANKS_PER_NODE";
+      const char* end = env + std::strlen(env);
+      auto [ptr, ec] = std::from_chars(env, end, ranks_per_node);
+      if (ec != std::errc() || ptr != end || ranks_per_node < 1) {
+        throw UsageError(
+            fmt::format("RAILBENCH_RANKS_PER_NODE='{}' is not a whole number of ranks, 1 or more: set "
+                        "it to the ranks of each node (e.g. 8), or unset it to group ranks by host name",
+                        cut_for_error(env, 40)));
+      }
+    }
   }
   NodeLayout layout;
   if (ranks_per_node > 0) {
     if (ctx.size() % ranks_per_node != 0) {
       throw UsageError(
-          fmt::format("--ranks-per-node {} does not divide the {} ranks of this job", ranks_per_node, ctx.size()));
+          fmt::format("{} {} does not divide the {} ranks of this job", source, ranks_per_node, ctx.size()));
     }
     for (int r = 0; r < ctx.size(); ++r) layout.node_of.push_back(r / ranks_per_node);
     return layout;

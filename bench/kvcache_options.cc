@@ -48,7 +48,23 @@ uint64_t mem_available() {
 namespace {
 
 std::string gb(uint64_t bytes) {
+  if (bytes == UINT64_MAX) return "more than 18 EB";
   return fmt::format("{:.2f} GB", static_cast<double>(bytes) / 1e9);
+}
+
+uint64_t add_sat(uint64_t a, uint64_t b) {
+  uint64_t r = 0;
+  return __builtin_add_overflow(a, b, &r) ? UINT64_MAX : r;
+}
+
+uint64_t mul_sat(uint64_t a, uint64_t b) {
+  uint64_t r = 0;
+  return __builtin_mul_overflow(a, b, &r) ? UINT64_MAX : r;
+}
+
+// KvShape::request_bytes(), which wraps on absurd sizes, saturating instead.
+uint64_t request_bytes(const KvShape& s) {
+  return mul_sat(mul_sat(static_cast<uint64_t>(s.layers) * static_cast<uint64_t>(s.planes), s.tokens), s.token_bytes);
 }
 
 KvModel model_from(const KvCacheOptions& o) {
@@ -96,23 +112,29 @@ void resolve_roles(const KvCacheOptions& opt, int n, KvOptions& base) {
 void check_memory(const KvCacheOptions& opt, const KvCacheWorld& w, const KvCachePlan& plan) {
   KvOptions largest = plan.base;
   largest.shape.tokens = *std::max_element(plan.token_counts.begin(), plan.token_counts.end());
-  uint64_t needed = 0;
+  // Payload (pools, staging) and bookkeeping (block tables, copy plans: 8 and 32 B per
+  // block, which dominate with tiny tokens), summed without wrapping.
+  uint64_t payload = 0, bookkeeping = 0;
   int here = 0;
   const std::string& host = w.hosts[static_cast<size_t>(w.rank)];
   for (size_t r = 0; r < w.hosts.size(); ++r) {
     if (w.hosts[r] != host) continue;
-    needed += kv_rank_bytes(largest, static_cast<int>(r));
+    payload = add_sat(payload, kv_rank_bytes(largest, static_cast<int>(r)));
+    bookkeeping = add_sat(bookkeeping, kv_rank_bookkeeping_bytes(largest, static_cast<int>(r)));
     ++here;
   }
+  const uint64_t needed = add_sat(payload, bookkeeping);
   const uint64_t avail = w.mem_available;
   const uint64_t limit = opt.max_mem.empty() ? avail / 10 * 9 : parse_size(opt.max_mem);
   if (needed > limit) {
     throw UsageError(fmt::format(
-        "--concurrency {} with --tokens {} of {} ({} per request) needs {} on host {} ({} rank(s): block pool and "
-        "staging buffer of {} request(s) per pair), more than the {} allowed ({}): lower --concurrency or "
-        "--tokens, or use more hosts",
-        opt.concurrency, largest.shape.tokens, plan.model.name, gb(largest.shape.request_bytes()), gb(needed), host,
-        here, opt.concurrency, gb(limit),
+        "--concurrency {} with --tokens {} of {} ({} per request, {} blocks of {} tokens) needs {} on host {} ({} "
+        "rank(s): {} of block pools and staging buffers, {} of block tables and copy plans, for {} request(s) per "
+        "pair), more than the {} allowed ({}): lower --concurrency or --tokens, raise --block-tokens, or use more "
+        "hosts",
+        opt.concurrency, largest.shape.tokens, plan.model.name, gb(request_bytes(largest.shape)),
+        largest.shape.blocks(), largest.shape.block_tokens, gb(needed), host, here, gb(payload), gb(bookkeeping),
+        opt.concurrency, gb(limit),
         opt.max_mem.empty() ? fmt::format("90% of MemAvailable {}; --max-mem sets it", gb(avail)) : "--max-mem"));
   }
 }
@@ -122,6 +144,9 @@ void resolve_sizes(const KvCacheOptions& opt, KvCachePlan& plan) {
   for (const auto& t : opt.tokens) {
     const uint64_t n = parse_size(t);
     if (n == 0) throw UsageError("--tokens 0: a request needs at least 1 token");
+    if (n > kMaxKvTokens)
+      throw UsageError(
+          fmt::format("--tokens {} is more than {} (4G) tokens per request: give fewer tokens", t, kMaxKvTokens));
     plan.token_counts.push_back(n);
   }
   if (opt.block_tokens < 1) throw UsageError(fmt::format("--block-tokens {} must be 1 or more", opt.block_tokens));

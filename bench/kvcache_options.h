@@ -11,6 +11,10 @@
 
 namespace railbench {
 
+// The most tokens one request may have (README "Limits"); the memory check refuses far
+// fewer on any real host, this keeps its block arithmetic far from overflow.
+inline constexpr uint64_t kMaxKvTokens = 1ULL << 32;
+
 struct KvCacheOptions {
   std::string model = "llama-3.1-8b";  // preset name (configs/models), unless --layers is given
   int layers = 0;                      // custom geometry

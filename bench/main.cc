@@ -4,6 +4,7 @@
 //
 // Exit codes: 0 success; 1 a run failed (check found wrong data, a peer timed out, a
 // transport error); 2 bad input (command line, config, environment).
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 
@@ -18,6 +19,9 @@
 using namespace railbench;
 
 namespace {
+
+// A week: longer is no deadline at all, and larger values overflow the clock's arithmetic.
+constexpr double kMaxTimeoutS = 7 * 24 * 3600;
 
 int exit_code(ErrorCode code) {
   return code == ErrorCode::usage ? 2 : 1;
@@ -98,9 +102,11 @@ int main(int argc, char** argv) {
       if (first_rank_by_environment()) fmt::print(stderr, "railbench: error: {}\n", e.what());
       return exit_code(e.code());
     }
-    if (common.timeout_s <= 0) {
+    // nan compares false with everything, so the test is written to let only good values through.
+    if (!(std::isfinite(common.timeout_s) && common.timeout_s > 0 && common.timeout_s <= kMaxTimeoutS)) {
       if (first_rank_by_environment())
-        fmt::print(stderr, "railbench: error: --timeout {} must be a positive number of seconds\n", common.timeout_s);
+        fmt::print(stderr, "railbench: error: --timeout {} must be a number of seconds above 0 and at most {}\n",
+                   common.timeout_s, kMaxTimeoutS);
       return 2;
     }
     return run_with_bootstrap(run, common.timeout_s);

@@ -14,6 +14,9 @@ struct Sweep {
   int warmup = 0;
 };
 
+// The most timed (or warm-up) iterations per size (README "Limits").
+inline constexpr int kMaxIters = 1000000;
+
 struct SweepDefaults {
   const char* min_bytes;
   const char* max_bytes;

@@ -51,8 +51,16 @@ TransportSpec parse_transport_spec(const std::string& transport, const std::stri
   if (!rails.empty()) {
     int n = 0;
     auto [ptr, ec] = std::from_chars(rails.data(), rails.data() + rails.size(), n);
-    if (ec == std::errc() && ptr == rails.data() + rails.size()) {
+    const bool number =
+        (ec == std::errc() || ec == std::errc::result_out_of_range) && ptr == rails.data() + rails.size();
+    if (number) {
+      if (ec == std::errc::result_out_of_range) n = rails[0] == '-' ? 0 : kMaxRails + 1;
       if (n < 1) throw UsageError(fmt::format("--rails {} must be 1 or more", rails));
+      if (n > kMaxRails)
+        throw UsageError(
+            fmt::format("--rails {} is more than the {} rails railbench opens: give at most --rails {} "
+                        "(one per NIC)",
+                        rails, kMaxRails, kMaxRails));
       spec.num_rails = n;
     } else {
       size_t start = 0;
@@ -65,6 +73,9 @@ TransportSpec parse_transport_spec(const std::string& transport, const std::stri
         if (comma == std::string::npos) break;
         start = comma + 1;
       }
+      if (spec.rail_names.size() > static_cast<size_t>(kMaxRails))
+        throw UsageError(fmt::format("--rails names {} rails, more than the {} railbench opens: name at most {}",
+                                     spec.rail_names.size(), kMaxRails, kMaxRails));
       spec.num_rails = static_cast<int>(spec.rail_names.size());
     }
   }

@@ -23,7 +23,13 @@ struct TransportSpec {
   MemoryKind mem = MemoryKind::host;    // --mem: ofi asks for FI_HMEM when it is cuda
 };
 
-// Parses -t and --rails; throws UsageError naming the valid forms.
+// The most rails one transport opens (README "Limits"): each rail is a fabric domain
+// with its own endpoints, queues and bounce buffers (tens of MB per rank), and the
+// largest nodes have 8 to 16 NICs.
+inline constexpr int kMaxRails = 64;
+
+// Parses -t and --rails; throws UsageError naming the valid forms, and for more than
+// kMaxRails rails, before any rail is opened.
 TransportSpec parse_transport_spec(const std::string& transport, const std::string& rails);
 
 // all_on_one_host feeds provider auto-selection (shm when every rank shares a host).

@@ -1,8 +1,10 @@
 #include "lib/bootstrap.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 
 #include <fmt/format.h>
 
@@ -54,12 +56,13 @@ const char* env(const char* name) {
   return (v && *v) ? v : nullptr;
 }
 
-int env_int(const char* name) {
+int env_int(const char* name, const char* meaning) {
   const char* v = env(name);
   char* end = nullptr;
-  long x = std::strtol(v, &end, 10);
-  if (end == v || *end != '\0' || x < 0) {
-    throw UsageError(fmt::format("{}='{}' is not a non-negative integer: set it to the rank number", name, v));
+  errno = 0;
+  const long x = std::strtol(v, &end, 10);
+  if (end == v || *end != '\0' || x < 0 || errno == ERANGE || x > std::numeric_limits<int>::max()) {
+    throw UsageError(fmt::format("{}='{}' is not a non-negative integer: set it to {}", name, v, meaning));
   }
   return static_cast<int>(x);
 }
@@ -79,8 +82,8 @@ std::unique_ptr<Bootstrap> make_bootstrap_from_environment(double timeout_s) {
           "RAILBENCH_ROOT is set but RAILBENCH_RANK or RAILBENCH_WORLD_SIZE is not: set all three "
           "(RAILBENCH_ROOT=host:port of rank 0)");
     }
-    b = make_tcp_bootstrap(env_int("RAILBENCH_RANK"), env_int("RAILBENCH_WORLD_SIZE"), env("RAILBENCH_ROOT"),
-                           timeout_s);
+    b = make_tcp_bootstrap(env_int("RAILBENCH_RANK", "this process's rank number"),
+                           env_int("RAILBENCH_WORLD_SIZE", "the number of ranks"), env("RAILBENCH_ROOT"), timeout_s);
   } else if (launched_by_mpi()) {
 #ifdef RAILBENCH_HAVE_MPI
     b = make_mpi_bootstrap();

@@ -26,6 +26,9 @@ namespace railbench {
 namespace {
 
 constexpr uint32_t kMagic = 0x7261696c;  // "rail"
+// The most ranks the TCP rendezvous takes (README "Limits"): rank 0 holds a connection
+// per rank.
+constexpr int kMaxTcpWorld = 65536;
 
 class Fd {
  public:
@@ -106,9 +109,19 @@ std::pair<std::string, std::string> split_host_port(const std::string& root) {
   if (colon == std::string::npos || colon == 0 || colon + 1 == root.size()) {
     throw UsageError(fmt::format("RAILBENCH_ROOT='{}' is not host:port: e.g. RAILBENCH_ROOT=node001:29500", root));
   }
+  // Port 0 would make rank 0 listen on a random port nobody else knows: every other
+  // rank would then wait out its whole deadline.
+  const std::string port = root.substr(colon + 1);
+  const bool digits = port.size() <= 5 && port.find_first_not_of("0123456789") == std::string::npos;
+  if (!digits || std::stoi(port) < 1 || std::stoi(port) > 65535) {
+    throw UsageError(
+        fmt::format("RAILBENCH_ROOT='{}': port '{}' is not a port number 1..65535: e.g. "
+                    "RAILBENCH_ROOT=node001:29500",
+                    root, port));
+  }
   std::string host = root.substr(0, colon);
   if (host.size() > 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
-  return {host, root.substr(colon + 1)};
+  return {host, port};
 }
 
 void set_nodelay(int fd) {
@@ -123,6 +136,13 @@ class TcpBootstrap final : public Bootstrap {
     if (size < 1 || rank < 0 || rank >= size) {
       throw UsageError(
           fmt::format("RAILBENCH_RANK={} is outside 0..RAILBENCH_WORLD_SIZE-1 (world size {})", rank, size));
+    }
+    // Rank 0 keeps one connection (and its bookkeeping) per rank.
+    if (size > kMaxTcpWorld) {
+      throw UsageError(
+          fmt::format("RAILBENCH_WORLD_SIZE={} is more than the TCP bootstrap takes ({}): launch larger "
+                      "jobs with mpirun or srun",
+                      size, kMaxTcpWorld));
     }
     auto [host, port] = split_host_port(root);
     if (rank == 0) {
@@ -251,11 +271,24 @@ class TcpBootstrap final : public Bootstrap {
       set_nodelay(conn.get());
       Hello h{};
       recv_all(conn.get(), &h, sizeof(h), deadline, "a connecting rank");
-      if (h.magic != kMagic || h.size != size_ || h.rank <= 0 || h.rank >= size_ || arrived[h.rank]) {
+      if (h.magic != kMagic) {
         throw BootstrapError(
-            fmt::format("bootstrap: a rank said rank {} of {} (rank 0 expects world size {}): do all "
-                        "ranks use the same RAILBENCH_WORLD_SIZE and distinct RAILBENCH_RANK?",
+            fmt::format("bootstrap: something that is not a railbench rank connected to "
+                        "RAILBENCH_ROOT's port {}: pick a port nothing else uses",
+                        port));
+      }
+      // The launch was set up wrong, not a run that failed: bad input, exit 2.
+      if (h.size != size_) {
+        throw UsageError(
+            fmt::format("bootstrap: rank {} was started with RAILBENCH_WORLD_SIZE={}, rank 0 with {}: "
+                        "give every rank the same RAILBENCH_WORLD_SIZE",
                         h.rank, h.size, size_));
+      }
+      if (h.rank <= 0 || h.rank >= size_ || arrived[h.rank]) {
+        throw UsageError(
+            fmt::format("bootstrap: two processes were started with RAILBENCH_RANK={} (world size {}): "
+                        "give each rank its own RAILBENCH_RANK, 0..{}",
+                        h.rank, size_, size_ - 1));
       }
       arrived[h.rank] = true;
       peers_[h.rank] = std::move(conn);

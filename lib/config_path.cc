@@ -1,11 +1,19 @@
 #include "lib/config_path.h"
 
+#include <sys/stat.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <system_error>
 
 #include <fmt/format.h>
+
+#include "lib/errors.h"
 
 namespace railbench {
 
@@ -64,6 +72,65 @@ std::string resolve_config_path(const std::string& name_or_path) {
   const std::string p = dir + "/" + name_or_path;
   const bool has_json = p.size() > 5 && p.compare(p.size() - 5, 5, ".json") == 0;
   return fs::exists(p) || has_json ? p : p + ".json";
+}
+
+std::string read_config_file(const std::string& path, const std::string& what) {
+  // stat before open: opening a fifo for reading blocks until a writer comes.
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) {
+    throw UsageError(fmt::format("{}: cannot read {}: {}", what, path, std::strerror(errno)));
+  }
+  if (!S_ISREG(st.st_mode)) {
+    throw UsageError(fmt::format("{}: {} is not a regular file ({}): give the path of a JSON file", what, path,
+                                 S_ISDIR(st.st_mode)    ? "a directory"
+                                 : S_ISFIFO(st.st_mode) ? "a fifo"
+                                 : S_ISCHR(st.st_mode)  ? "a character device"
+                                                        : "a special file"));
+  }
+  if (static_cast<uint64_t>(st.st_size) > kMaxConfigBytes) {
+    throw UsageError(fmt::format("{}: {} is {} bytes, more than a config may be ({} MiB): give the right file", what,
+                                 path, st.st_size, kMaxConfigBytes >> 20));
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw UsageError(fmt::format("{}: cannot read {}: {}", what, path, std::strerror(errno)));
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+void check_config_nesting(const std::string& text, const std::string& what) {
+  int depth = 0;
+  bool in_string = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      if (c == '\\') {
+        ++i;
+      } else if (c == '"') {
+        in_string = false;
+      }
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '/' && i + 1 < text.size() && (text[i + 1] == '/' || text[i + 1] == '*')) {
+      // Comments (// and /* */, which the configs allow) may hold brackets and quotes.
+      const size_t end = text.find(text[i + 1] == '/' ? "\n" : "*/", i + 2);
+      i = end == std::string::npos ? text.size() : end;
+    } else if (c == '[' || c == '{') {
+      if (++depth > kMaxConfigNesting) {
+        throw UsageError(
+            fmt::format("{}: nested more than {} levels deep (at character {}): a config is a few "
+                        "levels deep; give the right file",
+                        what, kMaxConfigNesting, i + 1));
+      }
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+}
+
+std::string cut_for_error(const std::string& text, size_t max_chars) {
+  if (text.size() <= max_chars) return text;
+  return fmt::format("{}... ({} more characters)", text.substr(0, max_chars), text.size() - max_chars);
 }
 
 }  // namespace railbench

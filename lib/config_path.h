@@ -11,6 +11,7 @@
 //      installed binary never reads the source tree it was built from.
 #pragma once
 
+#include <cstddef>
 #include <string>
 
 namespace railbench {
@@ -22,6 +23,26 @@ struct ConfigDir {
 
 // Runs the lookup above (cheap: a few stat calls).
 ConfigDir find_config_dir();
+
+// Limits on what a config file may be (README "Limits"): a JSON document nested deeper
+// than this is refused before it is parsed (printing one recurses per level), and a
+// file larger than this is not a config.
+inline constexpr int kMaxConfigNesting = 64;
+inline constexpr size_t kMaxConfigBytes = 16u << 20;
+
+// The whole text of the config file at `path`. Throws UsageError naming `what` (e.g.
+// "config su.json") for a missing or unreadable file, anything but a regular file (a
+// fifo would block the read forever, a device never ends) and a file over
+// kMaxConfigBytes.
+std::string read_config_file(const std::string& path, const std::string& what);
+
+// Throws UsageError naming `what` when brackets in `text` (outside strings) nest deeper
+// than kMaxConfigNesting.
+void check_config_nesting(const std::string& text, const std::string& what);
+
+// `text` cut to `max_chars` with "..." and the number of characters left out, so an
+// error line that quotes a value stays one short line.
+std::string cut_for_error(const std::string& text, size_t max_chars = 80);
 
 // A bare name resolves in the configs directory ("name" or "name.json"); a path (it has a
 // '/' or exists) is returned as given; "" gives the directory itself ("" when none).

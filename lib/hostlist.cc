@@ -1,5 +1,6 @@
 #include "lib/hostlist.h"
 
+#include <algorithm>
 #include <cctype>
 
 #include <fmt/format.h>
@@ -10,8 +11,10 @@ namespace railbench {
 namespace {
 
 [[noreturn]] void bad(const std::string& expr, size_t pos, const std::string& why) {
+  // A long expression is quoted only in part: the error stays one short line.
+  const std::string shown = expr.size() > 80 ? expr.substr(0, 80) + "..." : expr;
   throw UsageError(
-      fmt::format("hostlist '{}': {} at character {}; write it like gpu[001-032] or node1,node2", expr, why, pos + 1));
+      fmt::format("hostlist '{}': {} at character {}; write it like gpu[001-032] or node1,node2", shown, why, pos + 1));
 }
 
 bool all_digits(const std::string& s) {
@@ -22,7 +25,10 @@ bool all_digits(const std::string& s) {
 }
 
 // One bracket body "001-004,7" -> the suffixes it stands for.
-std::vector<std::string> expand_brackets(const std::string& expr, size_t at, const std::string& body) {
+// Each range's size is checked before it is expanded, so "node[0-999999999]" is refused
+// without allocating a billion names.
+std::vector<std::string> expand_brackets(const std::string& expr, size_t at, const std::string& body,
+                                         size_t max_hosts) {
   std::vector<std::string> out;
   size_t start = 0;
   while (start <= body.size()) {
@@ -37,6 +43,9 @@ std::vector<std::string> expand_brackets(const std::string& expr, size_t at, con
     }
     const long a = std::stol(lo), b = std::stol(hi);
     if (b < a) bad(expr, at + start, fmt::format("range '{}' runs backwards", item));
+    if (static_cast<size_t>(b - a) + 1 > max_hosts - std::min(out.size(), max_hosts)) {
+      bad(expr, at + start, fmt::format("range '{}' makes more than {} names", item, max_hosts));
+    }
     const int width = lo.size() > 1 && lo[0] == '0' ? static_cast<int>(lo.size()) : 0;
     for (long v = a; v <= b; ++v) out.push_back(fmt::format("{:0{}d}", v, width));
     start = comma + 1;
@@ -53,7 +62,7 @@ void expand_term(const std::string& expr, size_t offset, const std::string& term
     if (term[i] == '[') {
       const size_t close = term.find(']', i);
       if (close == std::string::npos) bad(expr, offset + i, "'[' without a matching ']'");
-      const auto suffixes = expand_brackets(expr, offset + i + 1, term.substr(i + 1, close - i - 1));
+      const auto suffixes = expand_brackets(expr, offset + i + 1, term.substr(i + 1, close - i - 1), max_hosts);
       std::vector<std::string> next;
       for (const auto& n : names) {
         for (const auto& s : suffixes) {

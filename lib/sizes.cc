@@ -70,6 +70,14 @@ std::vector<uint64_t> size_sweep(uint64_t min_bytes, uint64_t max_bytes, uint64_
     if (factor < 2) throw UsageError(fmt::format("step factor must be 2 or more (got {}): e.g. -f 2", factor));
     if (min_bytes == 0) throw UsageError("min bytes is 0 with a step factor: start the sweep at 1 byte or more (-b 1)");
   }
+  // Counted before anything is built: a fixed step over a wide range would otherwise
+  // allocate (and then run) billions of sizes.
+  if (step_bytes != 0 && (max_bytes - min_bytes) / step_bytes >= kMaxSweepSizes) {
+    throw UsageError(fmt::format(
+        "-b {} -e {} -i {} gives more than {} sizes (the most one sweep runs): raise -i, narrow -b/-e, or use "
+        "-f instead of -i",
+        format_size(min_bytes), format_size(max_bytes), format_size(step_bytes), kMaxSweepSizes));
+  }
   for (uint64_t s = min_bytes; s <= max_bytes;) {
     sizes.push_back(s);
     if (s == max_bytes) break;

@@ -16,9 +16,14 @@ uint64_t parse_size(std::string_view text);
 // "4K", "1M", "1.5M": the shortest exact binary-prefix spelling, else plain bytes.
 std::string format_size(uint64_t bytes);
 
+// The most sizes one sweep may have (README "Limits"): -i over a wide range would
+// otherwise ask for billions of sizes.
+inline constexpr uint64_t kMaxSweepSizes = 10000;
+
 // nccl-tests sweep: min, min*factor, ... while <= max (so max is measured only when a
 // step lands on it, as in nccl-tests). factor must be >= 2 unless min == max;
 // step_bytes, when non-zero, replaces the factor by a fixed increment (nccl-tests -i).
+// Throws UsageError for more than kMaxSweepSizes sizes.
 std::vector<uint64_t> size_sweep(uint64_t min_bytes, uint64_t max_bytes, uint64_t factor, uint64_t step_bytes = 0);
 
 }  // namespace railbench

@@ -1,9 +1,7 @@
 #include "bench/validate/su_config.h"
 
 #include <filesystem>
-#include <fstream>
 #include <set>
-#include <sstream>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -23,13 +21,14 @@ class Reader {
   explicit Reader(std::string path) : path_(std::move(path)) {}
 
   [[noreturn]] void fail(const std::string& field, const std::string& why) const {
-    throw UsageError(fmt::format("config {}: {}: {}", path_, field, why));
+    // Both may quote the file (a key, a value, a hostlist): cut, so the line stays one line.
+    throw UsageError(fmt::format("config {}: {}: {}", path_, cut_for_error(field, 120), cut_for_error(why, 400)));
   }
 
   // Every key of `obj` must be one of `known`: a typo is an error, not a default.
   void only(const json& obj, const std::string& where, std::initializer_list<const char*> known) const {
     if (!obj.is_object())
-      fail(where.empty() ? "(top level)" : where, fmt::format("expected an object, got {}", obj.dump()));
+      fail(where.empty() ? "(top level)" : where, fmt::format("expected an object, got {}", cut_for_error(obj.dump())));
     for (const auto& [key, value] : obj.items()) {
       bool ok = false;
       std::string list;
@@ -52,7 +51,7 @@ class Reader {
       return fallback;
     }
     const json& v = obj.at(key);
-    if (!v.is_number()) fail(join(where, key), fmt::format("expected a number, got {}", v.dump()));
+    if (!v.is_number()) fail(join(where, key), fmt::format("expected a number, got {}", cut_for_error(v.dump())));
     const double d = v.get<double>();
     if (d < lo || d > hi) fail(join(where, key), fmt::format("{} is outside [{}, {}]", d, lo, hi));
     return d;
@@ -61,7 +60,7 @@ class Reader {
   int integer(const json& obj, const std::string& where, const char* key, int fallback, int lo, int hi,
               bool required = false) const {
     if (obj.contains(key) && !obj.at(key).is_number_integer()) {
-      fail(join(where, key), fmt::format("expected a whole number, got {}", obj.at(key).dump()));
+      fail(join(where, key), fmt::format("expected a whole number, got {}", cut_for_error(obj.at(key).dump())));
     }
     return static_cast<int>(number(obj, where, key, fallback, lo, hi, required));
   }
@@ -74,7 +73,7 @@ class Reader {
     }
     const json& v = obj.at(key);
     if (!v.is_string() || v.get<std::string>().empty()) {
-      fail(join(where, key), fmt::format("expected a non-empty string, got {}", v.dump()));
+      fail(join(where, key), fmt::format("expected a non-empty string, got {}", cut_for_error(v.dump())));
     }
     return v.get<std::string>();
   }
@@ -88,13 +87,13 @@ class Reader {
     } catch (const UsageError& e) {
       fail(join(where, key), e.what());
     }
-    fail(join(where, key), fmt::format("expected a size such as 8, \"4K\" or \"8M\", got {}", v.dump()));
+    fail(join(where, key), fmt::format("expected a size such as 8, \"4K\" or \"8M\", got {}", cut_for_error(v.dump())));
   }
 
   bool boolean(const json& obj, const std::string& where, const char* key, bool fallback) const {
     if (!obj.contains(key)) return fallback;
     if (!obj.at(key).is_boolean())
-      fail(join(where, key), fmt::format("expected true or false, got {}", obj.at(key).dump()));
+      fail(join(where, key), fmt::format("expected true or false, got {}", cut_for_error(obj.at(key).dump())));
     return obj.at(key).get<bool>();
   }
 
@@ -111,7 +110,7 @@ void read_top_level(const Reader& r, const json& doc, SuConfig& c) {
   c.name = r.string(doc, "", "name", std::filesystem::path(c.path).stem().string());
   c.nodes_expr = r.string(doc, "", "nodes", "", true);
   try {
-    c.nodes = expand_hostlist(c.nodes_expr, 100000);
+    c.nodes = expand_hostlist(c.nodes_expr, kMaxSuNodes);
   } catch (const UsageError& e) {
     r.fail("nodes", e.what());
   }
@@ -220,11 +219,13 @@ bool SuConfig::rdma_nics() const {
 }
 
 SuConfig parse_su_config(const std::string& text, const std::string& path) {
+  check_config_nesting(text, "config " + path);
   json doc;
   try {
     doc = json::parse(text, nullptr, true, /*ignore_comments=*/true);
   } catch (const json::parse_error& e) {
-    throw UsageError(fmt::format("config {}: not valid JSON ({}); comments // and /* */ are allowed", path, e.what()));
+    throw UsageError(fmt::format("config {}: not valid JSON ({}); comments // and /* */ are allowed", path,
+                                 cut_for_error(e.what(), 200)));
   }
   Reader r(path);
   r.only(doc, "",
@@ -241,16 +242,14 @@ SuConfig parse_su_config(const std::string& text, const std::string& path) {
 
 SuConfig load_su_config(const std::string& name_or_path) {
   const std::string path = resolve_config_path(name_or_path);
-  std::ifstream in(path);
-  if (!in) {
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) {
     throw UsageError(
         fmt::format("config '{}': cannot read {}: give a path, or the name of a config in the configs "
                     "directory, e.g. su-h200-32x8-400g (looked in: {})",
                     name_or_path, path, find_config_dir().searched));
   }
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return parse_su_config(ss.str(), path);
+  return parse_su_config(read_config_file(path, fmt::format("config '{}'", name_or_path)), path);
 }
 
 }  // namespace railbench

@@ -4,6 +4,7 @@
 // comments; see configs/ and the README's "validate" section for every field.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -54,6 +55,10 @@ struct SuTests {
   bool collectives = true;
   double pair_timeout_s = 30;  // a pair without progress for this long is a failed link
 };
+
+// The most nodes one config may list (README "Limits"): the plan's pair schedule grows
+// with the square of the nodes, and a hostlist typo must not expand into millions.
+inline constexpr size_t kMaxSuNodes = 4096;
 
 struct SuConfig {
   std::string path;  // where it was read from (error messages)

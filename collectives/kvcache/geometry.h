@@ -40,16 +40,28 @@ uint64_t kv_bytes_per_token(const KvModel& m, int dtype_bytes);
 // "2 x 80 layers x 8 KV heads x 128 head dim x 2 B = 327,680 B per token".
 std::string kv_formula(const KvModel& m, int dtype_bytes);
 
-// Throws UsageError when a field is missing or not positive; `where` names the source.
+// Bounds on a model's geometry (README "Limits"): real models have at most a few
+// hundred layers and well under 1 MiB of KV per token; these keep every product
+// (bytes per token, and that times --tokens in the memory check) far from overflow.
+inline constexpr int kMaxModelLayers = 4096;
+inline constexpr int kMaxModelDim = 1 << 20;                  // kv_heads, head_dim, latent, rope
+inline constexpr uint64_t kMaxKvBytesPerToken = 64ULL << 20;  // 64 MiB at 2-byte values
+
+// Throws UsageError when a field is missing, of the wrong type, not positive or past
+// the bounds above; `where` names the source.
 KvModel kv_model_from_json(const nlohmann::json& j, const std::string& where);
 
 // The models/ folder of the configs directory (lib/config_path.h says which); "" when
 // there is none.
 std::string model_config_dir();
-// Every preset in `dir`, sorted by name. Throws UsageError when the folder does not exist
-// (naming where configs were looked for), IoError when a preset is not valid JSON.
-std::vector<KvModel> load_model_presets(const std::string& dir);
-// The preset called `name` (case-insensitive); UsageError listing the presets otherwise.
+// Every valid preset in `dir`, sorted by name. A preset file that cannot be used (not
+// a regular file, not valid JSON, a wrong field) is left out and described in `skipped`
+// ("FILE: why"), so one bad file breaks only the runs that ask for it. Throws
+// UsageError when the folder does not exist (naming where configs were looked for) and
+// when two files define the same name (naming both).
+std::vector<KvModel> load_model_presets(const std::string& dir, std::vector<std::string>* skipped = nullptr);
+// The preset called `name` (case-insensitive); UsageError listing the presets otherwise,
+// or naming the file and its problem when the preset asked for is a skipped file.
 KvModel find_model_preset(const std::string& name, const std::string& dir);
 
 // 1234567 -> "1,234,567".

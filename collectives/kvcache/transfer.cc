@@ -55,9 +55,57 @@ uint64_t pool_seed(int rank) {
 
 }  // namespace
 
+namespace {
+
+// Saturating arithmetic: an absurd request must read as "too large", never wrap to small.
+uint64_t mul_sat(uint64_t a, uint64_t b) {
+  uint64_t r = 0;
+  return __builtin_mul_overflow(a, b, &r) ? UINT64_MAX : r;
+}
+uint64_t add_sat(uint64_t a, uint64_t b) {
+  uint64_t r = 0;
+  return __builtin_add_overflow(a, b, &r) ? UINT64_MAX : r;
+}
+
+// Blocks of one request over all layers and planes (KvShape::units()), saturating.
+uint64_t units_sat(const KvShape& s) {
+  return mul_sat(mul_sat(static_cast<uint64_t>(s.layers), static_cast<uint64_t>(s.planes)), s.blocks());
+}
+
+}  // namespace
+
 uint64_t kv_rank_bytes(const KvOptions& o, int rank) {
-  const int slots = slots_of(o, rank);
-  return KvPool(o.shape, slots, o.alloc_run, 0).bytes() + static_cast<uint64_t>(slots) * o.shape.request_bytes();
+  const auto slots = static_cast<uint64_t>(slots_of(o, rank));
+  const KvShape& s = o.shape;
+  // KvPool::bytes() (slots x blocks per tensor, every tensor, whole blocks) plus staging.
+  const uint64_t pool = mul_sat(mul_sat(units_sat(s), slots), mul_sat(s.block_tokens, s.token_bytes));
+  const uint64_t request =
+      mul_sat(mul_sat(static_cast<uint64_t>(s.layers) * static_cast<uint64_t>(s.planes), s.tokens), s.token_bytes);
+  return add_sat(pool, mul_sat(slots, request));
+}
+
+uint64_t kv_rank_bookkeeping_bytes(const KvOptions& o, int rank) {
+  const uint64_t blocks = o.shape.blocks();
+  uint64_t all_slots = 0, max_slots = 0;
+  const auto pairs = kv_pairs(o);
+  std::vector<int> seen;
+  for (const KvPair& p : pairs) {
+    for (int r : {p.prefill, p.decode}) {
+      if (std::find(seen.begin(), seen.end(), r) != seen.end()) continue;
+      seen.push_back(r);
+      const auto n = static_cast<uint64_t>(slots_of(o, r));
+      all_slots += n;
+      max_slots = std::max(max_slots, n);
+    }
+  }
+  // Every rank's KvPool ids (8 B per block and slot), and the run shuffle of the largest.
+  const uint64_t tables = mul_sat(mul_sat(blocks, add_sat(all_slots, max_slots)), sizeof(uint64_t));
+  // Copy plans: a prefill rank keeps one transfer list and one pack list per slot, and
+  // builds one more to count the ops; a decode rank builds two at a time.
+  const auto slots = static_cast<uint64_t>(slots_of(o, rank));
+  const bool prefill = std::find(o.prefill.begin(), o.prefill.end(), rank) != o.prefill.end();
+  const uint64_t lists = slots == 0 ? 0 : prefill ? add_sat(mul_sat(2, slots), 1) : 2;
+  return add_sat(tables, mul_sat(mul_sat(lists, units_sat(o.shape)), sizeof(KvCopy)));
 }
 
 struct KvTransfer::Impl {

@@ -45,8 +45,14 @@ struct KvPair {
 };
 std::vector<KvPair> kv_pairs(const KvOptions& o);
 
-// Bytes one rank allocates and registers: its block pool and staging buffers.
+// Bytes one rank allocates and registers: its block pool and staging buffers. Computed
+// without building anything; saturates at UINT64_MAX instead of wrapping.
 uint64_t kv_rank_bytes(const KvOptions& o, int rank);
+// Bytes one rank spends on bookkeeping beside the payload, which grows with the blocks
+// rather than the bytes: every rank's block table (KvPool ids, and the shuffle while one
+// is built) and the per-(pair, slot) copy plans the prefill side keeps (KvCopy per block,
+// for the transfer and for staged packing). Saturates like kv_rank_bytes.
+uint64_t kv_rank_bookkeeping_bytes(const KvOptions& o, int rank);
 
 // What one rank measured in one run().
 struct KvRunResult {

@@ -2,6 +2,7 @@
 # One integration case: runs railbench under a real mpirun with a hard deadline.
 #   mpi_case.sh NP expect-ok JSON_CHECK_ARGS -- railbench args...
 #   mpi_case.sh NP expect-error REGEX -- railbench args...
+#   mpi_case.sh NP expect-error:CODE REGEX -- railbench args...   (and exit code CODE)
 # expect-ok: exit 0, and tests/bench/check_results.py validates the --json file.
 # expect-error: non-zero exit, exactly one "railbench: error:" line matching REGEX,
 # and the whole job ends well within the deadline (no hang).
@@ -11,6 +12,8 @@ source "$here/../../scripts/lib/mpirun.sh"
 
 np=$1 mode=$2 arg=$3
 shift 3
+want_rc=""
+if [[ $mode == expect-error:* ]]; then want_rc=${mode#expect-error:}; mode=expect-error; fi
 [[ $1 == -- ]] && shift
 deadline=${RAILBENCH_TEST_DEADLINE:-240}
 work=$(mktemp -d)
@@ -39,6 +42,7 @@ else
   cat "$work/out" "$work/err"
   if ((rc == 0)); then echo "FAIL: expected a non-zero exit"; exit 1; fi
   if ((rc == 124 || rc == 137)); then echo "FAIL: hung until the ${deadline}s deadline"; exit 1; fi
+  if [[ -n $want_rc ]] && ((rc != want_rc)); then echo "FAIL: exit code $rc, expected $want_rc"; exit 1; fi
   lines=$(grep -c '^railbench: error:' "$work/err")
   if ((lines != 1)); then echo "FAIL: expected exactly one 'railbench: error:' line, got $lines"; exit 1; fi
   if ! grep '^railbench: error:' "$work/err" | grep -Eq -- "$arg"; then

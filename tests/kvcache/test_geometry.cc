@@ -2,6 +2,12 @@
 // from the models' published configs, and the errors for bad geometry.
 #include <catch2/catch.hpp>
 
+#include <sys/stat.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <functional>
 #include <map>
 
 #include "collectives/kvcache/geometry.h"
@@ -59,4 +65,82 @@ TEST_CASE("bad geometry and unknown names are usage errors that say what to use"
   CHECK_THROWS_AS(kv_model_from_json(nlohmann::json{{"name", "x"}, {"attention", "mqa"}, {"layers", 2}}, "test"),
                   UsageError);
   CHECK(with_commas(1342177280ULL) == "1,342,177,280");
+}
+
+namespace {
+
+// A presets folder in a fresh temporary directory, removed at the end of the test.
+struct PresetsDir {
+  PresetsDir() {
+    std::string tmpl = (std::filesystem::temp_directory_path() / "railbench-presets-XXXXXX").string();
+    path = ::mkdtemp(tmpl.data());
+  }
+  ~PresetsDir() { std::filesystem::remove_all(path); }
+  void write(const std::string& file, const std::string& text) const { std::ofstream(path + "/" + file) << text; }
+  std::string path;
+};
+
+const char* kGood = R"({"name": "good", "layers": 2, "kv_heads": 4, "head_dim": 8})";
+
+std::string usage_error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const UsageError& e) {
+    return e.what();
+  }
+  return "(no usage error)";
+}
+
+}  // namespace
+
+TEST_CASE("absurd geometry is refused, not wrapped to 0 B", "[kvcache][robustness]") {
+  // layers and kv_heads of 2^24 made the bytes per token wrap: a what-if of 0 B / 0.00 ms.
+  const auto huge = nlohmann::json{{"name", "x"}, {"layers", 1 << 24}, {"kv_heads", 1 << 24}, {"head_dim", 64}};
+  CHECK_THROWS_AS(kv_model_from_json(huge, "test"), UsageError);
+  const auto wide = nlohmann::json{{"name", "x"}, {"layers", 4096}, {"kv_heads", 1 << 20}, {"head_dim", 1 << 20}};
+  CHECK_THAT(usage_error_of([&] { kv_model_from_json(wide, "test"); }), Catch::Contains("MiB of KV per token"));
+  // The largest real models stay far inside the bounds.
+  const auto big = nlohmann::json{{"name", "x"}, {"layers", 126}, {"kv_heads", 128}, {"head_dim", 256}};
+  CHECK(kv_bytes_per_token(kv_model_from_json(big, "test"), 2) == 2ULL * 126 * 128 * 256 * 2);
+  CHECK_THROWS_AS(
+      kv_model_from_json(nlohmann::json{{"name", "x"}, {"layers", "32"}, {"kv_heads", 8}, {"head_dim", 8}}, "test"),
+      UsageError);
+  CHECK_THROWS_AS(
+      kv_model_from_json(nlohmann::json{{"name", "x"}, {"display", 7}, {"layers", 2}, {"kv_heads", 8}, {"head_dim", 8}},
+                         "test"),
+      UsageError);
+}
+
+TEST_CASE("a broken preset file breaks only the runs that ask for it, and names the file", "[kvcache][robustness]") {
+  PresetsDir dir;
+  dir.write("good.json", kGood);
+  dir.write("broken.json", "{\"name\": \"broken\", ");
+  dir.write("typed.json", R"({"name": "typed", "layers": "32", "kv_heads": 8, "head_dim": 128})");
+  dir.write("display.json", R"({"name": "display", "display": 7, "layers": 2, "kv_heads": 8, "head_dim": 8})");
+  dir.write("deep.json", std::string(100000, '[') + std::string(100000, ']'));
+  CHECK(find_model_preset("good", dir.path).layers == 2);
+  CHECK_THAT(usage_error_of([&] { find_model_preset("broken", dir.path); }),
+             Catch::Contains("broken.json") && Catch::Contains("not valid JSON"));
+  CHECK_THAT(usage_error_of([&] { find_model_preset("typed", dir.path); }),
+             Catch::Contains("typed.json") && Catch::Contains("\"layers\""));
+  CHECK_THAT(usage_error_of([&] { find_model_preset("display", dir.path); }), Catch::Contains("display.json"));
+  CHECK_THAT(usage_error_of([&] { find_model_preset("deep", dir.path); }), Catch::Contains("nested more than"));
+}
+
+TEST_CASE("two presets with the same name are refused, naming both files", "[kvcache][robustness]") {
+  PresetsDir dir;
+  dir.write("a.json", kGood);
+  dir.write("b.json", R"({"name": "Good", "layers": 4, "kv_heads": 4, "head_dim": 8})");
+  dir.write("other.json", R"({"name": "other", "layers": 4, "kv_heads": 4, "head_dim": 8})");
+  const std::string what = usage_error_of([&] { find_model_preset("other", dir.path); });
+  CHECK_THAT(what, Catch::Contains("a.json") && Catch::Contains("b.json") && Catch::Contains("rename or remove"));
+}
+
+TEST_CASE("a preset that is a fifo is refused at once, not read forever", "[kvcache][robustness]") {
+  PresetsDir dir;
+  dir.write("good.json", kGood);
+  REQUIRE(::mkfifo((dir.path + "/fifo.json").c_str(), 0600) == 0);
+  CHECK(find_model_preset("good", dir.path).layers == 2);
+  CHECK_THAT(usage_error_of([&] { find_model_preset("fifo", dir.path); }),
+             Catch::Contains("fifo.json") && Catch::Contains("not a regular file"));
 }

@@ -121,3 +121,31 @@ TEST_CASE("kvcache keeps its pools in host memory for now", "[kvcache][options]"
   w.mem = "host";
   CHECK_NOTHROW(resolve_kvcache(small(), w));
 }
+
+TEST_CASE("kvcache's memory check counts the per-block bookkeeping, not only the payload",
+          "[kvcache][options][robustness]") {
+  // --tokens 1000000000 --layers 1 --kv-heads 1 --head-dim 1: 8 GB of payload per rank
+  // fit, but 62.5M blocks of block tables and copy plans (32 B each) took the host.
+  KvCacheOptions o;
+  o.tokens = {"1000000000"};
+  o.layers = 1;
+  o.kv_heads = 1;
+  o.head_dim = 1;
+  const std::string what = usage_error(o, world(2, 24ULL << 30));
+  CHECK_THAT(what, Catch::Contains("block tables and copy plans") && Catch::Contains("--block-tokens"));
+  // The same bytes in blocks of 64K tokens need little bookkeeping and fit.
+  o.block_tokens = 65536;
+  CHECK(usage_error(o, world(2, 24ULL << 30)).empty());
+}
+
+TEST_CASE("kvcache's memory check does not wrap on absurd sizes", "[kvcache][options][robustness]") {
+  KvCacheOptions o;
+  o.tokens = {"4G"};
+  o.layers = 4096;
+  o.kv_heads = 8;
+  o.head_dim = 128;
+  o.concurrency = 1 << 20;
+  CHECK_THAT(usage_error(o, world(2, 1ULL << 40)), Catch::Contains("needs more than 18 EB"));
+  o.tokens = {"5G"};
+  CHECK_THAT(usage_error(o, world(2)), Catch::Contains("more than 4294967296"));
+}

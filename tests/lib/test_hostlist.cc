@@ -32,3 +32,19 @@ TEST_CASE("hostlist: bad expressions name the problem and where", "[hostlist]") 
   CHECK_THROWS_WITH(expand_hostlist("n[1-100]", 50), Catch::Contains("more than 50"));
   CHECK_THROWS_AS(expand_hostlist(""), UsageError);
 }
+
+TEST_CASE("hostlist: a range is measured before it is expanded", "[hostlist][robustness]") {
+  // node[0-999999999] would be a billion strings: the range itself is refused.
+  CHECK_THROWS_WITH(expand_hostlist("node[0-999999999]", 4096),
+                    Catch::Contains("range '0-999999999' makes more than 4096 names"));
+  CHECK_THROWS_WITH(expand_hostlist("a[1-3],b[1-200]", 100), Catch::Contains("range '1-200'"));
+  CHECK(expand_hostlist("n[1-100]", 100).size() == 100);
+  // A long expression is quoted only in part.
+  const std::string longest = "n[1-5]," + std::string(100000, 'x') + "[";
+  try {
+    expand_hostlist(longest, 100);
+    FAIL("no error");
+  } catch (const UsageError& e) {
+    CHECK(std::string(e.what()).size() < 300);
+  }
+}

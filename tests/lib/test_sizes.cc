@@ -46,3 +46,12 @@ TEST_CASE("bad sweeps are usage errors", "[sizes]") {
   CHECK_THROWS_AS(size_sweep(1, 1024, 1), UsageError);
   CHECK_THROWS_AS(size_sweep(0, 1024, 2), UsageError);
 }
+
+TEST_CASE("size sweeps: more sizes than the limit are refused before any is built", "[sizes][robustness]") {
+  CHECK(size_sweep(1, 10000, 2, 1).size() == 10000);
+  CHECK_THROWS_WITH(size_sweep(1, 10001, 2, 1), Catch::Contains("more than 10000 sizes") && Catch::Contains("-i"));
+}
+
+TEST_CASE("size sweeps: -b 1 -e 1G -i 1 (a billion sizes) is refused at once", "[sizes][robustness]") {
+  CHECK_THROWS_AS(size_sweep(1, 1ULL << 30, 2, 1), UsageError);
+}

@@ -97,3 +97,55 @@ TEST_CASE("su config: the shipped configs parse", "[su_config]") {
   CHECK(h200.rdma_nics());
   CHECK_THROWS_WITH(load_su_config("no-such-su"), Catch::Contains("cannot read"));
 }
+
+namespace {
+
+std::string nested(int depth) {
+  return std::string(static_cast<size_t>(depth), '[') + std::string(static_cast<size_t>(depth), ']');
+}
+
+std::string su_error(const std::string& text) {
+  try {
+    parse_su_config(text, "t.json");
+  } catch (const UsageError& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+}  // namespace
+
+TEST_CASE("su config: deep nesting is refused on parse, with a short line", "[su_config][robustness]") {
+  // 100,000 deep crashed (stack overflow printing the value), 50,000 deep gave a 100 KB line.
+  for (int depth : {100000, 50000, 65}) {
+    const std::string what = su_error(config_with(kRails, R"(, "description": )" + nested(depth)));
+    CHECK_THAT(what, Catch::Contains("nested more than 64 levels"));
+    CHECK(what.size() < 400);
+  }
+  // 64 levels parse (and are then a type error, quoted in part).
+  const std::string what = su_error(R"({"name": "t", "nodes": )" + nested(63) + "}");
+  CHECK_THAT(what, Catch::Contains("nodes") && Catch::Contains("more characters"));
+  CHECK(what.size() < 400);
+}
+
+TEST_CASE("su config: long values are cut in error lines", "[su_config][robustness]") {
+  const std::string big(100000, 'x');
+  for (const std::string& extra :
+       {R"(, "gpus_per_node": ")" + big + "\"", R"(, ")" + big + "\": 1", R"(, "gid_index": [")" + big + "\"]"}) {
+    const std::string what = su_error(config_with(kRails, extra));
+    CHECK(what.size() < 700);
+    CHECK(what != "(no error)");
+  }
+  const std::string what = su_error(R"({"name": "t", "nodes": "n[1-2],)" + big + R"([", "gpus_per_node": 1})");
+  CHECK_THAT(what, Catch::Contains("hostlist"));
+  CHECK(what.size() < 700);
+}
+
+TEST_CASE("su config: nodes are capped, and a huge range is refused before it is expanded", "[su_config][robustness]") {
+  const auto with_nodes = [](const std::string& nodes) {
+    return fmt::format(R"({{"nodes": "{}", "gpus_per_node": 2, "transport": "ofi:tcp", "rails": {}}})", nodes, kRails);
+  };
+  CHECK_THAT(su_error(with_nodes("node[0-999999999]")), Catch::Contains("more than 4096 names"));
+  CHECK_THAT(su_error(with_nodes("node[1-100000]")), Catch::Contains("more than 4096 names"));
+  CHECK(parse_su_config(with_nodes("node[0001-4096]"), "t.json").nodes.size() == 4096);
+}
