@@ -154,6 +154,11 @@ class SendRecvBench {
  public:
   SendRecvBench(Bootstrap& bootstrap, const CommonOptions& common, const SendRecvOptions& opt)
       : ctx_(bootstrap, common, "sendrecv"), common_(common), opt_(opt) {}
+  // The buffers and regions below go before ctx_: close the transport first (see
+  // RunContext::close_transport), also when run() throws.
+  ~SendRecvBench() { ctx_.close_transport(); }
+  SendRecvBench(const SendRecvBench&) = delete;
+  SendRecvBench& operator=(const SendRecvBench&) = delete;
   int run();
 
  private:

@@ -94,6 +94,11 @@ class CollectiveSweep {
   CollectiveSweep(Bootstrap& bootstrap, const CommonOptions& common, const CollectiveOptions& opt,
                   const CollectiveSpec& spec)
       : ctx_(bootstrap, common, spec.name), common_(common), opt_(opt), spec_(spec) {}
+  // The buffers and regions below go before ctx_: close the transport first (see
+  // RunContext::close_transport), also when run() throws.
+  ~CollectiveSweep() { ctx_.close_transport(); }
+  CollectiveSweep(const CollectiveSweep&) = delete;
+  CollectiveSweep& operator=(const CollectiveSweep&) = delete;
 
   int run();
 

@@ -14,6 +14,7 @@
 #include "bench/cli.h"
 #include "bench/run_context.h"
 #include "lib/errors.h"
+#include "lib/signals.h"
 #include "lib/version.h"
 
 using namespace railbench;
@@ -67,6 +68,11 @@ int run_with_bootstrap(const SubcommandRun& run, double timeout_s) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Before anything else: a signal at any point ends the run with a verdict, one line and
+  // exit 128+signal (lib/signals.h). Until the bootstrap knows the rank, the launcher's
+  // first rank speaks for the job.
+  install_signal_handlers();
+  set_signal_rank(first_rank_by_environment() ? 0 : -1);
   CLI::App app{"railbench: RDMA collective benchmarks and fabric validation"};
   app.require_subcommand(1);
   app.set_version_flag("--version", railbench_version_line());

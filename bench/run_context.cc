@@ -8,6 +8,9 @@
 
 #include <fmt/format.h>
 
+#include "lib/results.h"
+#include "lib/signals.h"
+
 namespace railbench {
 
 using nlohmann::json;
@@ -28,15 +31,24 @@ RunContext::RunContext(Bootstrap& bootstrap, const CommonOptions& options, std::
   size_ = bootstrap_.size();
   hosts_ = bootstrap_.all_gather_strings(local_hostname());
   stderr_tty_ = ::isatty(STDERR_FILENO) != 0;
+  set_signal_rank(rank_);
   std::vector<std::string> names;
   for (int r = 0; r < size_; ++r) names.push_back(peer_name(r));
   liveness_ = std::make_unique<Liveness>(bootstrap_, std::move(names));
   bootstrap_.set_liveness_probe(liveness_->hook());
+  // A --json that cannot be written is bad input: refuse it before anything runs.
+  agree([&] {
+    if (is_root()) check_results_path(options_.json_path);
+  });
 }
 
 RunContext::~RunContext() {
+  close_transport();
   // The bootstrap outlives us (main owns it); its probe must not.
   bootstrap_.set_liveness_probe({});
+}
+
+void RunContext::close_transport() noexcept {
   // Progress refers to the transport: release it first.
   progress_.reset();
   transport_.reset();
@@ -117,6 +129,9 @@ void RunContext::open_transport() {
   for (const auto& s : bootstrap_.all_gather_strings(placement_.to_json().dump()))
     rank_memory_.push_back(json::parse(s));
   transport_->connect_all(bootstrap_);
+  // A provider may have installed its own handlers while opening (some exit 1 on SIGTERM
+  // without a word): ours take over again, so a signal still leaves a verdict.
+  install_signal_handlers();
   std::vector<std::string> names;
   for (int r = 0; r < size_; ++r) names.push_back(peer_name(r));
   progress_ = std::make_unique<Progress>(*transport_, options_.timeout_s, std::move(names));

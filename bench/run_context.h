@@ -52,6 +52,10 @@ class RunContext {
   // Opens the transport named by -t/--rails (agreed), connects all peers, and makes
   // the Progress engine with the run's timeout.
   void open_transport();
+  // Closes the transport (endpoints and completion queues first) while the caller's
+  // buffers and memory regions still exist: a command calls it before they go, on every
+  // exit path, so a provider never touches freed memory during teardown. Idempotent.
+  void close_transport() noexcept;
   Transport& transport() { return *transport_; }
   const Transport& transport() const { return *transport_; }
   Progress& progress() { return *progress_; }

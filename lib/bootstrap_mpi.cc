@@ -10,6 +10,7 @@
 #include "lib/bootstrap.h"
 #include "lib/clock.h"
 #include "lib/errors.h"
+#include "lib/signals.h"
 
 namespace railbench {
 
@@ -32,9 +33,15 @@ class MpiBootstrap final : public Bootstrap {
       check_mpi(MPI_Init(nullptr, nullptr), "MPI_Init");
       owns_mpi_ = true;
     }
+    // A failed peer turns into an error code (and then a TimeoutError or BootstrapError
+    // naming the call) instead of MPI's default of aborting the job on the spot.
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
     MPI_Comm_size(MPI_COMM_WORLD, &size_);
+    // MPI_Init installs its own handlers (and a provider it loads may too): ours take over
+    // again, so SIGTERM from the launcher still leaves a verdict in the results file.
+    install_signal_handlers();
+    set_signal_rank(rank_);
   }
 
   ~MpiBootstrap() override {

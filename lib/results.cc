@@ -1,13 +1,21 @@
 #include "lib/results.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cctype>
+#include <cerrno>
 #include <chrono>
-#include <cstdio>
+#include <cstring>
 #include <ctime>
-#include <fstream>
+#include <exception>
+#include <random>
 
 #include <fmt/format.h>
 
 #include "lib/errors.h"
+#include "lib/signals.h"
 #include "lib/version.h"
 
 namespace railbench {
@@ -145,6 +153,98 @@ void validate_result_document(const json& doc) {
   require("status", json::value_t::string);
 }
 
+namespace {
+
+// strerror with a lower-case first letter, to sit inside a sentence: "no space left on device".
+std::string errno_text(int err) {
+  std::string s = std::strerror(err);
+  if (!s.empty()) s[0] = static_cast<char>(std::tolower(static_cast<unsigned char>(s[0])));
+  return s;
+}
+
+std::string directory_of(const std::string& path) {
+  const auto slash = path.rfind('/');
+  if (slash == std::string::npos) return ".";
+  return slash == 0 ? "/" : path.substr(0, slash);
+}
+
+// A device, fifo or socket (possibly behind a symlink): never to be replaced by a file.
+bool is_special_file(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode);
+}
+
+std::string random_suffix() {
+  std::random_device rd;
+  return fmt::format("{:08x}{:08x}", rd(), rd());
+}
+
+bool write_all(int fd, const std::string& text) {
+  size_t off = 0;
+  while (off < text.size()) {
+    const ssize_t w = ::write(fd, text.data() + off, text.size() - off);
+    if (w < 0 && errno == EINTR) continue;
+    if (w < 0) return false;
+    if (w == 0) {
+      errno = EIO;
+      return false;
+    }
+    off += static_cast<size_t>(w);
+  }
+  return true;
+}
+
+// Values put in the document rendered for the signal handlers, then replaced by one
+// control byte each (JSON text never holds a raw control byte), where the handler writes
+// the error text and the time.
+const std::string kErrorSentinel = "\x01railbench:error\x01";
+const std::string kTimeSentinel = "\x01railbench:time\x01";
+
+std::string punch_holes(std::string text) {
+  const std::pair<std::string, char> holes[] = {{json(kErrorSentinel).dump(), kSignalErrorHole},
+                                                {json(kTimeSentinel).dump(), kSignalTimeHole}};
+  for (const auto& [quoted, hole] : holes) {
+    // Keep the quotes: the handler writes only the text between them.
+    const std::string inner = quoted.substr(1, quoted.size() - 2);
+    for (size_t at = text.find(quoted); at != std::string::npos; at = text.find(quoted, at + 3))
+      text.replace(at + 1, inner.size(), 1, hole);
+  }
+  return text;
+}
+
+}  // namespace
+
+void check_results_path(const std::string& path) {
+  if (path.empty()) return;
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0) {
+    if (S_ISDIR(st.st_mode)) {
+      throw UsageError(fmt::format("--json '{}' is a directory: name a file, e.g. --json {}/results.json", path, path));
+    }
+    if (!S_ISREG(st.st_mode)) {
+      // A device or fifo is written directly, so it must be writable itself.
+      if (::access(path.c_str(), W_OK) != 0)
+        throw UsageError(
+            fmt::format("--json '{}' cannot be written ({}): name a writable file", path, errno_text(errno)));
+      return;
+    }
+  } else if (errno != ENOENT) {
+    throw UsageError(fmt::format("--json '{}': {}: name a file in a directory that exists", path, errno_text(errno)));
+  }
+  const std::string dir = directory_of(path);
+  if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+    throw UsageError(
+        fmt::format("--json '{}': the directory '{}' does not exist: create it (mkdir -p '{}') or name "
+                    "a file in another",
+                    path, dir, dir));
+  }
+  // The file is written beside itself and renamed, so the directory must take new files.
+  if (::access(dir.c_str(), W_OK | X_OK) != 0) {
+    throw UsageError(fmt::format("--json '{}': cannot create files in '{}' ({}): name a file in a writable directory",
+                                 path, dir, errno_text(errno)));
+  }
+}
+
 ResultsFile::ResultsFile(std::string path, json header) : path_(std::move(path)) {
   doc_ = json{{"schema", kResultSchema},
               {"schema_version", kResultSchemaVersion},
@@ -154,7 +254,21 @@ ResultsFile::ResultsFile(std::string path, json header) : path_(std::move(path))
   for (auto& [k, v] : header.items()) doc_[k] = v;
   doc_["results"] = json::array();
   doc_["status"] = "running";
+  check_results_path(path_);
   write();
+}
+
+ResultsFile::~ResultsFile() {
+  if (!finished_ && !path_.empty()) {
+    // Only an exception that is not a railbench Error gets here (the commands finish()
+    // on those): the file must not keep saying "running".
+    try {
+      finish(false, std::uncaught_exceptions() > 0 ? "the run stopped on an unexpected error: see rank 0's stderr"
+                                                   : "the run ended without a verdict");
+    } catch (...) {
+    }
+  }
+  if (published_) publish_signal_document(nullptr);
 }
 
 void ResultsFile::add(json size_result) {
@@ -168,27 +282,112 @@ void ResultsFile::set(const std::string& key, json value) {
 }
 
 void ResultsFile::finish(bool complete, const std::string& error) {
+  if (finished_) return;
+  finished_ = true;
   doc_["status"] = complete ? "complete" : "failed";
   doc_["finished_at"] = now_iso8601();
   if (!error.empty()) doc_["error"] = error;
   write();
 }
 
-void ResultsFile::write() const {
+void ResultsFile::write() {
+  // Every rewrite dates itself: a "running" file whose updated_at is old is a dead run.
+  doc_["updated_at"] = now_iso8601();
   if (path_.empty()) return;
+  // Checked at every rewrite, not once: rename must never replace a device node.
+  direct_ = is_special_file(path_);
+  const std::string text = doc_.dump(2) + '\n';
+  if (!direct_) {
+    write_renamed(text);
+  } else if (finished_) {
+    write_direct(text);  // once: a device or fifo gets one document, not one per size
+  }
+  if (!finished_) {
+    publish_for_signals();
+  } else if (published_) {
+    publish_signal_document(nullptr);  // the verdict is written; a late signal leaves it
+    published_ = false;
+  }
+}
+
+void ResultsFile::write_renamed(const std::string& text) {
   // Write beside the target and rename: a reader never sees half a file, and a crash
-  // mid-write leaves the previous complete version.
-  const std::string tmp = path_ + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    if (!out)
-      throw IoError(fmt::format("cannot write results to '{}': check the directory exists and is writable", tmp));
-    out << doc_.dump(2) << '\n';
-    if (!out.flush()) throw IoError(fmt::format("writing results to '{}' failed (disk full?)", tmp));
+  // mid-write leaves the previous complete version. A fresh random name, created
+  // exclusively and never through a symlink, so nothing planted there is followed.
+  std::string tmp;
+  int fd = -1;
+  for (int attempt = 0; attempt < 16 && fd < 0; ++attempt) {
+    tmp = fmt::format("{}.tmp.{}", path_, random_suffix());
+    fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (fd < 0 && errno != EEXIST) break;
   }
-  if (std::rename(tmp.c_str(), path_.c_str()) != 0) {
-    throw IoError(fmt::format("cannot rename '{}' to '{}': check permissions", tmp, path_));
+  if (fd < 0) fail_write(errno, fmt::format("creating a temporary file beside '{}'", path_));
+  bool ok = write_all(fd, text);
+  int err = ok ? 0 : errno;
+  if (::close(fd) != 0 && ok) {
+    ok = false;
+    err = errno;
   }
+  if (ok && ::rename(tmp.c_str(), path_.c_str()) != 0) {
+    ok = false;
+    err = errno;
+  }
+  if (!ok) {
+    ::unlink(tmp.c_str());
+    fail_write(err, fmt::format("writing the results to '{}'", path_));
+  }
+}
+
+void ResultsFile::write_direct(const std::string& text) const {
+  // Non-blocking open: a fifo without a reader fails (ENXIO) instead of hanging.
+  const int fd = ::open(path_.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) {
+    const int err = errno;
+    throw IoError(fmt::format("cannot open --json '{}' ({}){}", path_, errno_text(err),
+                              err == ENXIO ? ": a fifo needs a reader before the run ends" : ""));
+  }
+  const int flags = ::fcntl(fd, F_GETFL);
+  if (flags >= 0) ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
+  const bool ok = write_all(fd, text);
+  const int err = errno;
+  ::close(fd);
+  if (!ok) throw IoError(fmt::format("writing the results to '{}' failed ({})", path_, errno_text(err)));
+}
+
+void ResultsFile::fail_write(int err, const std::string& what) {
+  const std::string error = fmt::format("{} ({})", errno_text(err), what);
+  // The last good file still says "running": say "failed" in it, in place, within the
+  // space it already has (a full disk has no room for another copy).
+  bool kept = false;
+  if (published_) {
+    kept = overwrite_signal_document_in_place(*published_doc_, error.c_str());
+    publish_signal_document(nullptr);
+    published_ = false;
+  }
+  finished_ = true;
+  doc_["status"] = "failed";
+  doc_["error"] = error;
+  throw IoError(fmt::format(
+      "{}: {}; free space (or fix the directory) and run again", error,
+      kept ? "the file keeps the results written before, marked failed" : "the file keeps the results written before"));
+}
+
+void ResultsFile::publish_for_signals() {
+  auto d = std::make_unique<SignalDocument>();
+  d->path = path_;
+  d->rename = !direct_;
+  d->tmp_path = fmt::format("{}.tmp.{}", path_, random_suffix());
+  json failed = doc_;
+  failed["status"] = "failed";
+  failed["error"] = kErrorSentinel;
+  failed["finished_at"] = kTimeSentinel;
+  failed["updated_at"] = kTimeSentinel;
+  d->pretty = punch_holes(failed.dump(2) + '\n');
+  d->compact = punch_holes(failed.dump() + '\n');
+  d->note = fmt::format("; the results so far are in '{}', marked failed", path_);
+  published_doc_ = d.get();
+  publish_signal_document(std::move(d));
+  published_ = true;
 }
 
 }  // namespace railbench

@@ -1,6 +1,8 @@
 // The results file: one JSON document per run, schema "railbench.result" version 1
 // (documented in README.md). It is rewritten atomically after every message size, so
-// whatever was measured survives a failure later in the sweep.
+// whatever was measured survives a failure later in the sweep, and after each rewrite a
+// "failed" copy is handed to the signal handlers (lib/signals.h), so a run ended by a
+// signal still says so.
 #pragma once
 
 #include <cstdint>
@@ -9,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "lib/signals.h"
 #include "lib/stats.h"
 
 namespace railbench {
@@ -68,23 +71,45 @@ SendRecvRecord sendrecv_from_json(const nlohmann::json& j);
 // missing or mistyped field.
 void validate_result_document(const nlohmann::json& doc);
 
+// Refuses a --json target that cannot be written, before anything runs: a directory,
+// a directory that does not exist or is not writable. Throws UsageError naming it.
+void check_results_path(const std::string& path);
+
 class ResultsFile {
  public:
   // `path` empty: keep the document in memory only. `header` holds "command",
   // "config", "world" and "transport"; schema fields and timestamps are added here.
+  // A regular file (or a new one) is replaced atomically at every rewrite; a device or
+  // fifo (/dev/null, /dev/stdout) is never replaced: it gets the document once, at the end.
   ResultsFile(std::string path, nlohmann::json header);
+  // A run that ends without finish() (an unexpected exception) is recorded as failed.
+  ~ResultsFile();
+  ResultsFile(const ResultsFile&) = delete;
+  ResultsFile& operator=(const ResultsFile&) = delete;
 
-  void add(nlohmann::json size_result);  // appends to "results" and rewrites the file
+  // Appends to "results" and rewrites the file. A write that fails (a full disk) marks
+  // the last good file failed in place where it can, removes the temporary and throws IoError.
+  void add(nlohmann::json size_result);
   // Sets a top-level field (e.g. "channels") and rewrites the file.
   void set(const std::string& key, nlohmann::json value);
-  // Marks the run complete, or failed with `error` (results so far are kept).
+  // Marks the run complete, or failed with `error` (results so far are kept). Only the
+  // first verdict counts: after a failed write, a later finish() changes nothing.
   void finish(bool complete, const std::string& error = "");
   const nlohmann::json& doc() const { return doc_; }
 
  private:
-  void write() const;
+  void write();
+  void write_renamed(const std::string& text);
+  void write_direct(const std::string& text) const;
+  [[noreturn]] void fail_write(int err, const std::string& what);
+  void publish_for_signals();
 
   std::string path_;
+  bool direct_ = false;     // a device or fifo: written once, when the run ends
+  bool finished_ = false;   // the verdict is in: nothing changes the file any more
+  bool published_ = false;  // a document for the signal handlers is out
+  // That document: owned by lib/signals, valid while published_.
+  const SignalDocument* published_doc_ = nullptr;
   nlohmann::json doc_;
 };
 

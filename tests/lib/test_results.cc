@@ -115,8 +115,28 @@ TEST_CASE("validation names the missing or newer field", "[results]") {
   CHECK_THROWS_WITH(validate_result_document(newer), Catch::Contains("newer"));
 }
 
-TEST_CASE("an unwritable results path is an IoError naming the path", "[results]") {
-  CHECK_THROWS_AS(ResultsFile("/nonexistent-dir/r.json", json::object()), IoError);
+TEST_CASE("a results path in a missing directory, or a directory, is bad input naming it", "[results]") {
+  CHECK_THROWS_AS(ResultsFile("/nonexistent-dir/r.json", json::object()), UsageError);
+  CHECK_THROWS_WITH(check_results_path("/nonexistent-dir/r.json"),
+                    Catch::Contains("'/nonexistent-dir'") && Catch::Contains("does not exist"));
+  CHECK_THROWS_WITH(check_results_path("/tmp"), Catch::Contains("is a directory"));
+  CHECK_NOTHROW(check_results_path(""));
+}
+
+TEST_CASE("every rewrite dates itself, and a verdict once written stays", "[results]") {
+  const std::string path = "test_results_updated_at.json";
+  std::remove(path.c_str());
+  {
+    ResultsFile f(path, json{{"command", "x"}});
+    CHECK(read_file(path).contains("updated_at"));
+    f.finish(false, "first error");
+    f.finish(true);  // a later verdict does not replace the first
+    const json doc = read_file(path);
+    CHECK(doc.at("status") == "failed");
+    CHECK(doc.at("error") == "first error");
+    CHECK(doc.contains("updated_at"));
+  }
+  std::remove(path.c_str());
 }
 
 TEST_CASE("remote keys serialize and refuse truncated blobs", "[results]") {

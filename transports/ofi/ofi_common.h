@@ -43,6 +43,8 @@ struct OpContext {
   OpKind op = OpKind::send;
   size_t length = 0;
   bool from_rx_pool = false;
+  bool in_flight = false;        // taken from the pool and not yet completed
+  const void* region = nullptr;  // the local region (OfiMemoryRegion) it reads or writes
 };
 static_assert(offsetof(OpContext, fi) == 0, "op_context must point at the fi_context2");
 
@@ -65,10 +67,21 @@ class ContextPool {
     if (free_.empty()) return nullptr;
     OpContext* c = free_.back();
     free_.pop_back();
+    c->in_flight = true;
     return c;
   }
   // Capacity is reserved for every context, so push_back cannot reallocate.
-  void give(OpContext* c) noexcept { free_.push_back(c); }
+  void give(OpContext* c) noexcept {
+    c->in_flight = false;
+    c->region = nullptr;
+    free_.push_back(c);
+  }
+  // Whether an operation still in flight uses `region` (teardown only: scans the pool).
+  bool uses(const void* region) const noexcept {
+    for (const auto& c : storage_)
+      if (c.in_flight && c.region == region) return true;
+    return false;
+  }
   size_t size() const { return storage_.size(); }
   size_t available() const { return free_.size(); }
 

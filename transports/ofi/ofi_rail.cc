@@ -74,6 +74,12 @@ Rail::Rail(int rail_index, InfoPtr granted, int world_size, bool with_rma, uint3
   read_address();
 }
 
+void Rail::close_endpoint() noexcept {
+  ep.reset();
+  av.reset();
+  cq.reset();
+}
+
 void Rail::read_mr_mode() {
   uint64_t mr_mode = info->domain_attr->mr_mode;
   mr_local = (mr_mode & FI_MR_LOCAL) != 0;
@@ -272,6 +278,13 @@ OfiMemoryRegion::OfiMemoryRegion(void* data, size_t length, MemoryKind kind, int
     remote_key_.rails.push_back(RailKey{base, key});
     descs_.push_back(rail->mr_local ? fi_mr_desc(mr.get()) : nullptr);
     per_rail_.push_back(PerRail{rail, std::move(mr)});
+  }
+}
+
+OfiMemoryRegion::~OfiMemoryRegion() {
+  for (auto& r : per_rail_) {
+    Rail& rail = *r.rail;
+    if (!rail.closed() && (rail.tx_pool.uses(this) || rail.rx_pool.uses(this))) rail.close_endpoint();
   }
 }
 

@@ -34,6 +34,13 @@ struct Rail {
   RailInfo describe() const;
   // "libfabric <call> failed for provider P domain D: <text> (<code>)<hint>".
   [[noreturn]] void fail(const char* call, long long ret, const std::string& hint = "") const;
+  // Closes the endpoint, then the AV and the CQ, keeping the domain for the memory
+  // regions that still hold it. After a failure, operations may still be queued in the
+  // provider, pointing into buffers about to be freed: closing the endpoint first cancels
+  // them, so teardown never lets the provider touch freed memory. Idempotent; the data
+  // path refuses a closed rail.
+  void close_endpoint() noexcept;
+  bool closed() const noexcept { return !ep; }
 
   int index;
   std::string provider;
@@ -83,6 +90,9 @@ class OfiMemoryRegion final : public MemoryRegion {
   // GPU memory (kind cuda) goes through fi_mr_regattr with FI_HMEM_CUDA on `gpu`.
   OfiMemoryRegion(void* data, size_t length, MemoryKind kind, int gpu, const void* owner,
                   const std::vector<std::shared_ptr<Rail>>& rails);
+  // A region that goes while an operation on it is still in flight (after a failure,
+  // when its owner is torn down before the transport) closes that rail's endpoint first.
+  ~OfiMemoryRegion() override;
 
   RemoteKey remote_key() const override { return remote_key_; }
   // Descriptor to pass with local buffers; null unless the rail needs FI_MR_LOCAL.

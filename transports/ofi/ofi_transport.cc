@@ -28,6 +28,9 @@ namespace {
 class OfiTransport final : public TransportBase {
  public:
   OfiTransport(Selection selection, int rank, int world_size);
+  // Memory regions keep their rails' domains alive, but not the endpoints: those close
+  // with the transport, before any region or buffer the caller still holds is freed.
+  ~OfiTransport() override;
 
   std::string name() const override { return "ofi"; }
   int num_rails() const override { return static_cast<int>(rails_.size()); }
@@ -102,6 +105,10 @@ OfiTransport::OfiTransport(Selection selection, int rank, int world_size)
   }
 }
 
+OfiTransport::~OfiTransport() {
+  for (const auto& r : rails_) r->close_endpoint();
+}
+
 const Rail& OfiTransport::checked_rail(int rail) const {
   if (rail < 0 || rail >= num_rails()) {
     throw UsageError(fmt::format("rail {} does not exist: the ofi transport has {} rail(s)", rail, num_rails()));
@@ -134,6 +141,10 @@ Status OfiTransport::prepare(const char* what, OpKind op, int peer, int rail, co
                              const RemoteSpan* remote, uint64_t wr_id, Prepared& p) noexcept {
   if (!valid_target(what, peer, rail)) return Status::error;
   Rail& r = *rails_[rail];
+  if (r.closed()) {
+    set_error("{} with peer {} on rail {}: the rail's endpoint was closed after a failure", what, peer, rail);
+    return Status::error;
+  }
   p.rail = &r;
   p.addr = r.peers[peer];
   if (p.addr == FI_ADDR_NOTAVAIL) {
@@ -178,6 +189,7 @@ Status OfiTransport::prepare(const char* what, OpKind op, int peer, int rail, co
   p.ctx->peer = peer;
   p.ctx->op = op;
   p.ctx->length = local.length;
+  p.ctx->region = mr;
   return Status::ok;
 }
 
@@ -263,6 +275,7 @@ size_t OfiTransport::drain(Rail& rail, std::span<Completion> out) noexcept {
   constexpr size_t kBatch = 32;
   fi_cq_tagged_entry entries[kBatch];
   size_t n = 0;
+  if (rail.closed()) return 0;
   while (n < out.size()) {
     size_t want = std::min(kBatch, out.size() - n);
     ssize_t got = fi_cq_read(rail.cq.get(), entries, want);

@@ -170,13 +170,14 @@ class Rail {
 
   std::string gid_hint(int peer) const;
 
-  // Declared in creation order, destroyed in reverse: QPs, flush MR, SRQ, CQ, then
-  // (unless a memory region still holds it) PD and context.
+  // Destroyed in reverse declaration order: QPs, SRQ and CQ first, so nothing queued
+  // can still reach memory when the flush MR and its buffer go; then (unless a memory
+  // region still holds it) PD and context. The constructor creates them in its own order.
   std::shared_ptr<Device> device_;
-  VerbsPtr<ibv_cq> cq_;
-  VerbsPtr<ibv_srq> srq_;
   std::unique_ptr<std::array<uint8_t, 64>> flush_buf_;
   VerbsPtr<ibv_mr> flush_mr_;
+  VerbsPtr<ibv_cq> cq_;
+  VerbsPtr<ibv_srq> srq_;
   std::vector<std::unique_ptr<Channel>> channels_;  // [peer * channels + c]
   std::vector<QueueSlot*> queues_;                  // by queue id
   std::unordered_map<uint32_t, int> peer_of_rma_qp_;
