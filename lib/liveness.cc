@@ -204,8 +204,8 @@ void LivenessResponder::serve() noexcept {
     // The ping is 8 bytes; a prober that sends nothing is not waited for long.
     pollfd in{conn, POLLIN, 0};
     Pong ping = 0;
-    if (::poll(&in, 1, 200) > 0 && ::recv(conn, &ping, sizeof(ping), MSG_DONTWAIT) > 0)
-      [[maybe_unused]] ssize_t n = ::send(conn, &pong, sizeof(pong), MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (::poll(&in, 1, 200) > 0 && ::recv(conn, &ping, sizeof(ping), MSG_DONTWAIT) > 0) [[maybe_unused]]
+      ssize_t n = ::send(conn, &pong, sizeof(pong), MSG_NOSIGNAL | MSG_DONTWAIT);
     ::close(conn);
   }
 }
