@@ -52,16 +52,6 @@ std::string gb(uint64_t bytes) {
   return fmt::format("{:.2f} GB", static_cast<double>(bytes) / 1e9);
 }
 
-uint64_t add_sat(uint64_t a, uint64_t b) {
-  uint64_t r = 0;
-  return __builtin_add_overflow(a, b, &r) ? UINT64_MAX : r;
-}
-
-uint64_t mul_sat(uint64_t a, uint64_t b) {
-  uint64_t r = 0;
-  return __builtin_mul_overflow(a, b, &r) ? UINT64_MAX : r;
-}
-
 // KvShape::request_bytes(), which wraps on absurd sizes, saturating instead.
 uint64_t request_bytes(const KvShape& s) {
   return mul_sat(mul_sat(static_cast<uint64_t>(s.layers) * static_cast<uint64_t>(s.planes), s.tokens), s.token_bytes);

@@ -13,6 +13,17 @@ namespace railbench {
 // nccl-tests and perftest. Throws UsageError naming the text and the accepted forms.
 uint64_t parse_size(std::string_view text);
 
+// Saturating byte arithmetic for memory estimates: an absurd request must read as "too
+// large" (UINT64_MAX), never wrap around to something small.
+inline uint64_t mul_sat(uint64_t a, uint64_t b) {
+  uint64_t r = 0;
+  return __builtin_mul_overflow(a, b, &r) ? UINT64_MAX : r;
+}
+inline uint64_t add_sat(uint64_t a, uint64_t b) {
+  uint64_t r = 0;
+  return __builtin_add_overflow(a, b, &r) ? UINT64_MAX : r;
+}
+
 // "4K", "1M", "1.5M": the shortest exact binary-prefix spelling, else plain bytes.
 std::string format_size(uint64_t bytes);
 

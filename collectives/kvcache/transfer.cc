@@ -7,6 +7,7 @@
 
 #include "lib/clock.h"
 #include "lib/errors.h"
+#include "lib/sizes.h"
 
 namespace railbench {
 
@@ -56,16 +57,6 @@ uint64_t pool_seed(int rank) {
 }  // namespace
 
 namespace {
-
-// Saturating arithmetic: an absurd request must read as "too large", never wrap to small.
-uint64_t mul_sat(uint64_t a, uint64_t b) {
-  uint64_t r = 0;
-  return __builtin_mul_overflow(a, b, &r) ? UINT64_MAX : r;
-}
-uint64_t add_sat(uint64_t a, uint64_t b) {
-  uint64_t r = 0;
-  return __builtin_add_overflow(a, b, &r) ? UINT64_MAX : r;
-}
 
 // Blocks of one request over all layers and planes (KvShape::units()), saturating.
 uint64_t units_sat(const KvShape& s) {
