@@ -45,12 +45,17 @@ int run_with_bootstrap(const SubcommandRun& run, double timeout_s) {
   std::unique_ptr<Bootstrap> bootstrap;
   try {
     bootstrap = make_bootstrap_from_environment(timeout_s);
-    return run.run(*bootstrap);
+    const int code = run.run(*bootstrap);
+    set_signal_outcome_reported();
+    return code;
   } catch (const AgreedError& e) {
     // Every rank saw it: say it once, and let every rank end normally (MPI_Finalize).
+    // A rank that ends first with exit 2 may make mpirun signal the others while they
+    // finalize: that must not add a second line.
     if (bootstrap ? bootstrap->rank() == 0 : first_rank_by_environment()) {
       fmt::print(stderr, "railbench: error: {}\n", e.what());
     }
+    set_signal_outcome_reported();
     return exit_code(e.code());
   } catch (const std::exception& e) {
     const auto* err = dynamic_cast<const Error*>(&e);

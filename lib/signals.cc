@@ -29,6 +29,7 @@ Published& owners() {
 }
 std::atomic<const SignalDocument*> g_document{nullptr};
 std::atomic<int> g_rank{-1};
+std::atomic<bool> g_reported{false};
 std::atomic<int> g_entered{0};
 // Crash handlers run on their own stack: after a stack overflow there is none left.
 alignas(16) char g_alt_stack[64 * 1024];
@@ -208,7 +209,7 @@ void on_signal(int sig, siginfo_t* info, void*) {
   // The launcher signals every rank when it ends a job: only rank 0 speaks for it. A
   // signal sent to one rank by someone else is that rank's to report.
   const bool sent_directly = info != nullptr && info->si_code <= 0 && info->si_pid != ::getppid();
-  if (crash || g_rank.load() == 0 || sent_directly) print_line(what, crash, doc, wrote);
+  if (crash || sent_directly || (g_rank.load() == 0 && !g_reported.load())) print_line(what, crash, doc, wrote);
   if (crash) {
     errno = saved_errno;
     return restore_default_and_raise(sig);
@@ -240,6 +241,10 @@ void install_signal_handlers() {
 
 void set_signal_rank(int rank) {
   g_rank.store(rank);
+}
+
+void set_signal_outcome_reported() {
+  g_reported.store(true);
 }
 
 void publish_signal_document(std::unique_ptr<SignalDocument> doc) {

@@ -36,6 +36,12 @@ void install_signal_handlers();
 // whole job, so that ending a job prints one line, not one per rank.
 void set_signal_rank(int rank);
 
+// This process has said how its run ended (its table and verdict, or its error line):
+// a launcher's signal that arrives afterwards (mpirun ending the job because another rank
+// exited non-zero first) is no news, and ends the process with 128+signal without a
+// second line. A signal sent to this process directly, and a crash, still speak.
+void set_signal_outcome_reported();
+
 // The document a handler writes from now on (null: none, e.g. once the run has its
 // verdict). The previous document is kept one more turn, in case a handler on another
 // thread is reading it.
