@@ -45,6 +45,7 @@ run_validate() {  # run_validate DEADLINE CONFIG SLOTS
   elapsed=$(($(date +%s) - start))
   grep -v '^--\|^ *$' "$work/out"
   ((rc == 124 || rc == 137)) && { cat "$work/err"; fail "validate hung until the ${deadline}s deadline"; }
+  ((rc > 128)) && { echo "validate ended by signal $((rc - 128)); its stderr:"; tail -20 "$work/err"; }
   [[ -s $work/v.json ]] || { cat "$work/err"; fail "no results file"; }
   echo "(exit $rc after ${elapsed}s)"
 }
