@@ -83,7 +83,8 @@ std::unique_ptr<Bootstrap> make_bootstrap_from_environment(double timeout_s) {
           "(RAILBENCH_ROOT=host:port of rank 0)");
     }
     b = make_tcp_bootstrap(env_int("RAILBENCH_RANK", "this process's rank number"),
-                           env_int("RAILBENCH_WORLD_SIZE", "the number of ranks"), env("RAILBENCH_ROOT"), timeout_s);
+                           env_int("RAILBENCH_WORLD_SIZE", "the number of ranks"),
+                           TcpRendezvous{env("RAILBENCH_ROOT"), "", false}, timeout_s);
   } else if (launched_by_mpi()) {
 #ifdef RAILBENCH_HAVE_MPI
     b = make_mpi_bootstrap();

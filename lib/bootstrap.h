@@ -85,9 +85,16 @@ class ThreadGroup;
 std::shared_ptr<ThreadGroup> make_thread_group(int size);
 std::unique_ptr<Bootstrap> make_thread_bootstrap(std::shared_ptr<ThreadGroup> group, int rank);
 
-// Rendezvous over TCP for launchers without MPI: RAILBENCH_RANK, RAILBENCH_WORLD_SIZE,
-// RAILBENCH_ROOT=host:port (rank 0 listens there).
-std::unique_ptr<Bootstrap> make_tcp_bootstrap(int rank, int size, const std::string& root, double timeout_s);
+// Where and how the TCP rendezvous meets (launchers without MPI: RAILBENCH_*, Slurm
+// without PMI, torchrun-style variables).
+struct TcpRendezvous {
+  std::string root;       // host:port of rank 0
+  std::string job_token;  // shared by every rank of one launch; a hello with another is refused
+  bool bind_any = false;  // rank 0 listens on every address instead of root's host only
+};
+
+// Rendezvous over TCP: rank 0 listens on `where.root`, every other rank connects to it.
+std::unique_ptr<Bootstrap> make_tcp_bootstrap(int rank, int size, const TcpRendezvous& where, double timeout_s);
 
 // A world of one rank (run without a launcher).
 std::unique_ptr<Bootstrap> make_single_bootstrap();

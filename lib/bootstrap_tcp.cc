@@ -338,8 +338,8 @@ class TcpBootstrap final : public Bootstrap {
 
 }  // namespace
 
-std::unique_ptr<Bootstrap> make_tcp_bootstrap(int rank, int size, const std::string& root, double timeout_s) {
-  return std::make_unique<TcpBootstrap>(rank, size, root, timeout_s);
+std::unique_ptr<Bootstrap> make_tcp_bootstrap(int rank, int size, const TcpRendezvous& where, double timeout_s) {
+  return std::make_unique<TcpBootstrap>(rank, size, where.root, timeout_s);
 }
 
 }  // namespace railbench

@@ -85,7 +85,7 @@ TEST_CASE("threads bootstrap names the rank that never arrives", "[bootstrap]") 
 
 TEST_CASE("tcp rendezvous gathers across 4 ranks over loopback", "[bootstrap]") {
   const std::string root = "127.0.0.1:" + std::to_string(29500 + (::getpid() % 500));
-  run_world(4, [&](int r) { return make_tcp_bootstrap(r, 4, root, 10.0); });
+  run_world(4, [&](int r) { return make_tcp_bootstrap(r, 4, {root}, 10.0); });
 }
 
 TEST_CASE("tcp rendezvous times out naming the ranks that did not connect", "[bootstrap]") {
@@ -94,14 +94,14 @@ TEST_CASE("tcp rendezvous times out naming the ranks that did not connect", "[bo
   std::string error;
   std::thread t0([&] {
     try {
-      make_tcp_bootstrap(0, 3, root, 0.5);
+      make_tcp_bootstrap(0, 3, {root}, 0.5);
     } catch (const TimeoutError& e) {
       error = e.what();
     }
   });
   std::thread t1([&] {
     try {
-      make_tcp_bootstrap(1, 3, root, 0.5);
+      make_tcp_bootstrap(1, 3, {root}, 0.5);
     } catch (const Error&) {
     }
   });
@@ -111,11 +111,11 @@ TEST_CASE("tcp rendezvous times out naming the ranks that did not connect", "[bo
 }
 
 TEST_CASE("tcp rendezvous rejects a malformed RAILBENCH_ROOT", "[bootstrap]") {
-  CHECK_THROWS_WITH(make_tcp_bootstrap(1, 2, "no-port", 1.0), Catch::Contains("host:port"));
-  CHECK_THROWS_AS(make_tcp_bootstrap(3, 2, "127.0.0.1:1", 1.0), UsageError);
+  CHECK_THROWS_WITH(make_tcp_bootstrap(1, 2, {"no-port"}, 1.0), Catch::Contains("host:port"));
+  CHECK_THROWS_AS(make_tcp_bootstrap(3, 2, {"127.0.0.1:1"}, 1.0), UsageError);
 }
 
 TEST_CASE("a non-root rank that cannot reach the root says where it looked", "[bootstrap]") {
   // Port 1 on loopback: nothing listens there.
-  CHECK_THROWS_WITH(make_tcp_bootstrap(1, 2, "127.0.0.1:1", 0.3), Catch::Contains("RAILBENCH_ROOT=127.0.0.1:1"));
+  CHECK_THROWS_WITH(make_tcp_bootstrap(1, 2, {"127.0.0.1:1"}, 0.3), Catch::Contains("RAILBENCH_ROOT=127.0.0.1:1"));
 }

@@ -132,13 +132,13 @@ TEST_CASE("tcp bootstrap: a rank waiting on the root names the rank that never a
   std::string root_error, rank1_error;
   std::thread root_thread([&] {
     try {
-      make_tcp_bootstrap(0, 3, root, 2.5);  // outlasts rank 1's wait
+      make_tcp_bootstrap(0, 3, {root}, 2.5);  // outlasts rank 1's wait
     } catch (const TimeoutError& e) {
       root_error = e.what();
     }
   });
   try {
-    auto b = make_tcp_bootstrap(1, 3, root, 1.0);
+    auto b = make_tcp_bootstrap(1, 3, {root}, 1.0);
     b->set_liveness_probe(
         [&](double) { return describe_liveness(probe_liveness(r.endpoints, 1, 0.3), kNames, 0.3, 0); });
     b->barrier();
