@@ -7,6 +7,9 @@
 
 #include <fmt/format.h>
 
+#include "lib/errors.h"
+#include "lib/launch.h"
+
 namespace railbench {
 
 namespace {
@@ -33,10 +36,11 @@ std::vector<const Subcommand*> subcommands() {
 }
 
 bool first_rank_by_environment() {
-  for (const char* var : {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "RAILBENCH_RANK"}) {
-    if (const char* v = std::getenv(var)) return std::atoi(v) == 0;
+  try {
+    return detect_launch(process_environment()).rank == 0;
+  } catch (const Error&) {
+    return true;  // the launch itself is wrong: every process says so
   }
-  return true;
 }
 
 namespace {

@@ -8,7 +8,9 @@
 #include "bench/cli.h"
 #include "bench/memory_setup.h"
 #include "bench/transport_factory.h"
+#include "lib/errors.h"
 #include "lib/gpu.h"
+#include "lib/launch.h"
 #include "lib/pci_topology.h"
 
 #ifdef RAILBENCH_HAVE_OFI
@@ -107,14 +109,40 @@ void print_gpus() {
 
 namespace {
 
+// Which launcher this process would join and why (lib/launch.h): the first thing to
+// check when `srun -n 4` turns out to be four single-rank runs.
+void print_launch() {
+  LaunchInfo l;
+  try {
+    l = detect_launch(process_environment());
+  } catch (const Error& e) {
+    fmt::print("launcher: cannot join: {}\n", e.what());
+    return;
+  }
+  if (l.launcher == Launcher::none) {
+    fmt::print("launcher: none (no RAILBENCH_*, MPI, Slurm step or torchrun variables): a single rank\n");
+    return;
+  }
+  fmt::print("launcher: {}\n", l.describe());
+  fmt::print("  rank {} of {}{}{}\n", l.rank, l.size > 0 ? fmt::format("{}", l.size) : "? (MPI_Init says)",
+             l.local_rank >= 0 ? fmt::format(", local rank {}", l.local_rank) : "",
+             l.node_name.empty() ? "" : fmt::format(", node {}", l.node_name));
+  if (l.uses_tcp()) {
+    fmt::print("  rendezvous: tcp {} ({}); job token {}; rank 0 listens on {}\n", l.rendezvous.root,
+               l.rendezvous_origin, l.rendezvous.job_token.empty() ? "none" : "set",
+               l.rendezvous.bind_any ? "every address (RAILBENCH_BIND=any)" : "the root's address");
+  }
+}
+
 int run_info() {
   fmt::print("railbench {}\n", RAILBENCH_VERSION);
   fmt::print("transports built in: {}\n", fmt::join(built_transports(), ", "));
 #ifdef RAILBENCH_HAVE_MPI
-  fmt::print("bootstraps: mpi, tcp (RAILBENCH_ROOT), single\n");
+  fmt::print("bootstraps: mpi, tcp (RAILBENCH_*, Slurm without MPI, torchrun-style), single\n");
 #else
-  fmt::print("bootstraps: tcp (RAILBENCH_ROOT), single (built without MPI)\n");
+  fmt::print("bootstraps: tcp (RAILBENCH_*, Slurm without MPI, torchrun-style), single (built without MPI)\n");
 #endif
+  print_launch();
   print_gpus();
 #ifdef RAILBENCH_HAVE_OFI
   fmt::print("libfabric {}: providers offering RDM endpoints on this host:\n", ofi::libfabric_version());

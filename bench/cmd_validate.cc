@@ -54,7 +54,7 @@ int run_validate(Bootstrap& bootstrap, CommonOptions common, const ValidateOptio
   common.qps_per_peer = c.qps_per_peer;
   RunContext ctx(bootstrap, common, "validate");
   SuLayout L;
-  ctx.agree([&] { L = map_ranks(c, ctx.hosts()); });
+  ctx.agree([&] { L = map_ranks(c, ctx.hosts(), ctx.launcher_local_ranks()); });
 
   json cfg{{"su", c.name},
            {"file", c.path},

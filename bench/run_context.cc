@@ -29,7 +29,11 @@ RunContext::RunContext(Bootstrap& bootstrap, const CommonOptions& options, std::
     : options_(options), command_(std::move(command)), bootstrap_(bootstrap) {
   rank_ = bootstrap_.rank();
   size_ = bootstrap_.size();
-  hosts_ = bootstrap_.all_gather_strings(local_hostname());
+  // The launcher's node name where it gives one (Slurm's node names are the ones its
+  // commands, and the drain list, use).
+  const std::string& node = bootstrap_.place().node_name;
+  hosts_ = bootstrap_.all_gather_strings(node.empty() ? local_hostname() : node);
+  launcher_local_ranks_ = bootstrap_.all_gather_value<int>(bootstrap_.place().local_rank);
   stderr_tty_ = ::isatty(STDERR_FILENO) != 0;
   set_signal_rank(rank_);
   std::vector<std::string> names;
@@ -97,6 +101,7 @@ void RunContext::agree(const std::function<void()>& step) {
 }
 
 int RunContext::local_rank() const {
+  if (bootstrap_.place().local_rank >= 0) return bootstrap_.place().local_rank;
   int local = 0;
   for (int r = 0; r < rank_; ++r)
     if (hosts_[static_cast<size_t>(r)] == hosts_[static_cast<size_t>(rank_)]) ++local;
@@ -183,7 +188,12 @@ json RunContext::results_header(json config) const {
   return json{{"command", command_},
               {"argv", options_.argv},
               {"config", std::move(config)},
-              {"world", {{"size", size_}, {"hosts", num_hosts()}, {"bootstrap", bootstrap_.kind()}, {"ranks", ranks}}},
+              {"world",
+               {{"size", size_},
+                {"hosts", num_hosts()},
+                {"bootstrap", bootstrap_.kind()},
+                {"launcher", bootstrap_.place().launcher},
+                {"ranks", ranks}}},
               {"transport", std::move(transport)}};
 }
 

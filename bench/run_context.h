@@ -63,8 +63,11 @@ class RunContext {
   // This rank's --mem / --gpu-map placement, resolved by open_transport.
   const MemoryPlacement& placement() const { return placement_; }
   MemoryKind memory_kind() const { return placement_.kind; }
-  // Index of this rank among the ranks on its host.
+  // Index of this rank among the ranks on its host: the launcher's local rank when it
+  // gives one, else the count of lower ranks on the same host.
   int local_rank() const;
+  // Every rank's local rank as its launcher gave it (-1: not given).
+  const std::vector<int>& launcher_local_ranks() const { return launcher_local_ranks_; }
 
   // The results header: command, argv, config, world and transport.
   nlohmann::json results_header(nlohmann::json config) const;
@@ -84,6 +87,7 @@ class RunContext {
   Bootstrap& bootstrap_;
   int rank_ = 0, size_ = 1;
   std::vector<std::string> hosts_;
+  std::vector<int> launcher_local_ranks_;
   std::unique_ptr<Liveness> liveness_;  // names a stopped or dead rank when a wait times out
   TransportSpec spec_;
   std::unique_ptr<Transport> transport_;

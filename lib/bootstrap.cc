@@ -1,14 +1,13 @@
 #include "lib/bootstrap.h"
 
 #include <algorithm>
-#include <cerrno>
 #include <cstdlib>
 #include <cstring>
-#include <limits>
 
 #include <fmt/format.h>
 
 #include "lib/errors.h"
+#include "lib/launch.h"
 
 namespace railbench {
 
@@ -49,54 +48,45 @@ void Bootstrap::abort(int code) noexcept {
   std::_Exit(code);
 }
 
-namespace {
-
-const char* env(const char* name) {
-  const char* v = std::getenv(name);
-  return (v && *v) ? v : nullptr;
-}
-
-int env_int(const char* name, const char* meaning) {
-  const char* v = env(name);
-  char* end = nullptr;
-  errno = 0;
-  const long x = std::strtol(v, &end, 10);
-  if (end == v || *end != '\0' || x < 0 || errno == ERANGE || x > std::numeric_limits<int>::max()) {
-    throw UsageError(fmt::format("{}='{}' is not a non-negative integer: set it to {}", name, v, meaning));
-  }
-  return static_cast<int>(x);
-}
-
-}  // namespace
-
-bool launched_by_mpi() {
-  // Open MPI's mpirun, PMIx launchers (srun --mpi=pmix) and PMI-1/2 launchers (MPICH).
-  return env("OMPI_COMM_WORLD_SIZE") || env("PMIX_RANK") || env("PMI_RANK") || env("PMI_SIZE");
-}
-
 std::unique_ptr<Bootstrap> make_bootstrap_from_environment(double timeout_s) {
+  const LaunchInfo launch = detect_launch(process_environment());
   std::unique_ptr<Bootstrap> b;
-  if (env("RAILBENCH_ROOT")) {
-    if (!env("RAILBENCH_RANK") || !env("RAILBENCH_WORLD_SIZE")) {
-      throw UsageError(
-          "RAILBENCH_ROOT is set but RAILBENCH_RANK or RAILBENCH_WORLD_SIZE is not: set all three "
-          "(RAILBENCH_ROOT=host:port of rank 0)");
-    }
-    b = make_tcp_bootstrap(env_int("RAILBENCH_RANK", "this process's rank number"),
-                           env_int("RAILBENCH_WORLD_SIZE", "the number of ranks"),
-                           TcpRendezvous{env("RAILBENCH_ROOT"), "", false}, timeout_s);
-  } else if (launched_by_mpi()) {
+  if (launch.launcher == Launcher::mpi) {
 #ifdef RAILBENCH_HAVE_MPI
     b = make_mpi_bootstrap();
+    // An MPI that cannot talk to its launcher (srun --mpi=pmi2 and an Open MPI without
+    // PMI-2, say) starts every process as a world of one: N single-rank runs that all
+    // "pass". The launcher's own count says otherwise.
+    if (launch.size > 0 && b->size() != launch.size) {
+      throw UsageError(fmt::format(
+          "the launcher says the job has {} ranks but MPI_Init made a world of {}: this MPI cannot talk to the "
+          "launcher (launcher variables: {}); with Slurm use srun --mpi=pmix (see srun --mpi=list) or srun "
+          "--mpi=none, which uses railbench's own TCP rendezvous",
+          launch.size, b->size(), launch.describe()));
+    }
 #else
-    throw UnsupportedError(
-        "started by mpirun but this railbench was built without MPI: install libopenmpi-dev and rebuild, or "
-        "launch with RAILBENCH_RANK/RAILBENCH_WORLD_SIZE/RAILBENCH_ROOT");
+    throw UnsupportedError(fmt::format(
+        "started by an MPI launcher ({}) but this railbench was built without MPI: install libopenmpi-dev and "
+        "rebuild, or launch with srun --mpi=none, torchrun-style variables or RAILBENCH_RANK/RAILBENCH_WORLD_SIZE/"
+        "RAILBENCH_ROOT",
+        launch.describe()));
 #endif
+  } else if (launch.uses_tcp()) {
+    try {
+      b = make_tcp_bootstrap(launch.rank, launch.size, launch.rendezvous, timeout_s);
+    } catch (const Error& e) {
+      // Name what this process was given: the launcher's variables decide where it looked.
+      const std::string what = fmt::format("{} (launcher {}; rendezvous {} from {})", e.what(), launch.describe(),
+                                           launch.rendezvous.root, launch.rendezvous_origin);
+      if (e.code() == ErrorCode::timeout) throw TimeoutError(what);
+      if (e.code() == ErrorCode::usage) throw UsageError(what);
+      throw BootstrapError(what);
+    }
   } else {
     b = make_single_bootstrap();
   }
   b->set_timeout(timeout_s);
+  b->set_place({to_string(launch.launcher), launch.local_rank, launch.node_name});
   return b;
 }
 

@@ -10,6 +10,7 @@
 #include <span>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 namespace railbench {
@@ -30,6 +31,16 @@ class Bootstrap {
   // Ends every rank of the job after an error that other ranks may not have seen
   // (MPI_Abort under MPI), so nothing is left waiting. Never returns.
   [[noreturn]] virtual void abort(int code) noexcept;
+
+  // What the launcher said about where this rank runs (lib/launch.h): its name, the
+  // rank's place on its node and the node's name, when it says them.
+  struct Place {
+    std::string launcher = "none";
+    int local_rank = -1;    // -1: not given; ranks on one host are counted instead
+    std::string node_name;  // "": the hostname
+  };
+  void set_place(Place p) { place_ = std::move(p); }
+  const Place& place() const { return place_; }
 
   // Seconds each wait may take before it fails with a TimeoutError.
   void set_timeout(double seconds) { timeout_s_ = seconds; }
@@ -76,6 +87,7 @@ class Bootstrap {
   std::string suspects() const;
 
   double timeout_s_ = 60.0;
+  Place place_;
   std::function<std::string(double)> liveness_;
 };
 
@@ -103,11 +115,8 @@ std::unique_ptr<Bootstrap> make_single_bootstrap();
 // Only in builds with MPI.
 std::unique_ptr<Bootstrap> make_mpi_bootstrap();
 
-// Picks the bootstrap from the environment: mpirun/srun variables -> MPI (if built in),
-// RAILBENCH_ROOT -> TCP, otherwise a single rank.
+// Joins the job of the launcher that started this process (lib/launch.h's
+// detect_launch: RAILBENCH_*, MPI, Slurm, torchrun-style, else a single rank).
 std::unique_ptr<Bootstrap> make_bootstrap_from_environment(double timeout_s);
-
-// True when this process was started by mpirun/srun (checked before MPI_Init).
-bool launched_by_mpi();
 
 }  // namespace railbench

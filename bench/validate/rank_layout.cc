@@ -17,7 +17,7 @@ std::string short_host(const std::string& h) {
 
 }  // namespace
 
-SuLayout map_ranks(const SuConfig& c, const std::vector<std::string>& hosts) {
+SuLayout map_ranks(const SuConfig& c, const std::vector<std::string>& hosts, const std::vector<int>& local_ranks) {
   std::map<std::string, std::vector<int>> by_host;
   for (size_t r = 0; r < hosts.size(); ++r) {
     const std::string h = short_host(hosts[r]);
@@ -43,6 +43,22 @@ SuLayout map_ranks(const SuConfig& c, const std::vector<std::string>& hosts) {
           fmt::format("node {} has {} ranks but the config has {} GPUs per node: launch one rank per GPU, "
                       "e.g. mpirun -np {} --map-by ppr:{}:node",
                       name, it->second.size(), c.gpus_per_node, by_host.size() * c.gpus_per_node, c.gpus_per_node));
+    }
+    // The launcher's slot numbering when it is a permutation of 0..G-1 on this node (a
+    // launcher may place rank r+1 before rank r on a node: cyclic distributions).
+    std::vector<int>& ranks = it->second;
+    if (local_ranks.size() == hosts.size()) {
+      std::vector<int> by_slot(ranks.size(), -1);
+      bool usable = true;
+      for (int r : ranks) {
+        const int l = local_ranks[static_cast<size_t>(r)];
+        if (l < 0 || l >= static_cast<int>(ranks.size()) || by_slot[static_cast<size_t>(l)] >= 0) {
+          usable = false;
+          break;
+        }
+        by_slot[static_cast<size_t>(l)] = r;
+      }
+      if (usable) ranks = std::move(by_slot);
     }
     const int node = static_cast<int>(L.node_names.size());
     L.node_names.push_back(name);

@@ -24,7 +24,7 @@ VOLATILE = {
     "railbench_version", "git_commit", "commit",
 }
 # Added after the shape was recorded; new optional fields a reader may ignore.
-ADDED = {"railbench_commit", "updated_at"}
+ADDED = {"railbench_commit", "updated_at", "launcher"}
 
 
 def shape(value, key=None):
