@@ -42,8 +42,17 @@ socket=$dir/munge/munge.socket
 ((${#socket} <= 100)) || rb_slurm_die "RAILBENCH_SLURM_DIR=$dir is too long for munge's socket path: use a shorter one"
 shape="nodes=$nodes cpus=$cpus port=$RAILBENCH_SLURM_PORT"
 
-# Already up? Reuse it when its shape is the one asked for and every node answers.
-if [[ -f $dir/shape && $(cat "$dir/shape") == "$shape" ]] && [[ -n $(rb_slurm_pids) ]] &&
+# Already up? Reuse it when its shape is the one asked for, every daemon of its pid
+# files runs, and every node answers idle.
+all_running() {
+  local f n
+  local -a files=("$dir/munge/munged.pid" "$dir/run/slurmctld.pid")
+  for ((n = 1; n <= nodes; n++)); do files+=("$dir/run/slurmd-127.0.0.$n.pid"); done
+  for f in "${files[@]}"; do
+    [[ -f $f ]] && kill -0 "$(cat "$f")" 2>/dev/null || return 1
+  done
+}
+if [[ -f $dir/shape && $(cat "$dir/shape") == "$shape" ]] && all_running &&
   SLURM_CONF=$conf timeout 10 sinfo -h -o '%T %D' 2>/dev/null | grep -qx "idle $nodes"; then
   echo "slurm-local: already up ($shape, $dir): reusing it"
   exit 0
@@ -51,6 +60,13 @@ fi
 if [[ -e $dir ]]; then
   echo "slurm-local: $dir holds another or a half-started cluster: stopping it first"
   "$here/down.sh"
+fi
+
+last_port=$((RAILBENCH_SLURM_PORT + nodes))
+busy=$(ss -Hltn "( sport >= :$RAILBENCH_SLURM_PORT and sport <= :$last_port )" 2>/dev/null || true)
+if [[ -n $busy ]]; then
+  rb_slurm_die "a port in $RAILBENCH_SLURM_PORT..$last_port is in use (another cluster?):" \
+    "set RAILBENCH_SLURM_PORT to another base port"
 fi
 
 show_logs() {
@@ -84,7 +100,6 @@ munged --socket="$socket" --key-file="$dir/key/munge.key" --pid-file="$dir/munge
   fail "munged did not start"
 
 host=$(hostname -s)
-last_port=$((RAILBENCH_SLURM_PORT + nodes))
 cat >"$conf" <<CONF
 # Written by scripts/slurm-local/up.sh: a throwaway test cluster, $shape.
 ClusterName=railbench
