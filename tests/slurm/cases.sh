@@ -103,6 +103,10 @@ case $case_name in
     srun_ok 4 allreduce -b 1K -e 1M -f 4 -n 5
     check_world 4 '(?!mpi$|single$).*'
     python3 "$here/../bench/check_results.py" "$work/r.json" --ranks 4 --command allreduce --check --sizes 6 || exit 1
+    # And `railbench info` inside a step says it found Slurm.
+    timeout --kill-after=10 60 srun --job-name="$jobname" --time=2 -N 1 -n 1 "$rb" info >"$work/info" 2>&1
+    grep -i '^launcher:' "$work/info" || { cat "$work/info"; fail "railbench info prints no 'launcher:' line"; }
+    grep -qi '^launcher:.*slurm' "$work/info" || fail "railbench info under srun does not name Slurm as the launcher"
     echo "PASS"
     ;;
   srun-sendrecv)
