@@ -15,6 +15,10 @@ packages=(
 # The install test: cpack's DEB generator (dpkg-shlibdeps for Depends, file to find the
 # binaries) and mount (a tmpfs over the source tree's configs/).
 packages+=(dpkg-dev file mount)
+# The local Slurm cluster of the slurm tests (scripts/slurm-local: slurmctld, slurmd,
+# srun/sbatch, munge; the pmix plugin is in slurm-wlm-basic-plugins) and the k8s
+# manifest check (python3-yaml).
+packages+=(slurm-wlm munge python3-yaml)
 # The soft-RoCE VM test bed (scripts/rxe-vm) needs these too.
 packages+=(qemu-system-x86 busybox-static cpio kmod xz-utils)
 
