@@ -11,7 +11,10 @@ namespace railbench {
 
 namespace {
 
+// "node01.cluster.local" -> "node01"; an IPv4 address (a launcher's node name may be
+// one) stays whole.
 std::string short_host(const std::string& h) {
+  if (h.find_first_not_of("0123456789.") == std::string::npos) return h;
   return h.substr(0, h.find('.'));
 }
 

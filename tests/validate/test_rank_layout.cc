@@ -37,6 +37,15 @@ TEST_CASE("rank layout: a cyclic launch takes its slots from the launcher", "[ra
   CHECK(L.slot_of == std::vector<int>{0, 1, 0, 1});
 }
 
+TEST_CASE("rank layout: domains are dropped, addresses kept whole", "[rank_layout]") {
+  auto L = map_ranks(two_by_two(), {"n1.cluster", "n1.cluster", "n2", "n2"});
+  CHECK(L.node_names == std::vector<std::string>{"n1", "n2"});
+  SuConfig c = two_by_two();
+  c.nodes = {"127.0.0.1", "127.0.0.2"};
+  L = map_ranks(c, {"127.0.0.1", "127.0.0.1", "127.0.0.2", "127.0.0.2"});
+  CHECK(L.node_names == c.nodes);
+}
+
 TEST_CASE("rank layout: wrong launches are named", "[rank_layout]") {
   CHECK_THROWS_WITH(map_ranks(two_by_two(), {"n1", "n1", "n3", "n3"}), Catch::Contains("n3"));
   CHECK_THROWS_WITH(map_ranks(two_by_two(), {"n1", "n1", "n1", "n2"}), Catch::Contains("GPUs per node"));
