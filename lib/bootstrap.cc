@@ -82,9 +82,18 @@ std::unique_ptr<Bootstrap> make_bootstrap_from_environment(double timeout_s) {
           "RAILBENCH_ROOT is set but RAILBENCH_RANK or RAILBENCH_WORLD_SIZE is not: set all three "
           "(RAILBENCH_ROOT=host:port of rank 0)");
     }
+    // Interim wiring for the rendezvous's token and bind override (the launcher
+    // detection fills these for every launcher).
+    TcpRendezvous where{env("RAILBENCH_ROOT"), env("RAILBENCH_JOB_TOKEN") ? env("RAILBENCH_JOB_TOKEN") : "", false};
+    if (const char* bind = env("RAILBENCH_BIND")) {
+      if (std::string(bind) == "any") {
+        where.bind_any = true;
+      } else {
+        where.bind_address = bind;
+      }
+    }
     b = make_tcp_bootstrap(env_int("RAILBENCH_RANK", "this process's rank number"),
-                           env_int("RAILBENCH_WORLD_SIZE", "the number of ranks"),
-                           TcpRendezvous{env("RAILBENCH_ROOT"), "", false}, timeout_s);
+                           env_int("RAILBENCH_WORLD_SIZE", "the number of ranks"), where, timeout_s);
   } else if (launched_by_mpi()) {
 #ifdef RAILBENCH_HAVE_MPI
     b = make_mpi_bootstrap();
