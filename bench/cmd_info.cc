@@ -130,7 +130,9 @@ void print_launch() {
   if (l.uses_tcp()) {
     fmt::print("  rendezvous: tcp {} ({}); job token {}; rank 0 listens on {}\n", l.rendezvous.root,
                l.rendezvous_origin, l.rendezvous.job_token.empty() ? "none" : "set",
-               l.rendezvous.bind_any ? "every address (RAILBENCH_BIND=any)" : "the root's address");
+               l.rendezvous.bind_any                ? std::string("every address (RAILBENCH_BIND=any)")
+               : !l.rendezvous.bind_address.empty() ? fmt::format("{} (RAILBENCH_BIND)", l.rendezvous.bind_address)
+                                                    : std::string("the root's address"));
   }
 }
 

@@ -100,9 +100,10 @@ std::unique_ptr<Bootstrap> make_thread_bootstrap(std::shared_ptr<ThreadGroup> gr
 // Where and how the TCP rendezvous meets (launchers without MPI: RAILBENCH_*, Slurm
 // without PMI, torchrun-style variables).
 struct TcpRendezvous {
-  std::string root;       // host:port of rank 0
-  std::string job_token;  // shared by every rank of one launch; a hello with another is refused
-  bool bind_any = false;  // rank 0 listens on every address instead of root's host only
+  std::string root;          // host:port of rank 0
+  std::string job_token;     // shared by every rank of one launch; a hello with another is refused
+  bool bind_any = false;     // rank 0 listens on every address instead of root's host only
+  std::string bind_address;  // else, when set: rank 0 listens here instead of on root's host
 };
 
 // Rendezvous over TCP: rank 0 listens on `where.root`, every other rank connects to it.

@@ -1,6 +1,8 @@
 // TCP rendezvous: rank 0 listens on RAILBENCH_ROOT, every other rank connects to it,
 // and collectives go through rank 0 (a star). Small messages only: addresses, keys and
-// result summaries, never benchmark data.
+// result summaries, never benchmark data. Every message is a frame with the job token's
+// digest (lib/rendezvous_frame.h); rank 0 admits only hellos that carry it
+// (lib/rendezvous_root.h).
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netdb.h>
@@ -20,89 +22,22 @@
 #include "lib/bootstrap.h"
 #include "lib/clock.h"
 #include "lib/errors.h"
+#include "lib/rendezvous_frame.h"
+#include "lib/rendezvous_root.h"
+#include "lib/rendezvous_socket.h"
 
 namespace railbench {
 
 namespace {
 
-constexpr uint32_t kMagic = 0x7261696c;  // "rail"
+using namespace rendezvous;
+
 // The most ranks the TCP rendezvous takes (README "Limits"): rank 0 holds a connection
 // per rank.
 constexpr int kMaxTcpWorld = 65536;
-
-class Fd {
- public:
-  Fd() = default;
-  explicit Fd(int fd) : fd_(fd) {}
-  Fd(Fd&& o) noexcept : fd_(std::exchange(o.fd_, -1)) {}
-  Fd& operator=(Fd&& o) noexcept {
-    if (this != &o) {
-      reset();
-      fd_ = std::exchange(o.fd_, -1);
-    }
-    return *this;
-  }
-  ~Fd() { reset(); }
-  int get() const { return fd_; }
-  explicit operator bool() const { return fd_ >= 0; }
-  void reset() {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = -1;
-  }
-
- private:
-  int fd_ = -1;
-};
-
-struct Hello {
-  uint32_t magic;
-  int32_t rank;
-  int32_t size;
-};
-
-// Waits for `events` on fd until the deadline; throws TimeoutError with `what`.
-void wait_fd(int fd, short events, const Deadline& deadline, const std::string& what) {
-  for (;;) {
-    int ms = static_cast<int>(deadline.remaining_seconds() * 1000.0);
-    if (ms <= 0) throw TimeoutError(what);
-    pollfd p{fd, events, 0};
-    int rc = ::poll(&p, 1, std::min(ms, 1000));
-    if (rc > 0) return;
-    if (rc < 0 && errno != EINTR) throw BootstrapError(fmt::format("poll failed: {}", std::strerror(errno)));
-  }
-}
-
-void send_all(int fd, const void* data, size_t len, const Deadline& deadline, const std::string& peer) {
-  const auto* p = static_cast<const char*>(data);
-  while (len > 0) {
-    ssize_t n = ::send(fd, p, len, MSG_NOSIGNAL | MSG_DONTWAIT);
-    if (n > 0) {
-      p += n;
-      len -= static_cast<size_t>(n);
-    } else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
-      wait_fd(fd, POLLOUT, deadline, fmt::format("bootstrap: timed out sending to {}", peer));
-    } else {
-      throw BootstrapError(fmt::format("bootstrap: lost connection to {}: {}", peer, std::strerror(errno)));
-    }
-  }
-}
-
-void recv_all(int fd, void* data, size_t len, const Deadline& deadline, const std::string& peer) {
-  auto* p = static_cast<char*>(data);
-  while (len > 0) {
-    ssize_t n = ::recv(fd, p, len, MSG_DONTWAIT);
-    if (n > 0) {
-      p += n;
-      len -= static_cast<size_t>(n);
-    } else if (n == 0) {
-      throw BootstrapError(fmt::format("bootstrap: {} closed the connection (did it exit with an error?)", peer));
-    } else if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) {
-      wait_fd(fd, POLLIN, deadline, fmt::format("bootstrap: timed out waiting for {}", peer));
-    } else {
-      throw BootstrapError(fmt::format("bootstrap: lost connection to {}: {}", peer, std::strerror(errno)));
-    }
-  }
-}
+// How long one connect attempt may take before the next address (or the next round) is
+// tried: an address that drops SYNs must not use up the whole deadline.
+constexpr double kConnectAttemptSeconds = 5.0;
 
 std::pair<std::string, std::string> split_host_port(const std::string& root) {
   auto colon = root.rfind(':');
@@ -124,14 +59,10 @@ std::pair<std::string, std::string> split_host_port(const std::string& root) {
   return {host, port};
 }
 
-void set_nodelay(int fd) {
-  int one = 1;
-  ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-}
-
 class TcpBootstrap final : public Bootstrap {
  public:
-  TcpBootstrap(int rank, int size, const std::string& root, double timeout_s) : rank_(rank), size_(size) {
+  TcpBootstrap(int rank, int size, const TcpRendezvous& where, double timeout_s)
+      : rank_(rank), size_(size), token_(token_digest(where.job_token)) {
     timeout_s_ = timeout_s;
     if (size < 1 || rank < 0 || rank >= size) {
       throw UsageError(
@@ -144,11 +75,12 @@ class TcpBootstrap final : public Bootstrap {
                       "jobs with mpirun or srun",
                       size, kMaxTcpWorld));
     }
-    auto [host, port] = split_host_port(root);
+    auto [host, port] = split_host_port(where.root);
     if (rank == 0) {
-      listen_and_accept(host, port);
+      RootListener listener(host, port, where);
+      peers_ = listener.admit(size_, token_, timeout_s_);
     } else {
-      connect_to_root(host, port, root);
+      connect_to_root(host, port, where.root);
     }
   }
 
@@ -176,30 +108,40 @@ class TcpBootstrap final : public Bootstrap {
           }
         }
         int ms = static_cast<int>(deadline.remaining_seconds() * 1000.0);
-        if (ms <= 0) throw TimeoutError(missing_message("all_gather", done));
+        if (ms <= 0) throw TimeoutError(missing_ranks_message("all_gather", done, timeout_s_));
         int rc = ::poll(fds.data(), fds.size(), std::min(ms, 1000));
         if (rc < 0 && errno != EINTR) throw BootstrapError(fmt::format("poll failed: {}", std::strerror(errno)));
         for (size_t i = 0; rc > 0 && i < fds.size(); ++i) {
           if (!fds[i].revents) continue;
           const int r = who[i];
-          uint64_t len = 0;
-          recv_all(peers_[r].get(), &len, sizeof(len), deadline, fmt::format("rank {}", r));
-          if (len != block) {
-            throw BootstrapError(
-                fmt::format("bootstrap all_gather: rank {} sent {} bytes, rank 0 expected {}", r, len, block));
+          const std::string peer = fmt::format("rank {}", r);
+          std::array<std::byte, kHeaderBytes> bytes{};
+          recv_all(peers_[r].get(), bytes.data(), bytes.size(), deadline, peer);
+          const Header h = decode_header(bytes);
+          if (Verdict v = check_header(h, token_, Kind::gather, block); !v) {
+            if (v.fault == Fault::length) {
+              throw BootstrapError(
+                  fmt::format("bootstrap all_gather: rank {} sent {} bytes, rank 0 expected {}", r, h.length, block));
+            }
+            throw BootstrapError(fmt::format("bootstrap all_gather: rank {} sent {}", r, v.why));
           }
-          recv_all(peers_[r].get(), out.data() + block * r, block, deadline, fmt::format("rank {}", r));
+          recv_all(peers_[r].get(), out.data() + block * r, block, deadline, peer);
           done[r] = true;
           --remaining;
         }
       }
       for (int r = 1; r < size_; ++r)
-        send_all(peers_[r].get(), out.data(), out.size(), deadline, fmt::format("rank {}", r));
+        send_frame(peers_[r].get(), Kind::result, token_, out, deadline, fmt::format("rank {}", r));
     } else {
+      const std::string peer = "rank 0 (bootstrap root)";
       try {
-        send_all(root_.get(), &block, sizeof(block), deadline, "rank 0 (bootstrap root)");
-        send_all(root_.get(), in.data(), block, deadline, "rank 0 (bootstrap root)");
-        recv_all(root_.get(), out.data(), out.size(), deadline, "rank 0 (bootstrap root)");
+        send_frame(root_.get(), Kind::gather, token_, in, deadline, peer);
+        std::array<std::byte, kHeaderBytes> bytes{};
+        recv_all(root_.get(), bytes.data(), bytes.size(), deadline, peer);
+        if (Verdict v = check_header(decode_header(bytes), token_, Kind::result, out.size()); !v) {
+          throw BootstrapError(fmt::format("bootstrap all_gather: rank 0 sent {}", v.why));
+        }
+        recv_all(root_.get(), out.data(), out.size(), deadline, peer);
       } catch (const TimeoutError& e) {
         // Rank 0 is usually alive and waiting itself for the rank that stopped or died.
         const std::string culprits = suspects();
@@ -216,84 +158,82 @@ class TcpBootstrap final : public Bootstrap {
   }
 
  private:
-  std::string missing_message(const char* what, const std::vector<bool>& arrived) const {
-    std::string missing;
-    for (int r = 0; r < size_; ++r)
-      if (!arrived[r]) missing += fmt::format("{}{}", missing.empty() ? "" : ", ", r);
-    return fmt::format(
-        "bootstrap {} timed out after {:.0f} s: rank(s) {} did not arrive (check that they were "
-        "started with the same RAILBENCH_ROOT and have not failed)",
-        what, timeout_s_, missing);
+  // A non-blocking connect that gives up at the deadline or after kConnectAttemptSeconds.
+  static Fd connect_once(const addrinfo* ai, const Deadline& deadline, std::string& error) {
+    Fd fd(::socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, ai->ai_protocol));
+    if (!fd) {
+      error = std::strerror(errno);
+      return {};
+    }
+    if (::connect(fd.get(), ai->ai_addr, ai->ai_addrlen) != 0) {
+      if (errno != EINPROGRESS) {
+        error = std::strerror(errno);
+        return {};
+      }
+      const double wait_s = std::min(deadline.remaining_seconds(), kConnectAttemptSeconds);
+      pollfd p{fd.get(), POLLOUT, 0};
+      int rc = ::poll(&p, 1, static_cast<int>(wait_s * 1000.0));
+      int so_error = 0;
+      socklen_t len = sizeof(so_error);
+      if (rc <= 0) {
+        error = "connect timed out";
+        return {};
+      }
+      ::getsockopt(fd.get(), SOL_SOCKET, SO_ERROR, &so_error, &len);
+      if (so_error != 0) {
+        error = std::strerror(so_error);
+        return {};
+      }
+    }
+    set_nodelay(fd.get());
+    return fd;
   }
 
-  void listen_and_accept(const std::string& host, const std::string& port) {
-    addrinfo hints{};
-    hints.ai_family = AF_UNSPEC;
-    hints.ai_socktype = SOCK_STREAM;
-    hints.ai_flags = AI_PASSIVE;
-    addrinfo* res = nullptr;
-    // Bind every address (passing nullptr host) so ranks can reach the root by any name.
-    if (int rc = ::getaddrinfo(nullptr, port.c_str(), &hints, &res); rc != 0) {
-      throw UsageError(fmt::format("RAILBENCH_ROOT port '{}' is not valid: {}", port, gai_strerror(rc)));
+  // Sends this rank's hello and reads rank 0's answer: true when admitted, false when the
+  // connection was closed before an answer (rank 0 sheds its oldest waiting connection
+  // under a flood: try again). A refusal is a mistake in the launch: UsageError.
+  bool join(int fd, const Deadline& deadline, const std::string& root, std::string& error) {
+    const std::string peer = "rank 0 (bootstrap root)";
+    try {
+      send_frame(fd, Kind::hello, token_, encode(Hello{rank_, size_}), deadline, peer);
+    } catch (const BootstrapError& e) {
+      error = e.what();
+      return false;
     }
-    std::unique_ptr<addrinfo, decltype(&freeaddrinfo)> guard(res, &freeaddrinfo);
-    for (auto* ai = res; ai; ai = ai->ai_next) {
-      Fd fd(::socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol));
-      if (!fd) continue;
-      int one = 1;
-      ::setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-      if (ai->ai_family == AF_INET6) {
-        int zero = 0;
-        ::setsockopt(fd.get(), IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof(zero));
+    std::array<std::byte, kHeaderBytes> bytes{};
+    try {
+      if (!recv_exact(fd, bytes.data(), bytes.size(), deadline, peer)) {
+        error = "rank 0 closed the connection before answering this rank's hello";
+        return false;
       }
-      if (::bind(fd.get(), ai->ai_addr, ai->ai_addrlen) == 0 && ::listen(fd.get(), 1024) == 0) {
-        listener_ = std::move(fd);
-        break;
-      }
+    } catch (const TimeoutError&) {
+      throw TimeoutError(
+          fmt::format("rank {}: something accepted the connection at RAILBENCH_ROOT={} but sent no railbench "
+                      "welcome within {:.0f} s: is another program listening on that port?",
+                      rank_, root, timeout_s_));
     }
-    if (!listener_) {
+    const Header h = decode_header(bytes);
+    if (Verdict v = check_prefix(bytes); !v) {
+      throw UsageError(fmt::format("rank {}: what answers at RAILBENCH_ROOT={} is {}: pick a port nothing else uses",
+                                   rank_, root, v.why));
+    }
+    if (h.version != kVersion) {
+      throw UsageError(
+          fmt::format("rank {}: rank 0 at RAILBENCH_ROOT={} speaks rendezvous protocol version {}, this "
+                      "railbench {}: run the same railbench build on every rank",
+                      rank_, root, h.version, kVersion));
+    }
+    if (h.kind == static_cast<uint16_t>(Kind::refused) && h.length == kRefusalBytes) {
+      std::array<std::byte, kRefusalBytes> code{};
+      recv_all(fd, code.data(), code.size(), deadline, peer);
+      throw UsageError(fmt::format("rank {}: rank 0 at RAILBENCH_ROOT={} refused this rank: {}", rank_, root,
+                                   describe(static_cast<Refusal>(decode_refusal(code)))));
+    }
+    if (Verdict v = check_header(h, token_, Kind::welcome, 0); !v) {
       throw BootstrapError(
-          fmt::format("rank 0 cannot listen on port {} ({}): pick a free port in RAILBENCH_ROOT "
-                      "(host {})",
-                      port, std::strerror(errno), host));
+          fmt::format("rank {}: rank 0 at RAILBENCH_ROOT={} answered the hello with {}", rank_, root, v.why));
     }
-    peers_.resize(size_);
-    std::vector<bool> arrived(size_, false);
-    arrived[0] = true;
-    auto deadline = Deadline::after(timeout_s_);
-    for (int accepted = 1; accepted < size_;) {
-      int ms = static_cast<int>(deadline.remaining_seconds() * 1000.0);
-      if (ms <= 0) throw TimeoutError(missing_message("connect", arrived));
-      pollfd p{listener_.get(), POLLIN, 0};
-      if (::poll(&p, 1, std::min(ms, 1000)) <= 0) continue;
-      Fd conn(::accept4(listener_.get(), nullptr, nullptr, SOCK_CLOEXEC));
-      if (!conn) continue;
-      set_nodelay(conn.get());
-      Hello h{};
-      recv_all(conn.get(), &h, sizeof(h), deadline, "a connecting rank");
-      if (h.magic != kMagic) {
-        throw BootstrapError(
-            fmt::format("bootstrap: something that is not a railbench rank connected to "
-                        "RAILBENCH_ROOT's port {}: pick a port nothing else uses",
-                        port));
-      }
-      // The launch was set up wrong, not a run that failed: bad input, exit 2.
-      if (h.size != size_) {
-        throw UsageError(
-            fmt::format("bootstrap: rank {} was started with RAILBENCH_WORLD_SIZE={}, rank 0 with {}: "
-                        "give every rank the same RAILBENCH_WORLD_SIZE",
-                        h.rank, h.size, size_));
-      }
-      if (h.rank <= 0 || h.rank >= size_ || arrived[h.rank]) {
-        throw UsageError(
-            fmt::format("bootstrap: two processes were started with RAILBENCH_RANK={} (world size {}): "
-                        "give each rank its own RAILBENCH_RANK, 0..{}",
-                        h.rank, size_, size_ - 1));
-      }
-      arrived[h.rank] = true;
-      peers_[h.rank] = std::move(conn);
-      ++accepted;
-    }
+    return true;
   }
 
   void connect_to_root(const std::string& host, const std::string& port, const std::string& root) {
@@ -304,22 +244,18 @@ class TcpBootstrap final : public Bootstrap {
       addrinfo hints{};
       hints.ai_family = AF_UNSPEC;
       hints.ai_socktype = SOCK_STREAM;
+      hints.ai_flags = AI_NUMERICSERV;
       addrinfo* res = nullptr;
       if (int rc = ::getaddrinfo(host.c_str(), port.c_str(), &hints, &res); rc != 0) {
         throw UsageError(fmt::format("RAILBENCH_ROOT='{}': cannot resolve '{}': {}", root, host, gai_strerror(rc)));
       }
       std::unique_ptr<addrinfo, decltype(&freeaddrinfo)> guard(res, &freeaddrinfo);
-      for (auto* ai = res; ai; ai = ai->ai_next) {
-        Fd fd(::socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol));
-        if (!fd) continue;
-        if (::connect(fd.get(), ai->ai_addr, ai->ai_addrlen) == 0) {
-          set_nodelay(fd.get());
-          Hello h{kMagic, rank_, size_};
-          send_all(fd.get(), &h, sizeof(h), deadline, "rank 0 (bootstrap root)");
+      for (auto* ai = res; ai && !deadline.passed(); ai = ai->ai_next) {
+        Fd fd = connect_once(ai, deadline, last_error);
+        if (fd && join(fd.get(), deadline, root, last_error)) {
           root_ = std::move(fd);
           return;
         }
-        last_error = std::strerror(errno);
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
@@ -331,7 +267,7 @@ class TcpBootstrap final : public Bootstrap {
 
   int rank_;
   int size_;
-  Fd listener_;
+  uint64_t token_;         // digest of the job token, in every frame
   Fd root_;                // non-root ranks
   std::vector<Fd> peers_;  // rank 0: one connection per other rank
 };
@@ -339,7 +275,7 @@ class TcpBootstrap final : public Bootstrap {
 }  // namespace
 
 std::unique_ptr<Bootstrap> make_tcp_bootstrap(int rank, int size, const TcpRendezvous& where, double timeout_s) {
-  return std::make_unique<TcpBootstrap>(rank, size, where.root, timeout_s);
+  return std::make_unique<TcpBootstrap>(rank, size, where, timeout_s);
 }
 
 }  // namespace railbench

@@ -118,11 +118,13 @@ void apply_root_overrides(Reader& r, LaunchInfo& info, const std::string& host, 
 void apply_common(Reader& r, LaunchInfo& info, const std::string& default_token) {
   const char* token = r.get("RAILBENCH_JOB_TOKEN");
   info.rendezvous.job_token = token ? token : default_token;
+  // "any": every address; an address: that one (the root's name may resolve to one the
+  // kernel does not own, behind NAT or in a container).
   if (const char* bind = r.get("RAILBENCH_BIND")) {
-    if (std::string(bind) != "any")
-      r.fail(fmt::format("RAILBENCH_BIND='{}' is not understood", bind),
-             "set RAILBENCH_BIND=any to listen on every address, or unset it to listen on the root's address only");
-    info.rendezvous.bind_any = true;
+    if (std::string(bind) == "any")
+      info.rendezvous.bind_any = true;
+    else
+      info.rendezvous.bind_address = bind;
   }
 }
 

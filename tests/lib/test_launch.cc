@@ -216,11 +216,13 @@ TEST_CASE("torchrun and Kubernetes indexed Jobs", "[launch]") {
   CHECK(detect(both).launcher == Launcher::slurm);
 }
 
-TEST_CASE("RAILBENCH_BIND=any, and nothing else", "[launch]") {
+TEST_CASE("RAILBENCH_BIND: any, or one address", "[launch]") {
   auto vars = srun_task(0);
   vars["RAILBENCH_BIND"] = "any";
   CHECK(detect(vars).rendezvous.bind_any);
-  vars["RAILBENCH_BIND"] = "0.0.0.0";
-  CHECK_THROWS_WITH(detect(vars), Catch::Contains("RAILBENCH_BIND=any"));
+  vars["RAILBENCH_BIND"] = "10.0.0.7";
+  CHECK_FALSE(detect(vars).rendezvous.bind_any);
+  CHECK(detect(vars).rendezvous.bind_address == "10.0.0.7");
   CHECK_FALSE(detect(srun_task(0)).rendezvous.bind_any);
+  CHECK(detect(srun_task(0)).rendezvous.bind_address.empty());
 }
