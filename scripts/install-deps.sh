@@ -15,6 +15,8 @@ packages=(
 # The install test: cpack's DEB generator (dpkg-shlibdeps for Depends, file to find the
 # binaries) and mount (a tmpfs over the source tree's configs/).
 packages+=(dpkg-dev file mount)
+# lib/hostlist's oracle test and the drain list's README commands: ClusterShell's nodeset.
+packages+=(clustershell python3-clustershell)
 # The soft-RoCE VM test bed (scripts/rxe-vm) needs these too.
 packages+=(qemu-system-x86 busybox-static cpio kmod xz-utils)
 
