@@ -22,8 +22,9 @@ struct ValidateOptions {
   std::string config;  // --config: a path, or a name in configs/
   bool plan = false;   // --plan: print the schedule and estimate, run nothing
   bool inventory_only = false;
-  std::string transport;  // -t: overrides the config's transport
-  double timeout_s = 0;   // --pair-timeout: overrides tests.pair_timeout_s
+  std::string transport;   // -t: overrides the config's transport
+  double timeout_s = 0;    // --pair-timeout: overrides tests.pair_timeout_s
+  std::string drain_list;  // --drain-list: where rank 0 writes the bad nodes as a hostlist
 };
 
 int run_validate_plan(const ValidateOptions& opt) {
@@ -53,6 +54,10 @@ int run_validate(Bootstrap& bootstrap, CommonOptions common, const ValidateOptio
   common.gid_index = c.gid_index;
   common.qps_per_peer = c.qps_per_peer;
   RunContext ctx(bootstrap, common, "validate");
+  // Refused up front, like --json: the list matters most when the run fails.
+  ctx.agree([&] {
+    if (ctx.is_root()) check_results_path(opt.drain_list, "--drain-list", "drain.txt");
+  });
   SuLayout L;
   ctx.agree([&] { L = map_ranks(c, ctx.hosts(), ctx.launcher_local_ranks()); });
 
@@ -63,7 +68,8 @@ int run_validate(Bootstrap& bootstrap, CommonOptions common, const ValidateOptio
            {"pair_timeout_s", common.timeout_s}};
   ResultsFile results(ctx.is_root() ? common.json_path : "", ctx.results_header(cfg));
   try {
-    return validate_phases(ctx, c, L, ValidateRun{common.transport, common.json_path, opt.inventory_only}, results);
+    return validate_phases(
+        ctx, c, L, ValidateRun{common.transport, common.json_path, opt.inventory_only, opt.drain_list}, results);
   } catch (const Error& e) {
     results.finish(false, e.what());  // what was measured stays in the file
     throw;
@@ -92,7 +98,11 @@ const bool registered = register_subcommand(Subcommand{
       sub.add_option("-t,--transport", opt->transport, "Override the config's transport (verbs, ofi:tcp, ...)");
       sub.add_option("--pair-timeout", opt->timeout_s,
                      "Seconds a pair may go without progress (config: tests.pair_timeout_s)");
-      sub.add_option("--json", common.json_path, "Write results (inventory, per-rail matrices, findings) to this file");
+      sub.add_option("--json", common.json_path,
+                     "Write results (inventory, per-rail matrices, findings, bad_nodes) to this file");
+      sub.add_option("--drain-list", opt->drain_list,
+                     "Write the nodes to drain as one hostlist line (gpu[003,017-018]; empty when none), even when "
+                     "validate fails: test -s FILE && scontrol update nodename=\"$(cat FILE)\" state=drain ...");
       return SubcommandRun{[opt] { return before_bootstrap(*opt); },
                            [&common, opt](Bootstrap& b) { return run_validate(b, common, *opt); }};
     }});

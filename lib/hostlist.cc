@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <cctype>
+#include <map>
+#include <set>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -84,7 +87,196 @@ void expand_term(const std::string& expr, size_t offset, const std::string& term
   out.insert(out.end(), names.begin(), names.end());
 }
 
+// Compression. ClusterShell's order of the indexes within one field: shorter strings
+// first, then by value ("1" < "9" < "01" < "10"), which keeps each padding's run whole.
+struct IndexLess {
+  bool operator()(const std::string& a, const std::string& b) const {
+    return a.size() != b.size() ? a.size() < b.size() : a < b;
+  }
+};
+using IndexSet = std::set<std::string, IndexLess>;
+
+// The longest index expand_brackets reads back; a longer number stays text.
+constexpr size_t kMaxIndexDigits = 9;
+
+bool zero_padded(const std::string& index) {
+  return index.size() > 1 && index[0] == '0';
+}
+
+// A name cut at its numbers: text, index, text, ..., text (one more text than indexes).
+struct CutName {
+  std::vector<std::string> texts{""};
+  std::vector<std::string> indexes;
+};
+
+CutName cut_name(const std::string& name) {
+  CutName c;
+  size_t i = 0;
+  while (i < name.size()) {
+    size_t j = i;
+    while (j < name.size() && std::isdigit(static_cast<unsigned char>(name[j]))) ++j;
+    if (j == i) {
+      c.texts.back() += name[i++];
+    } else if (j - i > kMaxIndexDigits) {
+      c.texts.back() += name.substr(i, j - i);
+      i = j;
+    } else {
+      c.indexes.push_back(name.substr(i, j - i));
+      c.texts.emplace_back();
+      i = j;
+    }
+  }
+  return c;
+}
+
+// "003,017-018": ClusterShell's RangeSet text (autostep off), ported step by step so a
+// one-dimensional list compresses to exactly what `nodeset -f` writes. The walk goes in
+// IndexLess order and keeps a padding mode: zero-padded to a width ("099": indexes of
+// that width fit, "100" too, "0100" does not) or unpadded (unpadded indexes of any length
+// fit: "9-10"). An index that does not fit ends the pending run and sets the mode; a gap
+// after a run of two or more does too; a gap after a lone index leaves the mode as it
+// was, which is why "001,999,1000" stays three items where "998,999,1000" is one range.
+// Whatever the mode, a range's first bound carries the width expand_brackets reads back.
+std::string fold_indexes(const IndexSet& indexes) {
+  std::string out;
+  bool padded = false;
+  size_t width = 0;
+  auto emit = [&](long lo, long hi) {
+    const int w = padded ? static_cast<int>(width) : 0;
+    if (!out.empty()) out += ',';
+    out += lo == hi ? fmt::format("{:0{}d}", lo, w) : fmt::format("{:0{}d}-{:0{}d}", lo, w, hi, w);
+  };
+  bool started = false;
+  long start = 0, last = 0, step = 0;  // the pending segment: start, start+step, ..., last (step 0: one index)
+  for (const auto& index : indexes) {
+    const long value = std::stol(index);
+    if (!started) {
+      started = true;
+      padded = zero_padded(index), width = index.size();
+      start = last = value;
+      continue;
+    }
+    const bool pad_mismatch = padded ? index.size() != width : zero_padded(index);
+    const bool step_mismatch = !pad_mismatch && step != 0 && step != value - last;
+    if (!pad_mismatch && !step_mismatch) {
+      step = value - last, last = value;
+      continue;
+    }
+    if (step == 0 || step == 1) {
+      emit(start, last);
+      start = value;
+      padded = zero_padded(index), width = index.size();
+    } else {
+      // Equally spaced lone indexes: each on its own; the last one may still start a run.
+      for (long v = start; v < (pad_mismatch ? last + 1 : last - step + 1); v += step) emit(v, v);
+      start = pad_mismatch ? value : last;
+      if (pad_mismatch) padded = zero_padded(index), width = index.size();
+    }
+    step = step_mismatch ? value - last : 0;
+    last = value;
+  }
+  if (started) {
+    if (step <= 1) {
+      emit(start, last);
+    } else {
+      for (long v = start; v <= last; v += step) emit(v, v);
+    }
+  }
+  return out;
+}
+
+// One term of the output: a set of indexes per numeric field; the names it stands for
+// are their product.
+using Piece = std::vector<IndexSet>;
+
+// The names of one pattern (their indexes, one tuple each), folded: the last field over
+// names equal in every other field, then each earlier field over pieces equal in all
+// the others (whose later fields are brackets by then). Every merge joins pieces that
+// differ in one field only, so each piece is exactly a product of names in the list.
+std::vector<Piece> fold_pattern(const std::set<std::vector<std::string>>& tuples, size_t fields) {
+  std::vector<Piece> pieces;
+  for (const auto& t : tuples) {
+    Piece p;
+    for (const auto& index : t) p.push_back(IndexSet{index});
+    pieces.push_back(std::move(p));
+  }
+  for (size_t axis = fields; axis-- > 0;) {
+    std::map<std::string, size_t> at;  // the other fields, written out -> the piece they merge into
+    std::vector<Piece> merged;
+    for (auto& p : pieces) {
+      std::string key;
+      for (size_t a = 0; a < fields; ++a) {
+        if (a == axis) continue;
+        for (const auto& index : p[a]) key += index + ',';
+        key += ';';
+      }
+      const auto [it, fresh] = at.emplace(key, merged.size());
+      if (fresh) {
+        merged.push_back(std::move(p));
+      } else {
+        merged[it->second][axis].insert(p[axis].begin(), p[axis].end());
+      }
+    }
+    pieces = std::move(merged);
+  }
+  std::sort(pieces.begin(), pieces.end(), [](const Piece& a, const Piece& b) {
+    for (size_t i = 0; i < a.size(); ++i) {
+      if (*a[i].begin() != *b[i].begin()) return IndexLess{}(*a[i].begin(), *b[i].begin());
+    }
+    return false;
+  });
+  return pieces;
+}
+
+void check_host_name(const std::string& name) {
+  std::string why;
+  if (name.empty()) why = "an empty name";
+  for (size_t i = 0; i < name.size() && why.empty(); ++i) {
+    const char c = name[i];
+    if (c == '[' || c == ']' || c == ',') why = fmt::format("'{}' is hostlist syntax", c);
+    if (std::isspace(static_cast<unsigned char>(c))) why = "a space inside a name";
+  }
+  if (!why.empty()) {
+    const std::string shown = name.size() > 80 ? name.substr(0, 80) + "..." : name;
+    throw UsageError(
+        fmt::format("hostlist: cannot compress the name '{}': {}; a host name has no '[', ']', ',' "
+                    "or space",
+                    shown, why));
+  }
+}
+
 }  // namespace
+
+std::string compress_hostlist(const std::vector<std::string>& hosts) {
+  // Patterns in ClusterShell's order: the texts joined with "%s" ("gpu%s", "rack%s-gpu%s"),
+  // compared as text; the texts themselves complete the key, so no two patterns merge.
+  struct Pattern {
+    std::vector<std::string> texts;
+    std::set<std::vector<std::string>> tuples;
+  };
+  std::map<std::pair<std::string, std::vector<std::string>>, Pattern> patterns;
+  for (const auto& h : hosts) {
+    check_host_name(h);
+    CutName c = cut_name(h);
+    std::string key = c.texts[0];
+    for (size_t i = 1; i < c.texts.size(); ++i) key += "%s" + c.texts[i];
+    Pattern& p = patterns[{key, c.texts}];
+    p.texts = c.texts;
+    p.tuples.insert(c.indexes);
+  }
+  std::string out;
+  for (const auto& [key, p] : patterns) {
+    for (const auto& piece : fold_pattern(p.tuples, p.texts.size() - 1)) {
+      if (!out.empty()) out += ',';
+      out += p.texts[0];
+      for (size_t a = 0; a < piece.size(); ++a) {
+        out += piece[a].size() == 1 ? *piece[a].begin() : "[" + fold_indexes(piece[a]) + "]";
+        out += p.texts[a + 1];
+      }
+    }
+  }
+  return out;
+}
 
 std::vector<std::string> expand_hostlist(const std::string& expr, size_t max_hosts) {
   std::vector<std::string> out;

@@ -214,34 +214,70 @@ std::string punch_holes(std::string text) {
 
 }  // namespace
 
-void check_results_path(const std::string& path) {
+void check_results_path(const std::string& path, const std::string& option, const std::string& example) {
   if (path.empty()) return;
   struct stat st {};
   if (::stat(path.c_str(), &st) == 0) {
     if (S_ISDIR(st.st_mode)) {
-      throw UsageError(fmt::format("--json '{}' is a directory: name a file, e.g. --json {}/results.json", path, path));
+      throw UsageError(
+          fmt::format("{} '{}' is a directory: name a file, e.g. {} {}/{}", option, path, option, path, example));
     }
     if (!S_ISREG(st.st_mode)) {
       // A device or fifo is written directly, so it must be writable itself.
       if (::access(path.c_str(), W_OK) != 0)
         throw UsageError(
-            fmt::format("--json '{}' cannot be written ({}): name a writable file", path, errno_text(errno)));
+            fmt::format("{} '{}' cannot be written ({}): name a writable file", option, path, errno_text(errno)));
       return;
     }
   } else if (errno != ENOENT) {
-    throw UsageError(fmt::format("--json '{}': {}: name a file in a directory that exists", path, errno_text(errno)));
+    throw UsageError(
+        fmt::format("{} '{}': {}: name a file in a directory that exists", option, path, errno_text(errno)));
   }
   const std::string dir = directory_of(path);
   if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
     throw UsageError(
-        fmt::format("--json '{}': the directory '{}' does not exist: create it (mkdir -p '{}') or name "
+        fmt::format("{} '{}': the directory '{}' does not exist: create it (mkdir -p '{}') or name "
                     "a file in another",
-                    path, dir, dir));
+                    option, path, dir, dir));
   }
   // The file is written beside itself and renamed, so the directory must take new files.
   if (::access(dir.c_str(), W_OK | X_OK) != 0) {
-    throw UsageError(fmt::format("--json '{}': cannot create files in '{}' ({}): name a file in a writable directory",
-                                 path, dir, errno_text(errno)));
+    throw UsageError(fmt::format("{} '{}': cannot create files in '{}' ({}): name a file in a writable directory",
+                                 option, path, dir, errno_text(errno)));
+  }
+}
+
+void write_text_file(const std::string& path, const std::string& text, const std::string& option) {
+  if (is_special_file(path)) {
+    // Non-blocking open: a fifo without a reader fails (ENXIO) instead of hanging.
+    const int fd = ::open(path.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) throw IoError(fmt::format("cannot open {} '{}' ({})", option, path, errno_text(errno)));
+    const int flags = ::fcntl(fd, F_GETFL);
+    if (flags >= 0) ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
+    const bool ok = write_all(fd, text);
+    const int err = errno;
+    ::close(fd);
+    if (!ok) throw IoError(fmt::format("writing {} '{}' failed ({})", option, path, errno_text(err)));
+    return;
+  }
+  // Beside the target, created exclusively and never through a symlink, then renamed:
+  // a reader (a scheduler's script) never sees half a file.
+  std::string tmp;
+  int fd = -1;
+  for (int attempt = 0; attempt < 16 && fd < 0; ++attempt) {
+    tmp = fmt::format("{}.tmp.{}", path, random_suffix());
+    fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (fd < 0 && errno != EEXIST) break;
+  }
+  if (fd < 0)
+    throw IoError(fmt::format("{} '{}': cannot create a file beside it ({})", option, path, errno_text(errno)));
+  bool ok = write_all(fd, text);
+  int err = ok ? 0 : errno;
+  if (::close(fd) != 0 && ok) ok = false, err = errno;
+  if (ok && ::rename(tmp.c_str(), path.c_str()) != 0) ok = false, err = errno;
+  if (!ok) {
+    ::unlink(tmp.c_str());
+    throw IoError(fmt::format("writing {} '{}' failed ({})", option, path, errno_text(err)));
   }
 }
 

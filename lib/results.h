@@ -72,8 +72,14 @@ SendRecvRecord sendrecv_from_json(const nlohmann::json& j);
 void validate_result_document(const nlohmann::json& doc);
 
 // Refuses a --json target that cannot be written, before anything runs: a directory,
-// a directory that does not exist or is not writable. Throws UsageError naming it.
-void check_results_path(const std::string& path);
+// a directory that does not exist or is not writable. Throws UsageError naming it (as
+// `option`, with `example` as the file name to suggest inside a directory).
+void check_results_path(const std::string& path, const std::string& option = "--json",
+                        const std::string& example = "results.json");
+
+// Replaces the regular file `path` with `text` atomically (written beside it, then
+// renamed), or writes a device or fifo directly. Throws IoError naming `option`.
+void write_text_file(const std::string& path, const std::string& text, const std::string& option);
 
 class ResultsFile {
  public:

@@ -19,6 +19,8 @@ packages+=(dpkg-dev file mount)
 # srun/sbatch, munge; the pmix plugin is in slurm-wlm-basic-plugins) and the k8s
 # manifest check (python3-yaml).
 packages+=(slurm-wlm munge python3-yaml)
+# lib/hostlist's oracle test and the drain list's README commands: ClusterShell's nodeset.
+packages+=(clustershell python3-clustershell)
 # The soft-RoCE VM test bed (scripts/rxe-vm) needs these too.
 packages+=(qemu-system-x86 busybox-static cpio kmod xz-utils)
 

@@ -7,11 +7,13 @@
 
 #include "bench/pair_test.h"
 #include "bench/validate/collectives.h"
+#include "bench/validate/drain_list.h"
 #include "bench/validate/inventory.h"
 #include "bench/validate/pair_runner.h"
 #include "bench/validate/plan.h"
 #include "bench/validate/report.h"
 #include "bench/validate/verdict.h"
+#include "lib/errors.h"
 
 namespace railbench {
 
@@ -28,6 +30,7 @@ struct ValidateState {
   const SuLayout& L;
   const ValidateRun& run;
   ResultsFile& results;
+  DrainListFile& drain;
   int my_node = 0, my_slot = 0;  // this rank's node and GPU slot (= its rail)
   int nodes = 0, rails = 0;
   std::vector<Finding> findings;
@@ -110,6 +113,32 @@ int count_downs(ValidateState& s, const std::vector<std::vector<LinkCounters>>& 
   return links;
 }
 
+// The bad nodes of the findings so far, into the results file and the drain list:
+// after every phase that adds findings, so a run that ends early keeps what it found.
+// Returns them for the verdict's lines.
+BadNodes publish_bad_nodes(ValidateState& s, bool final) {
+  BadNodes bad = find_bad_nodes(s.findings, s.L.node_names);
+  s.results.set("bad_nodes", bad);
+  s.drain.write(bad, final);
+  return bad;
+}
+
+// The verdict's lines about the drain list: what to drain, and what not and why.
+void print_bad_nodes(ValidateState& s, const BadNodes& bad) {
+  if (!bad.hosts.empty()) {
+    s.ctx.print(fmt::format("# bad nodes (drain): {} ({} node(s))", bad.hostlist, bad.hosts.size()));
+  }
+  for (const auto& l : bad.suspect_links) {
+    std::string ends;
+    for (const auto& e : l.ends) ends += (ends.empty() ? "" : ", ") + e;
+    s.ctx.print(fmt::format("# suspect link, not drained: {}: the fault may lie with any of {}", l.subject, ends));
+  }
+  if (!s.run.drain_path.empty()) {
+    s.ctx.print(fmt::format("# drain list: {} ({})", s.run.drain_path,
+                            bad.hosts.empty() ? "empty: no node to drain" : bad.hostlist));
+  }
+}
+
 // Phase 1, before any traffic. Returns true when a NIC is missing or down: no traffic
 // can run then.
 bool phase_inventory(ValidateState& s) {
@@ -133,6 +162,7 @@ bool phase_inventory(ValidateState& s) {
   s.results.set("inventory", inv_json);
   s.ctx.print(fmt::format("# phase 1 inventory: {} NICs read, {} finding(s){}", s.nodes * c.gpus_per_node, inv.size(),
                           blocking ? ": a NIC is missing or down, no traffic will run" : ""));
+  publish_bad_nodes(s, false);
   return blocking;
 }
 
@@ -204,6 +234,7 @@ void phase_retests(ValidateState& s, PairRunner& runner) {
                           suspects.size(), went_down, s.retest_results.size()));
   auto links = judge_links(s.c, s.L.node_names, s.stats, suspects, s.retest_results, s.cross_results);
   s.findings.insert(s.findings.end(), links.begin(), links.end());
+  publish_bad_nodes(s, false);
 }
 
 // Phase 5: all-reduce and all-to-all over every rank, unless a pair could not talk.
@@ -240,6 +271,7 @@ int finish(ValidateState& s) {
   sort_findings(s.findings);
   for (const auto& line : summary_lines(s.c, s.L.node_names, s.findings, s.stats)) s.ctx.print(line);
   s.results.set("findings", s.findings);
+  print_bad_nodes(s, publish_bad_nodes(s, true));
   const bool pass =
       std::none_of(s.findings.begin(), s.findings.end(), [](const Finding& f) { return f.severity == Severity::fail; });
   s.results.set("verdict", pass ? "PASS" : "FAIL");
@@ -253,11 +285,13 @@ int finish(ValidateState& s) {
 int validate_phases(RunContext& ctx, const SuConfig& c, const SuLayout& L, const ValidateRun& run,
                     ResultsFile& results) {
   const int nodes = static_cast<int>(L.node_names.size());
+  DrainListFile drain(ctx.is_root() ? run.drain_path : "");
   ValidateState s{.ctx = ctx,
                   .c = c,
                   .L = L,
                   .run = run,
                   .results = results,
+                  .drain = drain,
                   .my_node = L.node_of[ctx.rank()],
                   .my_slot = L.slot_of[ctx.rank()],
                   .nodes = nodes,
@@ -269,16 +303,26 @@ int validate_phases(RunContext& ctx, const SuConfig& c, const SuLayout& L, const
   }
   ctx.print(fmt::format("# railbench validate: {} ({}), {} of {} nodes x {} GPUs, {} rails, transport {}", c.name,
                         c.path, s.nodes, c.nodes.size(), c.gpus_per_node, s.rails, run.transport));
-  const bool blocking = phase_inventory(s);
-  if (blocking || run.inventory_only) return finish(s);
+  try {
+    const bool blocking = phase_inventory(s);
+    if (blocking || run.inventory_only) return finish(s);
 
-  open_rail(s);
-  PairTraffic traffic(s);
-  phase_rail_checks(s, traffic.runner());
-  phase_cross_rail(s, traffic.runner());
-  phase_retests(s, traffic.runner());
-  phase_collectives(s, traffic.runner());
-  return finish(s);
+    open_rail(s);
+    PairTraffic traffic(s);
+    phase_rail_checks(s, traffic.runner());
+    phase_cross_rail(s, traffic.runner());
+    phase_retests(s, traffic.runner());
+    phase_collectives(s, traffic.runner());
+    return finish(s);
+  } catch (const Error&) {
+    // A partial run: the nodes found bad so far are what the operator needs now. A
+    // failure to write them must not hide the error that ended the run.
+    try {
+      publish_bad_nodes(s, true);
+    } catch (const Error&) {
+    }
+    throw;
+  }
 }
 
 }  // namespace railbench

@@ -18,10 +18,12 @@ struct ValidateRun {
   std::string transport;  // what the ranks run over (config or -t)
   std::string json_path;  // --json, printed at the end
   bool inventory_only = false;
+  std::string drain_path;  // --drain-list: the bad nodes as one hostlist, written by rank 0
 };
 
 // Returns the exit code: 0 PASS, 1 FAIL. Throws on an error that ends the run; what
-// was measured by then is already in `results`.
+// was measured by then is already in `results`, and the bad nodes found by then in the
+// drain list.
 int validate_phases(RunContext& ctx, const SuConfig& c, const SuLayout& L, const ValidateRun& run,
                     ResultsFile& results);
 

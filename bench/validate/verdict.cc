@@ -423,6 +423,21 @@ void judge_retest(const SuConfig& config, const std::vector<std::string>& node_n
   }
 }
 
+// The nodes a suspect's fault may lie with when no good partner could re-test it: its
+// own, and the partners whose pair tests with it failed (unreachable) or, for a slow
+// link, every partner it was measured against.
+std::vector<int> either_end(const std::vector<LinkStats>& rail, const Suspect& s) {
+  std::set<int> ends{s.link.node};
+  const LinkStats& mine = rail[s.link.node];
+  if (s.kind == FindingKind::unreachable && !mine.failed_with.empty()) {
+    ends.insert(mine.failed_with.begin(), mine.failed_with.end());
+  } else {
+    for (const auto& l : rail)
+      if (l.pairs > 0) ends.insert(l.link.node);
+  }
+  return {ends.begin(), ends.end()};
+}
+
 // A link that went down this often is flapping, whatever its re-test showed.
 bool flapping(const SuConfig& config, int downs) {
   return downs > 0 && downs >= config.thresholds.link_downs_fail;
@@ -457,6 +472,7 @@ std::vector<Finding> judge_links(const SuConfig& config, const std::vector<std::
     } else {
       // No good partner on the rail (two nodes, or every partner suspect too).
       f.reason += "; no good partner left to re-test against, so either end may be at fault";
+      f.ends = either_end(stats[s.link.rail], s);
     }
     const int downs = mine.downs + mine.retest_downs;
     if (f.severity == Severity::warn && flapping(config, downs)) {
@@ -484,19 +500,21 @@ std::vector<Finding> judge_links(const SuConfig& config, const std::vector<std::
     const double line = std::min(line_gbytes(config.rails[p.rail_a]), line_gbytes(config.rails[p.rail_b]));
     const double need = config.thresholds.bw_min_fraction * line;
     const double v = std::min(p.bw_ab, p.bw_ba);
+    // Either end or the spine between: listed with both ends, never one node's.
+    const std::vector<int> ends{p.node_a, p.node_b};
     if (!p.ok) {
       out.push_back({Severity::fail, FindingKind::cross_rail, subject, "no traffic within the deadline: " + p.error, 0,
-                     need, "GB/s"});
+                     need, "GB/s", -1, -1, ends});
     } else if (v < need) {
       out.push_back({Severity::fail, FindingKind::cross_rail, subject,
                      fmt::format("{:.3f} GB/s < {:.0f}% of line rate {:.3f} GB/s", v,
                                  config.thresholds.bw_min_fraction * 100, line),
-                     v, need, "GB/s"});
+                     v, need, "GB/s", -1, -1, ends});
     } else if (low_outlier(v, xmed, xspread, config.thresholds)) {
       out.push_back(
           {Severity::fail, FindingKind::cross_rail, subject,
            fmt::format("{:.3f} GB/s, {:.0f}% below the cross-rail median {:.3f} GB/s", v, (1 - v / xmed) * 100, xmed),
-           v, xmed, "GB/s"});
+           v, xmed, "GB/s", -1, -1, ends});
     }
   }
   return out;

@@ -102,18 +102,16 @@ struct Suspect {
 struct Finding {
   Severity severity = Severity::fail;
   FindingKind kind = FindingKind::inventory;
-  std::string subject;  // The link-down counters over the whole run, once it is over: a link that went down
-  // at least thresholds.link_downs_fail times is FAIL (flapping) whatever its re-test
-  // showed; one that went down only after its pair tests (re-tests, collectives) and was
-  // not found otherwise is named WARN intermittent, as nothing is left to re-test it.
-  void judge_link_downs(const SuConfig& config, const std::vector<std::string>& node_names,
-                        const std::vector<std::vector<LinkStats>>& stats, std::vector<Finding>& findings);
-
-  // "node03 rail1 (leaf1)", "node01 slot0 -> node02 slot1", "allreduce"
+  std::string subject;  // "node03 rail1 (leaf1)", "node01 slot0 -> node02 slot1", "allreduce"
   std::string reason;
   double measured = 0, expected = 0;
   std::string unit;
   int node = -1, rail = -1;  // the link blamed, when one is
+  // The nodes the fault may lie with when it cannot be pinned on one: a link with no
+  // good partner left to re-test against (its node and its partners on the rail), a
+  // cross-rail path (both ends; node is -1). Empty: a finding that names a node is
+  // that node's, which is what the drain list goes by (drain_list.h).
+  std::vector<int> ends;
 };
 
 void to_json(nlohmann::json& j, const Finding& f);

@@ -23,8 +23,9 @@ VOLATILE = {
     "netdev", "gid", "ipv4", "path", "json", "node", "nodes_expr", "su", "nic", "version",
     "railbench_version", "git_commit", "commit",
 }
-# Added after the shape was recorded; new optional fields a reader may ignore.
-ADDED = {"railbench_commit", "updated_at", "launcher"}
+# Added after the shape was recorded; new optional fields a reader may ignore (bad_nodes:
+# validate's drain list, checked by tests/netns/cases.sh; launcher: world.launcher).
+ADDED = {"railbench_commit", "updated_at", "launcher", "bad_nodes"}
 
 
 def shape(value, key=None):

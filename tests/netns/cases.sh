@@ -3,8 +3,10 @@
 # veth, bridges, tc shaping, ranks under a real mpirun across the namespaces.
 #   cases.sh CASE RAILBENCH
 # CASE: healthy, degraded, blackhole, down, inventory, flapping, delay (needs sch_netem:
-# run inside the soft-RoCE VM, whose kernel has it). Exit 77 (ctest: skipped) when
-# this host cannot make network namespaces (not root, no iproute2).
+# run inside the soft-RoCE VM, whose kernel has it), two-node (a bad link between two
+# nodes: suspect at either end, nothing drained). Every case also checks the drain
+# list (--drain-list) and the JSON's bad_nodes. Exit 77 (ctest: skipped) when this
+# host cannot make network namespaces (not root, no iproute2).
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 su="$here/../../scripts/netns-su"
@@ -35,12 +37,15 @@ fail() {
   exit 1
 }
 
-# validate under mpirun, with a hard deadline; leaves exit code, output and JSON in $work.
-run_validate() {  # run_validate DEADLINE CONFIG SLOTS
+# validate under mpirun, with a hard deadline; leaves exit code, output, JSON and drain
+# list in $work. The drain list starts out stale: the run must replace it.
+run_validate() {  # run_validate DEADLINE CONFIG SLOTS [mpirun.sh options]
   local deadline=$1 config=$2 slots=$3 start
+  shift 3
   start=$(date +%s)
-  timeout --kill-after=10 "$deadline" "$su/mpirun.sh" --slots "$slots" -- \
-    "$rb" validate --config "$config" --json "$work/v.json" >"$work/out" 2>"$work/err"
+  echo "node99" >"$work/drain.txt"
+  timeout --kill-after=10 "$deadline" "$su/mpirun.sh" --slots "$slots" "$@" -- \
+    "$rb" validate --config "$config" --json "$work/v.json" --drain-list "$work/drain.txt" >"$work/out" 2>"$work/err"
   rc=$?
   elapsed=$(($(date +%s) - start))
   grep -v '^--\|^ *$' "$work/out"
@@ -82,6 +87,30 @@ for f in json.load(open(sys.argv[1]))["findings"]:
 PY
 }
 
+# The drain list holds exactly HOSTLIST and a newline, or nothing when HOSTLIST is "";
+# the JSON's bad_nodes says the same, and names SUSPECTS suspect links.
+expect_drain() {  # expect_drain HOSTLIST [SUSPECTS]
+  local want=$1 suspects=${2:-0}
+  [[ -f $work/drain.txt ]] || fail "no drain list written"
+  echo "drain list: '$(cat "$work/drain.txt")'"
+  if [[ -z $want ]]; then
+    [[ ! -s $work/drain.txt ]] || fail "the drain list should be empty, it holds: $(cat "$work/drain.txt")"
+  else
+    [[ $(cat "$work/drain.txt") == "$want" && $(wc -l <"$work/drain.txt") -eq 1 ]] ||
+      fail "the drain list should be exactly '$want', it holds: '$(cat "$work/drain.txt")'"
+  fi
+  python3 - "$work/v.json" "$want" "$suspects" <<'PY' || fail "bad_nodes in the JSON disagrees with the drain list"
+import json, sys
+bad = json.load(open(sys.argv[1]))["bad_nodes"]
+want, suspects = sys.argv[2], int(sys.argv[3])
+assert bad["hostlist"] == want, bad
+assert sorted(bad["reasons"]) == sorted(bad["hosts"]), bad
+assert all(bad["reasons"][h] for h in bad["hosts"]), bad
+assert len(bad["suspect_links"]) == suspects, bad["suspect_links"]
+print("bad_nodes: hosts %s, suspect links %s" % (bad["hosts"], [(l["subject"], l["ends"]) for l in bad["suspect_links"]]))
+PY
+}
+
 verdict() { python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['verdict'])" "$work/v.json"; }
 has_key() { python3 -c "import json,sys; sys.exit(0 if sys.argv[2] in json.load(open(sys.argv[1])) else 1)" "$work/v.json" "$1"; }
 
@@ -107,6 +136,8 @@ assert [c["collective"] for c in doc["collectives"]] == ["allreduce", "alltoall"
 PY
     # No false alarm on a healthy SU, not even a warning about an intermittent link.
     ! named | grep -q intermittent || fail "a healthy link was called intermittent: $(named)"
+    expect_drain ""
+    grep -qF "# drain list: $work/drain.txt (empty: no node to drain)" "$work/out" || fail "the drain list line is missing"
     # The JSON keeps the shape it had before the layout change (findings vary by run).
     python3 "$here/../compat/json_shape.py" "$work/v.json" --expect "$here/../compat/validate.shape.json" \
       --ignore findings || fail "validate's JSON changed shape"
@@ -117,6 +148,7 @@ PY
     ((rc != 0)) || fail "a degraded link must fail the SU"
     expect_blamed "node03 rail1" "bandwidth"
     grep -q "confirmed against" "$work/out" || fail "the finding was not confirmed against a second partner"
+    expect_drain "node03"
     ;;
   blackhole)
     # The link stays up but carries nothing: only the pair deadlines can find it.
@@ -124,6 +156,7 @@ PY
     run_validate 240 netns-4x2 2
     ((rc != 0)) || fail "an unreachable link must fail the SU"
     expect_blamed "node02 rail0" "unreachable"
+    expect_drain "node02"
     has_key collectives && [[ $(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['collectives'])" "$work/v.json") == skipped* ]] ||
       fail "collectives should be skipped when pairs cannot talk"
     ;;
@@ -133,6 +166,8 @@ PY
     ((rc != 0)) || fail "a down port must fail the SU"
     expect_blamed "node04 rail1" "inventory"
     ! has_key rail_pairs || fail "traffic ran although a port was down"
+    expect_drain "node04"
+    grep -qF "# bad nodes (drain): node04 (1 node(s))" "$work/out" || fail "the bad nodes line is missing"
     ;;
   inventory)
     # The config says 3 rails; the nodes have 2.
@@ -144,6 +179,7 @@ PY
     grep -q "interface rail2 not found on the node (it has: lo, mgmt0, rail0, rail1)" "$work/out" ||
       fail "the finding should list what the node has"
     ! has_key rail_pairs || fail "traffic ran before the inventory was right"
+    expect_drain "node[01-04]"
     ;;
   flapping)
     # A loose cable: node02 rail1 goes down for 3 s and up for 3 s, over and over, from
@@ -167,6 +203,7 @@ PY
     [[ -n $got ]] || fail "the flapping link was not named"
     [[ $(echo "$got" | grep -vc ' node02 rail1 ') -eq 0 ]] || fail "only node02 rail1 may be named, got: $got"
     expect_blamed "node02 rail1" "intermittent|unreachable|bandwidth|bidirectional|latency"
+    expect_drain "node02"
     python3 - "$work/v.json" <<'PY' || fail "the link's carrier changes are not in the results"
 import json, sys
 doc = json.load(open(sys.argv[1]))
@@ -182,6 +219,34 @@ PY
     run_validate 600 netns-4x1-delay 1
     ((rc != 0)) || fail "a link with 25 ms added must fail the SU"
     expect_blamed "node02 rail0" "latency"
+    expect_drain "node02"
+    ;;
+  two-node)
+    # Two nodes of the SU, node02 rail0 unplugged from its leaf: the one pair on rail0
+    # fails and nothing tells which end is bad. Both links are named, at either end;
+    # no node is drained.
+    cat >"$work/su2.json" <<'EOF'
+{ "name": "netns-2x2", "nodes": "node[01-02]", "gpus_per_node": 2, "transport": "ofi:tcp",
+  "rails": [ {"gpu": 0, "nic": "rail0", "leaf": "leaf0", "speed_gbps": 10, "line_rate_gbps": 0.4, "mtu": 1500},
+             {"gpu": 1, "nic": "rail1", "leaf": "leaf1", "speed_gbps": 10, "line_rate_gbps": 0.4, "mtu": 1500} ],
+  "thresholds": { "bw_min_fraction": 0.4, "bidir_min_fraction": 0.5, "rel_bw_below_median": 0.35,
+                  "rel_lat_above_median": 3, "rel_lat_min_us": 5000, "mad_k": 3,
+                  "allreduce_busbw_min_fraction": 0.1, "alltoall_busbw_min_fraction": 0.1 },
+  "tests": { "bw_bytes": "16K", "bw_window": 32, "bw_iters": 6, "lat_bytes": 8, "lat_iters": 2000,
+             "collective_bytes": "1M", "collective_iters": 3, "pair_timeout_s": 8 } }
+EOF
+    "$su/fault.sh" blackhole node02 rail0
+    run_validate 240 "$work/su2.json" 2 --nodes node01,node02
+    ((rc == 1)) || fail "a dead link must fail the SU (exit $rc)"
+    expect_drain "" 2
+    python3 - "$work/v.json" <<'PY' || fail "the suspect links should name both ends of rail0"
+import json, sys
+links = json.load(open(sys.argv[1]))["bad_nodes"]["suspect_links"]
+assert sorted(l["subject"].split()[0] for l in links) == ["node01", "node02"], links
+assert all(l["ends"] == ["node01", "node02"] and "rail0" in l["subject"] for l in links), links
+PY
+    grep -qF "# suspect link, not drained: node01 rail0 (leaf0): the fault may lie with any of node01, node02" \
+      "$work/out" || fail "the suspect link line is missing"
     ;;
   *)
     fail "unknown case '$case_name'"

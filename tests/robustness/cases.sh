@@ -12,7 +12,8 @@
 #   mpirun-kill9     kill -9 of rank 1 under mpirun: rank 0's JSON says failed
 #   stop-teardown    SIGSTOP of rank 2 of 4 until the others time out: nobody crashes
 #                    tearing down, and rank 0's JSON says failed
-#   validate         SIGTERM to rank 0 of validate: failed, rounds so far kept
+#   validate         SIGTERM to rank 0 of validate: failed, rounds so far kept, the
+#                    stale drain list replaced by this run's (empty: nothing bad yet)
 #   disk-full        the JSON's filesystem fills mid-sweep: the last good file says
 #                    "failed: no space left on device", no temporary left (root: tmpfs)
 #   special-target   --json at a fifo and a character device: never replaced by a file
@@ -235,9 +236,10 @@ validate)
   "tests": { "bw_bytes": "16K", "bw_window": 32, "bw_iters": 400, "lat_bytes": 8, "lat_iters": 20000,
              "collective_bytes": "1M", "collective_iters": 50, "pair_timeout_s": 8 } }
 EOF
+  echo "node99" >"$work/drain.txt"  # an earlier run's list, never to be taken for this one's
   set -m
   timeout --kill-after=10 120 "$su/mpirun.sh" --slots 1 -- "$rb" validate --config "$work/su.json" \
-    --json "$work/r.json" >"$work/out" 2>"$work/err" &
+    --json "$work/r.json" --drain-list "$work/drain.txt" >"$work/out" 2>"$work/err" &
   launcher=$!
   started+=($launcher)
   set +m
@@ -258,6 +260,9 @@ EOF
   check_json "$work/r.json" failed "^interrupted by SIGTERM\$" 0
   python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert "inventory" in d, "inventory kept"' \
     "$work/r.json" || fail "the inventory measured before the signal was lost"
+  [[ -f $work/drain.txt && ! -s $work/drain.txt ]] || fail "the drain list should be empty, it holds: $(cat "$work/drain.txt")"
+  python3 -c 'import json,sys; b=json.load(open(sys.argv[1]))["bad_nodes"]; assert b["hostlist"] == "", b' \
+    "$work/r.json" || fail "bad_nodes of the partial run missing or wrong"
   ;;
 disk-full)
   mkdir -p "$work/fs"

@@ -1,8 +1,17 @@
 #include <catch2/catch.hpp>
 
-#include <chrono>
+#include <unistd.h>
 
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "bench/validate/drain_list.h"
 #include "bench/validate/plan.h"
+#include "bench/validate/report.h"
 #include "bench/validate/verdict.h"
 #include "lib/errors.h"
 #include "lib/schedule.h"
@@ -333,6 +342,185 @@ TEST_CASE("verdict: a cross-rail pair through an intermittent link is not a seco
   REQUIRE(findings.size() == 1);
   CHECK(findings[0].kind == FindingKind::intermittent);
   CHECK(findings[0].severity == Severity::warn);
+}
+
+namespace {
+
+std::string read_file(const std::filesystem::path& p) {
+  std::ifstream in(p);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// Every NIC of `nodes` x 2 rails present and up at the config's speed and MTU.
+std::vector<std::vector<NicReport>> healthy_inventory(const SuConfig& c) {
+  NicReport ok;
+  ok.kind = "netdev", ok.found = true, ok.up = true, ok.state = "up", ok.speed_gbps = 10, ok.mtu = 1500;
+  return std::vector<std::vector<NicReport>>(c.nodes.size(), std::vector<NicReport>(2, ok));
+}
+
+}  // namespace
+
+TEST_CASE("drain list: a healthy SU drains nothing", "[validate][drain]") {
+  const SuConfig c = su();
+  bool blocking = true;
+  auto findings = judge_inventory(c, names(c), healthy_inventory(c), blocking);
+  CHECK_FALSE(blocking);
+  const auto stats = link_stats(c, 4, all_pairs(c, [](PairResult&) {}));
+  const auto links = judge_links(c, names(c), stats, find_suspects(c, stats), {}, {});
+  findings.insert(findings.end(), links.begin(), links.end());
+  const BadNodes bad = find_bad_nodes(findings, names(c));
+  CHECK(bad.hosts.empty());
+  CHECK(bad.hostlist.empty());
+  CHECK(bad.suspect_links.empty());
+  CHECK(nlohmann::json(bad) ==
+        nlohmann::json::parse(R"({"hosts": [], "hostlist": "", "reasons": {}, "suspect_links": []})"));
+}
+
+TEST_CASE("drain list: one bad node among four is drained, its partners are not", "[validate][drain]") {
+  const SuConfig c = su();
+  // node03 rail1 at a quarter of its rate, confirmed against a good partner.
+  const auto rail = all_pairs(c, [](PairResult& p) {
+    if (touches(p, 2, 1)) p.bw_ab = p.bw_ba = 0.012, p.bidir = 0.024;
+  });
+  const auto stats = link_stats(c, 4, rail);
+  const auto suspects = find_suspects(c, stats);
+  const auto rounds = plan_retests(suspects, stats);
+  REQUIRE(rounds.size() == 1);
+  const PairResult again{PairPhase::retest, 2, rounds[0][0].partner, 1, 1, true, "", 0.012, 0.012, 0.024, 12, 30, 60};
+  const BadNodes bad = find_bad_nodes(judge_links(c, names(c), stats, suspects, {again}, {}), names(c));
+  CHECK(bad.hosts == std::vector<std::string>{"node03"});
+  CHECK(bad.hostlist == "node03");
+  CHECK(bad.suspect_links.empty());
+  REQUIRE(bad.reasons.count("node03"));
+  REQUIRE(bad.reasons.at("node03").size() == 1);
+  CHECK_THAT(bad.reasons.at("node03")[0], Catch::StartsWith("bandwidth node03 rail1 (leaf1): "));
+  CHECK_THAT(bad.reasons.at("node03")[0], Catch::Contains("confirmed against"));
+
+  // The same link passing its re-test is a WARN: nothing to drain.
+  const PairResult fine{PairPhase::retest, 2, rounds[0][0].partner, 1, 1, true, "", 0.046, 0.046, 0.09, 12, 30, 60};
+  CHECK(find_bad_nodes(judge_links(c, names(c), stats, suspects, {fine}, {}), names(c)).hosts.empty());
+}
+
+TEST_CASE("drain list: a link unreachable from partners that reach everyone else is its node's", "[validate][drain]") {
+  const SuConfig c = su();
+  const auto rail = all_pairs(c, [](PairResult& p) {
+    if (touches(p, 1, 0)) p = PairResult{PairPhase::rail, p.node_a, p.node_b, 0, 0, false, "no progress for 8 s"};
+  });
+  const auto stats = link_stats(c, 4, rail);
+  const BadNodes bad = find_bad_nodes(judge_links(c, names(c), stats, find_suspects(c, stats), {}, {}), names(c));
+  CHECK(bad.hosts == std::vector<std::string>{"node02"});
+  CHECK(bad.suspect_links.empty());
+}
+
+TEST_CASE("drain list: a NIC down or mis-set in the inventory drains its node", "[validate][drain]") {
+  const SuConfig c = su();
+  auto nics = healthy_inventory(c);
+  nics[3][1].up = false, nics[3][1].state = "down";  // node04 rail1
+  nics[0][0].mtu = 9000;                             // node01 rail0
+  bool blocking = false;
+  const auto findings = judge_inventory(c, names(c), nics, blocking);
+  CHECK(blocking);
+  const BadNodes bad = find_bad_nodes(findings, names(c));
+  CHECK(bad.hostlist == "node[01,04]");
+  CHECK(bad.hosts == std::vector<std::string>{"node01", "node04"});
+  CHECK_THAT(bad.reasons.at("node04")[0], Catch::Contains("inventory node04 rail1 (leaf1): port rail1 is not up"));
+}
+
+TEST_CASE("drain list: a two-node run's bad link is a suspect at either end, not drained", "[validate][drain]") {
+  const SuConfig c = su(2);
+  for (const bool unreachable : {false, true}) {
+    const auto rail = all_pairs(c, [&](PairResult& p) {
+      if (p.rail_a != 0) return;
+      if (unreachable) {
+        p = PairResult{PairPhase::rail, p.node_a, p.node_b, 0, 0, false, "no progress for 8 s"};
+      } else {
+        p.bw_ab = p.bw_ba = 0.01;
+      }
+    });
+    const auto stats = link_stats(c, 2, rail);
+    const auto findings = judge_links(c, names(c), stats, find_suspects(c, stats), {}, {});
+    REQUIRE(findings.size() == 2);
+    const BadNodes bad = find_bad_nodes(findings, names(c));
+    CHECK(bad.hosts.empty());
+    CHECK(bad.hostlist.empty());
+    REQUIRE(bad.suspect_links.size() == 2);
+    for (const auto& l : bad.suspect_links) {
+      CHECK(l.ends == std::vector<std::string>{"node01", "node02"});
+      CHECK_THAT(l.reason, Catch::Contains("either end"));
+    }
+    const auto j = nlohmann::json(bad);
+    CHECK(j.at("suspect_links")[0].at("kind") == (unreachable ? "unreachable" : "bandwidth"));
+    CHECK(j.at("suspect_links")[0].at("ends") == nlohmann::json::array({"node01", "node02"}));
+  }
+}
+
+TEST_CASE("drain list: a slow cross-rail path names both ends and drains neither", "[validate][drain]") {
+  const SuConfig c = su();
+  const auto stats = link_stats(c, 4, all_pairs(c, [](PairResult&) {}));
+  const std::vector<PairResult> cross{{PairPhase::cross, 0, 1, 0, 1, true, "", 0.045, 0.046, 0.09, 12, 30, 60},
+                                      {PairPhase::cross, 2, 3, 0, 1, true, "", 0.005, 0.046, 0.09, 12, 30, 60}};
+  const BadNodes bad = find_bad_nodes(judge_links(c, names(c), stats, {}, {}, cross), names(c));
+  CHECK(bad.hosts.empty());
+  REQUIRE(bad.suspect_links.size() == 1);
+  CHECK(bad.suspect_links[0].kind == FindingKind::cross_rail);
+  CHECK(bad.suspect_links[0].ends == std::vector<std::string>{"node03", "node04"});
+}
+
+TEST_CASE("drain list: a flapping link drains its node, one that went down once does not", "[validate][drain]") {
+  const SuConfig c = su();
+  auto stats = link_stats(c, 4, all_pairs(c, [](PairResult&) {}));
+  stats[1][2].late_downs = 1;  // node03 rail1, once, after its pair tests: WARN
+  std::vector<Finding> findings;
+  judge_link_downs(c, names(c), stats, findings);
+  REQUIRE(findings.size() == 1);
+  CHECK(find_bad_nodes(findings, names(c)).hosts.empty());
+  stats[1][2].late_downs = 3;  // flapping: FAIL, its own counters say which end
+  findings.clear();
+  judge_link_downs(c, names(c), stats, findings);
+  CHECK(find_bad_nodes(findings, names(c)).hosts == std::vector<std::string>{"node03"});
+}
+
+TEST_CASE("drain list: findings about no one node drain nothing; several nodes compress", "[validate][drain]") {
+  std::vector<std::string> nodes;
+  for (int n = 1; n <= 20; ++n) nodes.push_back(fmt::format("gpu{:03d}", n));
+  std::vector<Finding> findings{
+      {Severity::fail, FindingKind::inventory, "gpu021", "in the config but not part of this run", 0, 1, ""},
+      {Severity::fail, FindingKind::collective, "allreduce (ring)", "busbw low", 0.01, 0.04, "GB/s"},
+      {Severity::warn, FindingKind::bandwidth, "gpu005 rail0 (leaf0)", "passed a re-test", 0.01, 0.04, "GB/s", 4, 0},
+  };
+  CHECK(find_bad_nodes(findings, nodes).hosts.empty());
+  for (int n : {17, 2, 16, 2}) {
+    findings.push_back({Severity::fail, FindingKind::bandwidth, fmt::format("{} rail1 (leaf1)", nodes[n]), "slow", 0.01,
+                        0.04, "GB/s", n, 1});
+  }
+  const BadNodes bad = find_bad_nodes(findings, nodes);
+  CHECK(bad.hostlist == "gpu[003,017-018]");
+  CHECK(bad.hosts == std::vector<std::string>{"gpu003", "gpu017", "gpu018"});
+  CHECK(bad.reasons.at("gpu003").size() == 2);  // both of its findings
+}
+
+TEST_CASE("drain list: the file is emptied at the start and holds one hostlist line", "[validate][drain]") {
+  const auto dir = std::filesystem::temp_directory_path() / fmt::format("rb-drain-{}", ::getpid());
+  std::filesystem::create_directories(dir);
+  const auto path = dir / "drain.txt";
+  {
+    std::ofstream(path) << "node01\n";  // a list left by an earlier run
+  }
+  DrainListFile file(path.string());
+  CHECK(std::filesystem::file_size(path) == 0);  // `test -s` is false: nothing to drain yet
+  BadNodes bad;
+  bad.hostlist = "gpu[003,017-018]";
+  file.write(bad, false);
+  CHECK(read_file(path) == "gpu[003,017-018]\n");
+  file.write(BadNodes{}, true);
+  CHECK(std::filesystem::file_size(path) == 0);
+  // Another rank (no path) writes nothing.
+  DrainListFile none("");
+  none.write(bad, true);
+  CHECK(read_file(path).empty());
+  std::filesystem::remove_all(dir);
 }
 
 TEST_CASE("verdict: window spread", "[validate]") {
