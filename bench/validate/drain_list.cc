@@ -2,6 +2,7 @@
 
 #include <sys/stat.h>
 
+#include <map>
 #include <set>
 
 #include <fmt/format.h>
@@ -13,13 +14,40 @@ namespace railbench {
 
 using nlohmann::json;
 
+namespace {
+
+// Rails on which every node of the run (two or more) has a FAIL of its own: one leaf
+// switch down, or a config naming the wrong NIC for that rail, fails every node alike,
+// and draining the whole SU would send technicians to every node instead of the switch.
+std::set<int> rail_wide_failures(const std::vector<Finding>& findings, size_t nodes) {
+  std::map<int, std::set<int>> failing;  // rail -> nodes
+  for (const auto& f : findings)
+    if (f.severity == Severity::fail && f.ends.empty() && f.node >= 0 && f.rail >= 0) failing[f.rail].insert(f.node);
+  std::set<int> out;
+  for (const auto& [rail, who] : failing)
+    if (nodes >= 2 && who.size() == nodes) out.insert(rail);
+  return out;
+}
+
+}  // namespace
+
 BadNodes find_bad_nodes(const std::vector<Finding>& findings, const std::vector<std::string>& node_names) {
   BadNodes out;
   std::vector<std::string> bad;
+  const std::set<int> rail_wide = rail_wide_failures(findings, node_names.size());
+  std::set<int> rail_wide_listed;
   for (const auto& f : findings) {
     if (f.severity != Severity::fail) continue;
     const std::string text = fmt::format("{} {}: {}", to_string(f.kind), f.subject, f.reason);
-    if (!f.ends.empty()) {
+    if (f.ends.empty() && f.node >= 0 && rail_wide.count(f.rail)) {
+      // One suspect entry per rail, with every node as an end.
+      if (!rail_wide_listed.insert(f.rail).second) continue;
+      SuspectLink s{fmt::format("rail{} (every node)", f.rail), f.kind, node_names,
+                    fmt::format("every node fails on rail {} ({}): a rail-wide fault (its leaf switch, or the "
+                                "config's NIC for this rail), not a node's: check the switch and the config first",
+                                f.rail, f.reason)};
+      out.suspect_links.push_back(std::move(s));
+    } else if (!f.ends.empty()) {
       SuspectLink s{f.subject, f.kind, {}, f.reason};
       for (int n : f.ends) s.ends.push_back(node_names.at(n));
       out.suspect_links.push_back(std::move(s));

@@ -428,6 +428,25 @@ TEST_CASE("drain list: a NIC down or mis-set in the inventory drains its node", 
   CHECK_THAT(bad.reasons.at("node04")[0], Catch::Contains("inventory node04 rail1 (leaf1): port rail1 is not up"));
 }
 
+TEST_CASE("drain list: a rail failing on every node is the rail's, not every node's", "[validate][drain]") {
+  const SuConfig c = su();
+  auto nics = healthy_inventory(c);
+  for (auto& node : nics) node[1].found = false, node[1].up = false;  // rail1 missing everywhere
+  nics[2][0].mtu = 9000;                                              // and node03 rail0 mis-set
+  bool blocking = false;
+  const BadNodes bad = find_bad_nodes(judge_inventory(c, names(c), nics, blocking), names(c));
+  CHECK(bad.hostlist == "node03");
+  REQUIRE(bad.suspect_links.size() == 1);
+  CHECK(bad.suspect_links[0].subject == "rail1 (every node)");
+  CHECK(bad.suspect_links[0].ends == names(c));
+  CHECK_THAT(bad.suspect_links[0].reason, Catch::Contains("rail-wide"));
+  // Three of four nodes failing stays three nodes' fault.
+  nics = healthy_inventory(c);
+  for (int n = 0; n < 3; ++n)
+    nics[static_cast<size_t>(n)][1].up = false, nics[static_cast<size_t>(n)][1].state = "down";
+  CHECK(find_bad_nodes(judge_inventory(c, names(c), nics, blocking), names(c)).hostlist == "node[01-03]");
+}
+
 TEST_CASE("drain list: a two-node run's bad link is a suspect at either end, not drained", "[validate][drain]") {
   const SuConfig c = su(2);
   for (const bool unreachable : {false, true}) {
