@@ -146,7 +146,10 @@ bool detect_railbench(const EnvLookup& env, LaunchInfo& info) {
     info.rendezvous.root = root;
     info.rendezvous_origin = "RAILBENCH_ROOT";
   }
-  apply_common(r, info, fmt::format("railbench:{}:{}", root ? root : "", info.size));
+  // No derived token: ranks may name the root differently (an address, a host name), and
+  // a different world size must reach rank 0 to be reported as such. Set
+  // RAILBENCH_JOB_TOKEN to tell jobs apart.
+  apply_common(r, info, "");
   return true;
 }
 
@@ -248,8 +251,7 @@ bool detect_torchrun(const EnvLookup& env, LaunchInfo& info) {
       r, info, addr ? addr : "", our_port,
       agent ? "MASTER_ADDR, MASTER_PORT+1 (torchrun's agent holds MASTER_PORT)" : "MASTER_ADDR:MASTER_PORT");
   apply_common(r, info,
-               run_id ? fmt::format("torchrun:{}", run_id)
-                      : fmt::format("torchrun:{}:{}:{}", addr ? addr : "", port, info.size));
+               run_id ? fmt::format("torchrun:{}", run_id) : fmt::format("torchrun:{}", port));
   return true;
 }
 

@@ -37,7 +37,11 @@ struct LaunchInfo {
   // SLURM_STEP_NODELIST, port from job 1234 step 0").
   std::string rendezvous_origin;
 
-  bool uses_tcp() const { return size > 1 && launcher != Launcher::mpi; }
+  // By hand, a given RAILBENCH_ROOT is used (and so checked) even for one rank.
+  bool uses_tcp() const {
+    if (launcher == Launcher::railbench) return size > 1 || !rendezvous.root.empty();
+    return size > 1 && launcher != Launcher::mpi;
+  }
   // "slurm: SLURM_PROCID=1 SLURM_NTASKS=4 ..." for info and errors.
   std::string describe() const;
 };
