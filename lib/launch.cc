@@ -250,8 +250,7 @@ bool detect_torchrun(const EnvLookup& env, LaunchInfo& info) {
   apply_root_overrides(
       r, info, addr ? addr : "", our_port,
       agent ? "MASTER_ADDR, MASTER_PORT+1 (torchrun's agent holds MASTER_PORT)" : "MASTER_ADDR:MASTER_PORT");
-  apply_common(r, info,
-               run_id ? fmt::format("torchrun:{}", run_id) : fmt::format("torchrun:{}", port));
+  apply_common(r, info, run_id ? fmt::format("torchrun:{}", run_id) : fmt::format("torchrun:{}", port));
   return true;
 }
 
