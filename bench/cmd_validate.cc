@@ -25,6 +25,7 @@ struct ValidateOptions {
   std::string transport;   // -t: overrides the config's transport
   double timeout_s = 0;    // --pair-timeout: overrides tests.pair_timeout_s
   std::string drain_list;  // --drain-list: where rank 0 writes the bad nodes as a hostlist
+  std::string baseline;    // --baseline: an accepted validate run's results file
 };
 
 int run_validate_plan(const ValidateOptions& opt) {
@@ -35,11 +36,14 @@ int run_validate_plan(const ValidateOptions& opt) {
 
 int run_validate(Bootstrap& bootstrap, CommonOptions common, const ValidateOptions& opt) {
   SuConfig c;
-  // A config is read on every rank (they share a filesystem, as for the binary).
+  ValidateBaseline baseline;
+  // A config (and a baseline) is read on every rank (they share a filesystem, as for
+  // the binary).
   {
     std::string error;
     try {
       c = load_su_config(opt.config);
+      if (!opt.baseline.empty()) baseline = load_validate_baseline(opt.baseline, c);
     } catch (const Error& e) {
       error = e.what();
     }
@@ -66,10 +70,14 @@ int run_validate(Bootstrap& bootstrap, CommonOptions common, const ValidateOptio
            {"nodes", c.nodes_expr},
            {"gpus_per_node", c.gpus_per_node},
            {"pair_timeout_s", common.timeout_s}};
+  if (!opt.baseline.empty()) cfg["baseline"] = opt.baseline;
   ResultsFile results(ctx.is_root() ? common.json_path : "", ctx.results_header(cfg));
   try {
     return validate_phases(
-        ctx, c, L, ValidateRun{common.transport, common.json_path, opt.inventory_only, opt.drain_list}, results);
+        ctx, c, L,
+        ValidateRun{common.transport, common.json_path, opt.inventory_only, opt.drain_list,
+                    opt.baseline.empty() ? nullptr : &baseline},
+        results);
   } catch (const Error& e) {
     results.finish(false, e.what());  // what was measured stays in the file
     throw;
@@ -103,6 +111,9 @@ const bool registered = register_subcommand(Subcommand{
       sub.add_option("--drain-list", opt->drain_list,
                      "Write the nodes to drain as one hostlist line (gpu[003,017-018]; empty when none), even when "
                      "validate fails: test -s FILE && scontrol update nodename=\"$(cat FILE)\" state=drain ...");
+      sub.add_option("--baseline", opt->baseline,
+                     "An accepted validate run's --json: a link well below its own figure there is a finding "
+                     "(config: thresholds.baseline_bw_below)");
       return SubcommandRun{[opt] { return before_bootstrap(*opt); },
                            [&common, opt](Bootstrap& b) { return run_validate(b, common, *opt); }};
     }});

@@ -266,6 +266,12 @@ int finish(ValidateState& s) {
       }
     }
     judge_link_downs(s.c, s.L.node_names, s.stats, s.findings);
+    if (s.run.baseline) {
+      const size_t before = s.findings.size();
+      const int judged = judge_against_baseline(s.c, s.L.node_names, s.stats, *s.run.baseline, s.findings);
+      s.ctx.print(fmt::format("# baseline {}: {} link(s) judged against their accepted figures, {} new finding(s)",
+                              s.run.baseline->path, judged, s.findings.size() - before));
+    }
     s.results.set("rails", rail_matrices(s.c, s.L.node_names, s.rail_results, s.stats));
   }
   sort_findings(s.findings);

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "bench/run_context.h"
+#include "bench/validate/baseline.h"
 #include "bench/validate/rank_layout.h"
 #include "bench/validate/su_config.h"
 #include "lib/results.h"
@@ -19,6 +20,7 @@ struct ValidateRun {
   std::string json_path;  // --json, printed at the end
   bool inventory_only = false;
   std::string drain_path;  // --drain-list: the bad nodes as one hostlist, written by rank 0
+  const ValidateBaseline* baseline = nullptr;  // --baseline: each link against its accepted figure
 };
 
 // Returns the exit code: 0 PASS, 1 FAIL. Throws on an error that ends the run; what

@@ -38,6 +38,9 @@ struct SuThresholds {
   // even when it passes its re-test; fewer (one) make it a suspect that the re-test
   // decides.
   int link_downs_fail = 2;
+  // validate --baseline: a link whose bandwidth (either direction) is this far below its
+  // own accepted figure in the baseline run is a finding, even above the absolute limit.
+  double baseline_bw_below = 0.1;
   // collectives over every rank, busbw against the slowest rail's line rate
   double allreduce_busbw_min_fraction = 0.5;
   double alltoall_busbw_min_fraction = 0.4;

@@ -182,6 +182,7 @@ const char* to_string(FindingKind k) {
     case FindingKind::cross_rail: return "cross-rail";
     case FindingKind::collective: return "collective";
     case FindingKind::intermittent: return "intermittent";
+    case FindingKind::baseline: return "baseline";
   }
   return "?";
 }
@@ -200,10 +201,10 @@ Severity parse_severity(const std::string& word, const std::string& field) {
 }
 
 FindingKind parse_finding_kind(const std::string& word, const std::string& field) {
-  return parse_word(
-      word, field,
-      {FindingKind::inventory, FindingKind::unreachable, FindingKind::bandwidth, FindingKind::bidirectional,
-       FindingKind::latency, FindingKind::cross_rail, FindingKind::collective, FindingKind::intermittent});
+  return parse_word(word, field,
+                    {FindingKind::inventory, FindingKind::unreachable, FindingKind::bandwidth,
+                     FindingKind::bidirectional, FindingKind::latency, FindingKind::cross_rail, FindingKind::collective,
+                     FindingKind::intermittent, FindingKind::baseline});
 }
 
 PairPhase parse_pair_phase(const std::string& word, const std::string& field) {

@@ -30,12 +30,13 @@ enum class FindingKind {
   latency,
   cross_rail,
   collective,
-  intermittent
+  intermittent,
+  baseline  // well below the link's own accepted figure (validate --baseline)
 };
 enum class PairPhase { rail, cross, retest };  // rail checks, cross-rail spot checks, re-tests
 
 const char* to_string(Severity s);     // "FAIL", "WARN"
-const char* to_string(FindingKind k);  // "inventory", ..., "cross-rail", "collective", "intermittent"
+const char* to_string(FindingKind k);  // "inventory", ..., "cross-rail", "collective", "intermittent", "baseline"
 const char* to_string(PairPhase p);    // "rail", "cross", "retest"
 Severity parse_severity(const std::string& word, const std::string& field);
 FindingKind parse_finding_kind(const std::string& word, const std::string& field);
