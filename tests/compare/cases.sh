@@ -42,6 +42,11 @@ case $case_name in
     args=(allreduce -t ofi:shm -b 1K -e 1M -n 200 -w 20)
     run 2 "$work/a.json" "${args[@]}"
     run 2 "$work/b.json" "${args[@]}"
+    if ! timeout 30 "$rb" compare "$work/a.json" "$work/b.json" >/dev/null 2>&1; then
+      echo "(a regression on the first attempt: rerunning both once, in case the host was busy)"
+      run 2 "$work/a.json" "${args[@]}"
+      run 2 "$work/b.json" "${args[@]}"
+    fi
     compare_rc 0 "$work/a.json" "$work/b.json" --all
     grep -q "^compare allreduce: 0 regression(s).*(44 figures): no regression$" "$work/cmp.out" ||
       fail "expected 44 figures (11 sizes x 2 placements: busbw, time p99) and no regression"
@@ -53,6 +58,13 @@ case $case_name in
     args=(sendrecv -t ofi:shm -b 8 -e 64K -f 8 -n 400 -w 20)
     run 2 "$work/a.json" "${args[@]}"
     run 2 "$work/b.json" "${args[@]}"
+    # A burst of load from another job during one run makes it really slower (and so a
+    # regression, rightly); such a burst rarely hits two attempts. Twice in a row is ours.
+    if ! timeout 30 "$rb" compare "$work/a.json" "$work/b.json" >/dev/null 2>&1; then
+      echo "(a regression on the first attempt: rerunning both once, in case the host was busy)"
+      run 2 "$work/a.json" "${args[@]}"
+      run 2 "$work/b.json" "${args[@]}"
+    fi
     compare_rc 0 "$work/a.json" "$work/b.json"
     grep -q "^compare sendrecv: 0 regression(s)" "$work/cmp.out" || fail "a healthy rerun reported a regression"
     ;;
