@@ -19,6 +19,9 @@ packages+=(dpkg-dev file mount)
 # srun/sbatch, munge; the pmix plugin is in slurm-wlm-basic-plugins) and the k8s
 # manifest check (python3-yaml).
 packages+=(slurm-wlm munge python3-yaml)
+# The report tests open every generated page in headless Chromium (tests/report: ~23
+# packages, ~390 MB installed, about 40 s on a fresh Debian 12).
+packages+=(chromium)
 # The soft-RoCE VM test bed (scripts/rxe-vm) needs these too.
 packages+=(qemu-system-x86 busybox-static cpio kmod xz-utils)
 
