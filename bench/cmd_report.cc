@@ -1,5 +1,6 @@
 // railbench report: results files -> one self-contained HTML page (bench/report). Needs
 // no ranks and no transport: it runs before any bootstrap, like `info`.
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -83,7 +84,15 @@ int run_report(const ReportArgs& args) {
   if (!args.size.empty()) options.matrix_bytes = parse_size(args.size);
   std::vector<report::RunDocument> runs, baselines;
   for (const auto& p : args.runs) runs.push_back(report::load_run(p));
-  for (const auto& p : args.baselines) baselines.push_back(report::load_run(p));
+  for (const auto& p : args.baselines) {
+    baselines.push_back(report::load_run(p));
+    const std::string command = baselines.back().doc.value("command", "");
+    if (std::none_of(runs.begin(), runs.end(), [&](const auto& r) { return r.doc.value("command", "") == command; }))
+      throw UsageError(
+          fmt::format("--baseline {}: a {} run, but no run on the page is one: give the {} run's "
+                      "results file too, or leave this baseline out",
+                      p, command, command));
+  }
   const std::string html = report::render_report(runs, baselines, options);
   write_page(args.output, html);
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -100,7 +109,9 @@ const bool registered = register_subcommand(Subcommand{
           ->required();
       sub.add_option("--baseline", args->baselines,
                      "A results file to compare with (repeat for several commands): dashed in every chart; "
-                     "validate adds a per-link ratio heatmap");
+                     "validate adds a per-link ratio heatmap")
+          // One file per --baseline, so `--baseline B.json RUN.json` leaves RUN.json a run.
+          ->allow_extra_args(false);
       sub.add_option("-o,--output", args->output, "The HTML file to write")->required();
       sub.add_option("--size", args->size, "Message size of the pair and step-time matrices (default: the largest)");
       sub.add_option("--threshold", args->threshold,

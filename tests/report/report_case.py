@@ -157,6 +157,12 @@ if case == "bad-input":
     check(p.returncode == 2 and "does not exist" in p.stderr, "missing -o directory: %d %s" % (p.returncode, p.stderr))
     p = subprocess.run([rb, "report", fx("allreduce")], capture_output=True, text=True, timeout=60)
     check(p.returncode == 2 and "--output" in p.stderr, "no -o: %d %s" % (p.returncode, p.stderr))
+    _, _, text = report([fx("allreduce")], baselines=[fx("kvcache-base")], expect_rc=2)
+    check("a kvcache run, but no run on the page is one" in text, text)
+    # One file per --baseline: the run after it stays a run.
+    p = subprocess.run([rb, "report", "--baseline", fx("allreduce-base"), fx("allreduce"), "-o",
+                        os.path.join(work, "r.html")], capture_output=True, text=True, timeout=60)
+    check(p.returncode == 0, "--baseline B RUN: %d %s" % (p.returncode, p.stderr))
     _, _, text = report([fx("allreduce")], extra=["--threshold", "150%"], expect_rc=2)
     check("--threshold '150%'" in text, text)
     print("PASS: bad-input")
