@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Records the report tests' fixtures (tests/report/fixtures/*.json) with a real
+# railbench: the collectives, sendrecv and kvcache under mpirun (tcp and shm, small
+# sizes), and validate on the simulated 4 x 2 SU of scripts/netns-su, healthy and with
+# node03's rail1 cable at 25% of its rate. Needs root (network namespaces).
+#   tests/report/record_fixtures.sh build/railbench [OUT_DIR]
+# The files are results as railbench writes them; re-record after a schema change.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+rb=$(realpath "$1")
+out=${2:-$here/fixtures}
+su="$here/../../scripts/netns-su"
+mkdir -p "$out"
+mpi=(mpirun --allow-run-as-root --oversubscribe)
+
+# Two runs of each, the second the baseline of the first.
+for run in "" -base; do
+  "${mpi[@]}" -np 4 "$rb" allreduce -t ofi:tcp -b 1K -e 1M -f 4 -c -n 10 --json "$out/allreduce$run.json" >/dev/null
+  "${mpi[@]}" -np 4 "$rb" alltoall -t ofi:tcp -b 1K -e 1M -f 4 -c -n 5 --json "$out/alltoall$run.json" >/dev/null
+  "${mpi[@]}" -np 4 "$rb" sendrecv -t ofi:tcp -b 8 -e 256K -f 8 -c -n 100 --bw-iters 5 \
+    --json "$out/sendrecv$run.json" >/dev/null
+  "${mpi[@]}" -np 2 "$rb" kvcache -t ofi:shm --model llama-3.1-8b --tokens 40,160,640 -c --requests 4 \
+    --json "$out/kvcache$run.json" >/dev/null
+done
+"${mpi[@]}" -np 4 "$rb" allgather -t ofi:tcp -b 1K -e 1M -f 4 -c -n 5 --json "$out/allgather.json" >/dev/null
+"${mpi[@]}" -np 4 "$rb" reducescatter -t ofi:tcp -b 1K -e 1M -f 4 -c -n 5 --json "$out/reducescatter.json" >/dev/null
+# A run that ends badly: SIGTERM part-way through the sweep leaves status "failed", its
+# error and the sizes measured before it.
+timeout -s TERM 4 "${mpi[@]}" -np 2 "$rb" allreduce -t ofi:tcp -b 1K -e 256M -f 2 -n 20 \
+  --json "$out/allreduce-failed.json" >/dev/null 2>&1 || true
+
+# validate on the simulated SU: its own prefix, so a test's SU elsewhere is untouched.
+export RB_SU_PREFIX=rbrep RB_SU_STATE=/run/railbench-netns-su/rbrep
+trap '"$su/down.sh" >/dev/null 2>&1 || true' EXIT
+"$su/down.sh" >/dev/null 2>&1 || true
+"$su/up.sh" --nodes 4 --rails 2 --rate 400
+validate() {  # exit 1 is a FAIL verdict: the faulty run's expected outcome
+  "$su/mpirun.sh" --slots 2 -- "$rb" validate --config netns-4x2 --json "$out/$1.json" >/dev/null || (($? == 1))
+}
+validate validate-healthy-base
+validate validate-healthy
+"$su/fault.sh" degrade node03 rail1 25
+validate validate-faulty
+echo "fixtures in $out:"
+ls -l "$out"

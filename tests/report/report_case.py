@@ -1,0 +1,315 @@
+#!/usr/bin/env python3
+"""railbench report in a real browser: each case renders a page with the real binary
+from the recorded fixtures, opens it in headless Chromium (Debian's chromium, over the
+DevTools protocol: cdp.py), fails on any console error, uncaught exception, failed load
+or request beyond the page itself, checks the DOM and saves a screenshot.
+
+  report_case.py CASE RAILBENCH FIXTURES_DIR SCREENSHOT_DIR
+
+Exit 0 pass, 1 fail, 77 skipped (no chromium: scripts/install-deps.sh installs it).
+"""
+import atexit
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import cdp  # noqa: E402
+
+case, rb, fixtures, shots = sys.argv[1:5]
+os.makedirs(shots, exist_ok=True)
+work = tempfile.mkdtemp(prefix="railbench-report-")
+atexit.register(shutil.rmtree, work, True)
+
+
+def fail(msg):
+    print("FAIL: %s: %s" % (case, msg))
+    sys.exit(1)
+
+
+def check(cond, msg):
+    if not cond:
+        fail(msg)
+
+
+def fx(name):
+    return os.path.join(fixtures, name + ".json")
+
+
+def report(runs, baselines=(), extra=(), expect_rc=0):
+    """Runs `railbench report`; returns (html path, seconds, stdout+stderr)."""
+    out = os.path.join(work, "report.html")
+    args = [rb, "report"] + list(runs) + sum((["--baseline", b] for b in baselines), []) + ["-o", out] + list(extra)
+    start = time.monotonic()
+    p = subprocess.run(args, capture_output=True, text=True, timeout=120)
+    took = time.monotonic() - start
+    text = p.stdout + p.stderr
+    check(p.returncode == expect_rc, "railbench report exit %d (expected %d): %s" % (p.returncode, expect_rc, text))
+    return out, took, text
+
+
+# DOM facts every page is checked for; the case adds its own.
+COMMON_JS = """(() => {
+  const cells = id => Array.from(document.querySelectorAll('svg#' + id + ' rect.cell'));
+  return JSON.stringify({
+    title: document.title,
+    sections: document.querySelectorAll('section.run').length,
+    charts: document.querySelectorAll('svg.linechart').length,
+    heatmaps: Array.from(document.querySelectorAll('svg.hm')).map(s => ({id: s.id,
+      cells: s.querySelectorAll('rect.cell').length,
+      bad: Array.from(s.querySelectorAll('rect.cell')).map((c, i) => c.classList.contains('bad') ? i : -1).filter(i => i >= 0),
+      regressed: s.querySelectorAll('rect.cell.regressed').length,
+      titled: Array.from(s.querySelectorAll('rect.cell')).filter(c => c.querySelector('title')).length,
+      shown: s.getBoundingClientRect().width > 0})),
+    baselineLines: document.querySelectorAll('path.line.baseline').length,
+    lines: document.querySelectorAll('path.line').length,
+    points: document.querySelectorAll('circle.pt').length,
+    banner: (document.querySelector('.banner') || {}).textContent || '',
+    status: Array.from(document.querySelectorAll('.status')).map(s => s.textContent),
+    findingLinks: Array.from(document.querySelectorAll('a[href^="#"]')).map(a => a.getAttribute('href').slice(1)),
+    brokenLinks: Array.from(document.querySelectorAll('a[href^="#"]')).filter(a => !document.getElementById(a.getAttribute('href').slice(1))).length,
+    scripts: document.querySelectorAll('script').length,
+    external: Array.from(document.querySelectorAll('[src],[href]')).filter(e => !(e.getAttribute('src') || e.getAttribute('href') || '').startsWith('#')).length,
+    text: document.body.innerText.length,
+    nan: /\\bNaN\\b|\\bnan\\b|undefined/.test(document.body.innerText),
+  });
+})()"""
+
+
+_browser = None
+
+
+def browser():
+    """One Chromium for the case, closed when the script ends (pass or fail)."""
+    global _browser
+    if _browser is None:
+        _browser = cdp.Browser(chromium)
+        atexit.register(_browser.close)
+    return _browser
+
+
+def open_page(path, shot_name=None, shot_height=None):
+    if True:
+        page = browser().open(path)
+        problems = page.problems()
+        check(not problems, "the browser reported: " + "; ".join(problems))
+        facts = json.loads(page.evaluate(COMMON_JS))
+        check(facts["scripts"] == 0, "the page has a <script>")
+        check(facts["external"] == 0, "the page references something outside itself")
+        check(not facts["nan"], "the page shows NaN/undefined")
+        for h in facts["heatmaps"]:
+            check(h["shown"], "heatmap %s is not laid out" % h["id"])
+        if shot_name:
+            png = os.path.join(shots, shot_name + ".png")
+            page.screenshot(png, max_height=shot_height)
+            print("screenshot: %s (%d bytes)" % (png, os.path.getsize(png)))
+        facts["page"] = page
+        facts["load_s"] = page.load_s
+        return facts
+
+
+def maps(facts, prefix):
+    return [h for h in facts["heatmaps"] if h["id"].startswith(prefix)]
+
+
+def check_validate(facts, nodes, rails, bad_rail=None, bad_node=None):
+    """Per metric one heatmap of nodes x nodes per rail; the bad link's row and column marked."""
+    for metric in ("bw", "p50", "p99"):
+        hm = maps(facts, "run1-%s-r" % metric)
+        check(len(hm) == rails, "%d %s heatmaps, expected %d" % (len(hm), metric, rails))
+        for h in hm:
+            check(h["cells"] == nodes * nodes, "%s has %d cells, expected %d" % (h["id"], h["cells"], nodes * nodes))
+            check(h["titled"] >= nodes * (nodes - 1), "%s: %d cells with a hover text" % (h["id"], h["titled"]))
+            rail = int(h["id"].rsplit("-r", 1)[1])
+            want = []
+            if rail == bad_rail:
+                want = [a * nodes + b for a in range(nodes) for b in range(nodes)
+                        if a != b and (a == bad_node or b == bad_node)]
+            if bad_rail is None or rail == bad_rail:
+                check(sorted(h["bad"]) == want if bad_rail is not None else not h["bad"],
+                      "%s marks cells %s, expected %s" % (h["id"], h["bad"], want))
+
+
+chromium = cdp.find_chromium()
+
+if case == "bad-input":
+    # No browser needed: the command line's answers to bad files.
+    bad = os.path.join(work, "bad.json")
+    for content, words in [("{", "not JSON"), ('{"a": 1}', "not a railbench results file"),
+                           ('{"schema": "railbench.result", "schema_version": 9, "command": "allreduce"}',
+                            "schema_version 9 is not one this railbench reads"),
+                           ('{"schema": "railbench.result", "schema_version": 1, "command": "nosuch"}',
+                            "unknown command 'nosuch'")]:
+        with open(bad, "w") as f:
+            f.write(content)
+        _, _, text = report([bad], expect_rc=2)
+        check(bad in text and words in text, "expected '%s' naming %s, got: %s" % (words, bad, text))
+    _, _, text = report([os.path.join(work, "missing.json")], expect_rc=2)
+    check("missing.json: cannot read the results file" in text, text)
+    _, _, text = report([fx("allreduce")], baselines=[os.path.join(work, "nobase.json")], expect_rc=2)
+    check("nobase.json" in text, text)
+    p = subprocess.run([rb, "report", fx("allreduce"), "-o", os.path.join(work, "no", "dir", "r.html")],
+                       capture_output=True, text=True, timeout=60)
+    check(p.returncode == 2 and "does not exist" in p.stderr, "missing -o directory: %d %s" % (p.returncode, p.stderr))
+    p = subprocess.run([rb, "report", fx("allreduce")], capture_output=True, text=True, timeout=60)
+    check(p.returncode == 2 and "--output" in p.stderr, "no -o: %d %s" % (p.returncode, p.stderr))
+    _, _, text = report([fx("allreduce")], baselines=[fx("kvcache-base")], expect_rc=2)
+    check("a kvcache run, but no run on the page is one" in text, text)
+    # One file per --baseline: the run after it stays a run.
+    p = subprocess.run([rb, "report", "--baseline", fx("allreduce-base"), fx("allreduce"), "-o",
+                        os.path.join(work, "r.html")], capture_output=True, text=True, timeout=60)
+    check(p.returncode == 0, "--baseline B RUN: %d %s" % (p.returncode, p.stderr))
+    _, _, text = report([fx("allreduce")], extra=["--threshold", "150%"], expect_rc=2)
+    check("--threshold '150%'" in text, text)
+    print("PASS: bad-input")
+    sys.exit(0)
+
+if not chromium:
+    print("SKIP: no chromium (scripts/install-deps.sh installs Debian's chromium)")
+    sys.exit(77)
+
+if case == "browser-catches-broken-pages":
+    # The checks must be able to fail: each broken page has to be caught, and a clean
+    # one must pass, with the same code the report cases use.
+    # Each page and the kind of problem that must be among those reported for it.
+    pages = {
+        "console-error": ("<p>x</p><script>console.error('deliberate')</script>", "console.error: deliberate"),
+        "exception": ("<p>x</p><script>null.f()</script>", "uncaught exception: TypeError"),
+        "missing-image": ("<img src='nosuch.png'>", "failed load"),
+        "external-css": ("<link rel=stylesheet href='https://cdn.invalid/x.css'><p>x</p>", "request beyond the page"),
+        "missing-svg-image": ("<svg><image href='nosuch.svg' width=10 height=10 /></svg>", "failed load"),
+    }
+    if True:
+        b = browser()
+        for name, (body, expected) in pages.items():
+            path = os.path.join(work, name + ".html")
+            with open(path, "w") as f:
+                f.write("<!DOCTYPE html><html><head><meta charset=utf-8><title>t</title></head><body>%s</body></html>"
+                        % body)
+            problems = b.open(path).problems()
+            check(any(p.startswith(expected) for p in problems), "%s was not caught as '%s': %s" % (name, expected, problems))
+            print("caught %s: %s" % (name, [p for p in problems if p.startswith(expected)][0]))
+        clean = os.path.join(work, "clean.html")
+        with open(clean, "w") as f:
+            f.write("<!DOCTYPE html><html><head><meta charset=utf-8><title>t</title></head><body><p>ok</p></body></html>")
+        check(not b.open(clean).problems(), "a clean page reported problems")
+    print("PASS: %s" % case)
+    sys.exit(0)
+
+if case in ("validate-healthy", "validate-faulty", "validate-faulty-baseline"):
+    run = fx("validate-healthy" if case == "validate-healthy" else "validate-faulty")
+    base = [fx("validate-healthy-base")] if case.endswith("baseline") else []
+    out, took, _ = report([run], base)
+    facts = open_page(out, case, 1500 if case == "validate-faulty" else None)
+    if case == "validate-healthy":
+        check_validate(facts, 4, 2)
+        check(facts["banner"].startswith("PASS"), "banner: " + facts["banner"])
+    else:
+        check_validate(facts, 4, 2, bad_rail=1, bad_node=2)  # node03 rail1 at 25% of its rate
+        check(facts["banner"].startswith("FAIL"), "banner: " + facts["banner"])
+        check("run1-bw-r1-row-2" in facts["findingLinks"], "no finding links node03 rail1: %s" % facts["findingLinks"])
+        check(facts["brokenLinks"] == 0, "%d links lead nowhere" % facts["brokenLinks"])
+        # Following the finding's link targets node03's row label in rail 1's bandwidth map.
+        target = json.loads(facts["page"].evaluate(
+            "document.querySelector('a[href=\"#run1-bw-r1-row-2\"]').click();"
+            "JSON.stringify([location.hash, document.querySelector(':target').textContent,"
+            " document.querySelector(':target').closest('svg').id])"))
+        check(target[0] == "#run1-bw-r1-row-2" and target[1].endswith("node03") and target[2] == "run1-bw-r1",
+              "the finding's link leads to %s" % target)
+    if case == "validate-faulty-baseline":
+        delta = maps(facts, "run1-delta-r")
+        check(len(delta) == 2 and all(h["cells"] == 16 for h in delta), "delta heatmaps: %s" % delta)
+        check(delta[1]["regressed"] >= 6, "node03 rail1's 6 cells should be regressed: %s" % delta[1])
+    print("report: %d bytes, rendered in %.2f s, loaded in %.2f s" % (os.path.getsize(out), took, facts["load_s"]))
+elif case == "validate-32x8":
+    su = os.path.join(work, "su-32x8.json")
+    subprocess.run([sys.executable, os.path.join(os.path.dirname(__file__), "make_synthetic_su.py"), su], check=True)
+    out, took, _ = report([su])
+    size = os.path.getsize(out)
+    facts = open_page(out, case, 2400)
+    # gpu017 rail5: 30% of line rate.
+    check_validate(facts, 32, 8, bad_rail=5, bad_node=16)
+    check(size < 5e6, "a 32x8 report of %d bytes is more than a few MB" % size)
+    print("32x8 SU: results %d bytes; report %d bytes, rendered in %.2f s, loaded in %.2f s"
+          % (os.path.getsize(su), size, took, facts["load_s"]))
+    base = os.path.join(work, "su-32x8-base.json")
+    subprocess.run([sys.executable, os.path.join(os.path.dirname(__file__), "make_synthetic_su.py"), "--healthy", base],
+                   check=True)
+    out, took, _ = report([su], [base])
+    facts = open_page(out)
+    delta = maps(facts, "run1-delta-r")
+    check(len(delta) == 8 and delta[5]["regressed"] == 62, "delta: %s" % [(h["id"], h["regressed"]) for h in delta])
+    print("32x8 SU with its baseline: report %d bytes, rendered in %.2f s, loaded in %.2f s"
+          % (os.path.getsize(out), took, facts["load_s"]))
+elif case in ("sendrecv", "sendrecv-baseline"):
+    base = [fx("sendrecv-base")] if case.endswith("baseline") else []
+    out, _, _ = report([fx("sendrecv")], base)
+    facts = open_page(out, case)
+    doc = json.load(open(fx("sendrecv")))
+    pairs = {(p["a"], p["b"], p["rail"]) for r in doc["results"] for p in r["pairs"]}
+    check(facts["charts"] == 6, "%d charts, expected latency p50/p99/p99.9 and bw a->b, b->a, both" % facts["charts"])
+    # One line per pair in each of the 6 charts (6 pairs of 4 ranks), and the baseline's dashed.
+    check(facts["lines"] - facts["baselineLines"] == 6 * len(pairs), "%d lines" % facts["lines"])
+    check(facts["baselineLines"] == (6 * len(pairs) if base else 0), "%d baseline lines" % facts["baselineLines"])
+    n = doc["world"]["size"]
+    hm = maps(facts, "run1-rail")
+    check(len(hm) == 1 and hm[0]["cells"] == n * n, "pair matrix: %s" % hm)
+elif case in ("allreduce", "allreduce-baseline", "allgather", "reducescatter", "alltoall", "alltoall-baseline"):
+    name = case.replace("-baseline", "")
+    base = [fx(name + "-base")] if case.endswith("baseline") else []
+    out, _, _ = report([fx(name)], base)
+    facts = open_page(out, case)
+    doc = json.load(open(fx(name)))
+    sizes = len(doc["results"])
+    check(facts["charts"] == 2, "%d charts, expected busbw and iteration time" % facts["charts"])
+    # 2 placements x 2 charts, each with a point per size; a baseline doubles them.
+    check(facts["points"] == 4 * sizes * (2 if base else 1), "%d points for %d sizes" % (facts["points"], sizes))
+    check(facts["baselineLines"] == (4 if base else 0), "%d baseline lines" % facts["baselineLines"])
+    page = facts["page"]
+    algos = json.loads(page.evaluate(
+        "JSON.stringify(Array.from(document.querySelectorAll('section.run table:not(.head) tbody tr')).map(r => r.cells[4].textContent))"))
+    check(algos == [r["algo"] for r in doc["results"]], "algorithm per size: %s" % algos)
+    if name == "alltoall":
+        n = doc["world"]["size"]
+        hm = maps(facts, "run1-steps")
+        check(len(hm) == 1 and hm[0]["cells"] == n * n and hm[0]["titled"] == n * (n - 1), "step matrix: %s" % hm)
+elif case in ("kvcache", "kvcache-baseline"):
+    base = [fx("kvcache-base")] if case.endswith("baseline") else []
+    out, _, _ = report([fx("kvcache")], base)
+    facts = open_page(out, case)
+    doc = json.load(open(fx("kvcache")))
+    page = facts["page"]
+    rows = json.loads(page.evaluate(
+        "JSON.stringify(Array.from(document.querySelectorAll('section.run table')).map(t => t.tBodies[0].rows.length))"))
+    # header, the per-mode table (one row per token count and mode), the what-if table
+    check(rows[1] == len(doc["results"]), "mode table rows %s vs %d results" % (rows, len(doc["results"])))
+    check(rows[2] == len(doc["what_if"]["rows"]), "what-if rows %s" % rows)
+    modes = {r["mode"] for r in doc["results"]}
+    check(facts["lines"] - facts["baselineLines"] == 2 * len(modes), "%d lines for %d modes" % (facts["lines"], len(modes)))
+    check(facts["baselineLines"] == (2 * len(modes) if base else 0), "%d baseline lines" % facts["baselineLines"])
+elif case == "failed-run":
+    out, _, _ = report([fx("allreduce-failed")])
+    facts = open_page(out, case)
+    check(facts["banner"].startswith("This run failed: interrupted by SIGTERM"), "banner: " + facts["banner"])
+    check(facts["status"] == ["failed"], "status %s" % facts["status"])
+    check(facts["points"] == 4 * len(json.load(open(fx("allreduce-failed")))["results"]), "points %d" % facts["points"])
+elif case == "several-runs":
+    runs = [fx(n) for n in ("validate-faulty", "allreduce", "allgather", "reducescatter", "alltoall", "sendrecv",
+                            "kvcache")]
+    bases = [fx(n) for n in ("validate-healthy-base", "allreduce-base", "alltoall-base", "sendrecv-base",
+                             "kvcache-base")]
+    out, took, _ = report(runs, bases)
+    facts = open_page(out, case)
+    check(facts["sections"] == 7, "%d sections" % facts["sections"])
+    check(facts["brokenLinks"] == 0, "%d links lead nowhere" % facts["brokenLinks"])
+    ids = [h["id"] for h in facts["heatmaps"]]
+    check(len(ids) == len(set(ids)), "heatmap ids repeat: %s" % ids)
+    print("7 runs with 5 baselines: %d bytes, rendered in %.2f s, loaded in %.2f s"
+          % (os.path.getsize(out), took, facts["load_s"]))
+else:
+    fail("unknown case")
+print("PASS: %s" % case)

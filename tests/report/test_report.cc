@@ -1,0 +1,300 @@
+// railbench report's pure parts: results JSON in, HTML out. The fixtures are results
+// files recorded by tests/report/record_fixtures.sh (mpirun, the netns SU); the browser
+// tests (report_case.py) open the same pages in Chromium.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include "bench/report/colour.h"
+#include "bench/report/html.h"
+#include "bench/report/report.h"
+#include "lib/errors.h"
+
+using namespace railbench;
+using namespace railbench::report;
+using nlohmann::json;
+
+namespace {
+
+const std::string kFixtures = RAILBENCH_REPORT_FIXTURES;
+
+RunDocument fixture(const std::string& name) {
+  return load_run(kFixtures + "/" + name + ".json");
+}
+
+size_t count(const std::string& text, const std::string& needle) {
+  size_t n = 0;
+  for (size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + needle.size())) ++n;
+  return n;
+}
+
+// The markup of one <svg id="ID">...</svg>.
+std::string svg_by_id(const std::string& page, const std::string& id) {
+  const size_t start = page.find("<svg id=\"" + id + "\"");
+  if (start == std::string::npos) return "";
+  return page.substr(start, page.find("</svg>", start) - start);
+}
+
+// The class attribute of every cell of a heatmap, row-major.
+std::vector<std::string> cell_classes(const std::string& svg) {
+  std::vector<std::string> out;
+  static const std::regex cell(R"re(<rect class="(cell[^"]*)")re");
+  for (auto it = std::sregex_iterator(svg.begin(), svg.end(), cell); it != std::sregex_iterator(); ++it)
+    out.push_back((*it)[1]);
+  return out;
+}
+
+bool has_class(const std::string& classes, const std::string& c) {
+  return (" " + classes + " ").find(" " + c + " ") != std::string::npos;
+}
+
+// A minimal validate document: `nodes` x 1 rail at 400 Gb/s line rate (50 GB/s), every
+// cell at `fraction` of it, with the header fields a results file always has.
+json validate_doc(int nodes, double fraction) {
+  json names = json::array(), bw = json::array(), lat = json::array();
+  for (int a = 0; a < nodes; ++a) {
+    names.push_back(fmt::format("n{:02}", a + 1));
+    json row = json::array(), lrow = json::array();
+    for (int b = 0; b < nodes; ++b) {
+      row.push_back(a == b ? json(nullptr) : json(50 * fraction));
+      lrow.push_back(a == b ? json(nullptr) : json(3.0));
+    }
+    bw.push_back(row);
+    lat.push_back(lrow);
+  }
+  return json{{"schema", "railbench.result"},
+              {"schema_version", 1},
+              {"command", "validate"},
+              {"status", "complete"},
+              {"argv", {"railbench", "validate"}},
+              {"rails",
+               {{{"rail", 0},
+                 {"nic", "mlx5_0"},
+                 {"leaf", "leaf1"},
+                 {"line_rate_gbps", 400},
+                 {"nodes", names},
+                 {"bw_gbs", bw},
+                 {"bidir_gbs", bw},
+                 {"lat_p50_us", lat},
+                 {"lat_p99_us", lat},
+                 {"links", json::array()},
+                 {"errors", json::array()}}}},
+              {"findings", json::array()},
+              {"verdict", "PASS"}};
+}
+
+std::string render_one(const json& doc, const std::string& path = "t.json") {
+  check_document(doc, path);
+  return render_report({RunDocument{path, doc}}, {});
+}
+
+// A file under a fresh temporary directory, removed with it.
+struct TempDir {
+  std::filesystem::path dir;
+  TempDir() {
+    dir = std::filesystem::temp_directory_path() / fmt::format("railbench-report-test-{}", ::getpid());
+    std::filesystem::create_directories(dir);
+  }
+  ~TempDir() { std::filesystem::remove_all(dir); }
+  std::string write(const std::string& name, const std::string& text) const {
+    std::ofstream(dir / name) << text;
+    return (dir / name).string();
+  }
+};
+
+}  // namespace
+
+TEST_CASE("report: bad input names the file and the problem", "[report]") {
+  TempDir tmp;
+  const auto fails_with = [](const std::string& path, const std::string& words) {
+    try {
+      load_run(path);
+      FAIL("no error for " << path);
+    } catch (const UsageError& e) {
+      const std::string what = e.what();
+      CHECK(what.find(path) != std::string::npos);
+      CHECK_THAT(what, Catch::Contains(words));
+    }
+  };
+  fails_with((tmp.dir / "nosuch.json").string(), "cannot read the results file");
+  fails_with(tmp.write("broken.json", "{\"schema\": \"railbench.result\", "), "not JSON");
+  fails_with(tmp.write("other.json", "{\"hello\": 1}"), "not a railbench results file");
+  fails_with(tmp.write("newer.json", R"({"schema": "railbench.result", "schema_version": 7, "command": "allreduce"})"),
+             "schema_version 7 is not one this railbench reads (1..1)");
+  fails_with(tmp.write("noversion.json", R"({"schema": "railbench.result", "command": "allreduce"})"),
+             "\"schema_version\" is missing");
+  fails_with(tmp.write("cmd.json", R"({"schema": "railbench.result", "schema_version": 1, "command": "frobnicate"})"),
+             "unknown command 'frobnicate'");
+  fails_with(tmp.dir.string(), "is a directory");
+  // A field of the wrong type is bad input naming the file, not a crash.
+  json doc = validate_doc(2, 0.9);
+  doc["rails"] = json::array({42});
+  CHECK_THROWS_WITH(render_one(doc, "typed.json"), Catch::Contains("typed.json: a field has an unexpected type"));
+}
+
+TEST_CASE("report: a 4x2 validate report has 2 heatmaps of 16 cells per metric, the faulty link's cells marked",
+          "[report]") {
+  const std::string page = render_report({fixture("validate-faulty")}, {});
+  // node03 rail1 at 25% of its rate: the run's one FAIL finding (tests/netns/cases.sh degraded).
+  CHECK_THAT(page, Catch::Contains("FAIL: 1 failure(s)"));
+  CHECK_THAT(page, Catch::Contains("<a href=\"#run1-bw-r1-row-2\">node03 rail1 (leaf1)</a>"));
+  for (const char* metric : {"bw", "p50", "p99"}) {
+    for (int rail = 0; rail < 2; ++rail) {
+      INFO(metric << " rail " << rail);
+      const auto cells = cell_classes(svg_by_id(page, fmt::format("run1-{}-r{}", metric, rail)));
+      REQUIRE(cells.size() == 16);
+      for (int a = 0; a < 4; ++a) {
+        for (int b = 0; b < 4; ++b) {
+          const std::string& c = cells[a * 4 + b];
+          INFO("cell " << a << "," << b << ": " << c);
+          if (a == b) {
+            CHECK(has_class(c, "self"));
+          } else if (rail == 1 && (a == 2 || b == 2)) {
+            CHECK(has_class(c, "bad"));  // node03's row (it sends) and column (it receives)
+          } else {
+            CHECK_FALSE(has_class(c, "bad"));
+          }
+        }
+      }
+    }
+  }
+  // The anchor the finding links to exists.
+  CHECK(count(page, "id=\"run1-bw-r1-row-2\"") == 1);
+  // A healthy run: no cell marked, a PASS banner.
+  const std::string healthy = render_report({fixture("validate-healthy")}, {});
+  CHECK_THAT(healthy, Catch::Contains("banner pass"));
+  for (const char* metric : {"bw", "p50", "p99"})
+    for (int rail = 0; rail < 2; ++rail)
+      for (const auto& c : cell_classes(svg_by_id(healthy, fmt::format("run1-{}-r{}", metric, rail))))
+        CHECK_FALSE(has_class(c, "bad"));
+}
+
+TEST_CASE("report: bandwidth colour is anchored to the line rate, not to the data's range", "[report]") {
+  // Every cell at 94% of line rate: one colour, the one 94% has, whatever the spread.
+  const std::string page = render_one(validate_doc(4, 0.94));
+  const auto cells = cell_classes(svg_by_id(page, "run1-bw-r0"));
+  REQUIRE(cells.size() == 16);
+  for (size_t i = 0; i < cells.size(); ++i)
+    if (i % 5) CHECK(has_class(cells[i], viridis_class(0.94)));
+  // Two cells a hair apart stay a hair apart: min/max scaling would paint them black and yellow.
+  json doc = validate_doc(2, 0.94);
+  doc["rails"][0]["bw_gbs"][0][1] = 50 * 0.93;
+  const auto two = cell_classes(svg_by_id(render_one(doc), "run1-bw-r0"));
+  REQUIRE(two.size() == 4);
+  CHECK(has_class(two[1], viridis_class(0.93)));
+  CHECK(has_class(two[2], viridis_class(0.94)));
+  CHECK(viridis_class(0.93) != "v0");
+  // A slow cable is dark.
+  doc["rails"][0]["bw_gbs"][0][1] = 50 * 0.1;
+  CHECK(has_class(cell_classes(svg_by_id(render_one(doc), "run1-bw-r0"))[1], viridis_class(0.1)));
+}
+
+TEST_CASE("report: cells without a measurement look different from slow ones", "[report]") {
+  json doc = validate_doc(3, 0.9);
+  doc["rails"][0]["bw_gbs"][0][1] = nullptr;                                           // not measured
+  doc["rails"][0]["errors"] = {{{"a", "n02"}, {"b", "n03"}, {"error", "timed out"}}};  // failed pair test
+  doc["rails"][0]["bw_gbs"][1][2] = nullptr;
+  doc["rails"][0]["bw_gbs"][2][1] = nullptr;
+  const std::string svg = svg_by_id(render_one(doc), "run1-bw-r0");
+  const auto cells = cell_classes(svg);
+  REQUIRE(cells.size() == 9);
+  CHECK(has_class(cells[1], "missing"));
+  CHECK(has_class(cells[5], "failed"));
+  CHECK(has_class(cells[7], "failed"));
+  CHECK(count(svg, "fill=\"url(#rb-hatch)\"") == 1);
+  CHECK(count(svg, "fill=\"url(#rb-hatch-failed)\"") == 2);
+  CHECK_THAT(svg, Catch::Contains("n02\u2192n03 rail0: the pair test failed: timed out"));
+}
+
+TEST_CASE("report: every kind of results file renders, with and without a baseline", "[report]") {
+  for (const char* name : {"allreduce", "allgather", "reducescatter", "alltoall", "sendrecv", "kvcache",
+                           "validate-healthy", "validate-faulty", "allreduce-failed"}) {
+    INFO(name);
+    const RunDocument run = fixture(name);
+    const std::string page = render_report({run}, {});
+    CHECK_THAT(page, Catch::StartsWith("<!DOCTYPE html>"));
+    CHECK_THAT(page, Catch::Contains("<code>" + esc(run.doc["argv"][0].get<std::string>())));
+    CHECK_THAT(page, Catch::Contains("class=\"status " + run.doc["status"].get<std::string>()));
+    CHECK_THAT(page, Catch::Contains("<svg"));
+    // Self-contained: nothing is fetched, nothing runs.
+    CHECK(count(page, "<script") == 0);
+    CHECK(count(page, "http://") + count(page, "https://") + count(page, "src=") + count(page, "<link") == 0);
+  }
+  // Several runs on one page, each with its baseline.
+  const std::string page = render_report(
+      {fixture("validate-faulty"), fixture("allreduce"), fixture("alltoall"), fixture("sendrecv"), fixture("kvcache")},
+      {fixture("validate-healthy-base"), fixture("allreduce-base"), fixture("alltoall-base"), fixture("sendrecv-base"),
+       fixture("kvcache-base")});
+  CHECK(count(page, "<section class=\"run\"") == 5);
+  CHECK(count(page, "dashed in every chart") == 5);
+  CHECK(count(page, "class=\"line baseline\"") >= 8);
+  // validate's delta heatmap: node03 rail1 (25% of its rate) against the healthy baseline.
+  const auto delta = cell_classes(svg_by_id(page, "run1-delta-r1"));
+  REQUIRE(delta.size() == 16);
+  CHECK(has_class(delta[2 * 4 + 0], "regressed"));
+  CHECK(has_class(delta[0 * 4 + 2], "regressed"));
+  // A baseline of another command is not used.
+  const std::string alone = render_report({fixture("allreduce")}, {fixture("kvcache-base")});
+  CHECK(count(alone, "(baseline)") + count(alone, "dashed in every chart") == 0);
+}
+
+TEST_CASE("report: a failed run renders what it measured, with its error", "[report]") {
+  const RunDocument run = fixture("allreduce-failed");
+  REQUIRE(run.doc["status"] == "failed");
+  const std::string page = render_report({run}, {});
+  CHECK_THAT(page, Catch::Contains("This run failed: interrupted by SIGTERM"));
+  // Every size it measured is a row of the table.
+  const size_t sizes = run.doc["results"].size();
+  REQUIRE(sizes > 0);
+  CHECK(count(page, "<tr><td>") >= sizes);
+}
+
+TEST_CASE("report: text from a results file is escaped", "[report]") {
+  json doc = validate_doc(2, 0.9);
+  doc["argv"] = {"railbench", "<script>alert(1)</script>", "a&b"};
+  doc["rails"][0]["nodes"] = {"<img src=x>", "n\"2"};
+  doc["error"] = "<b>";
+  const std::string page = render_one(doc);
+  CHECK(count(page, "<script") == 0);
+  CHECK(count(page, "<img") == 0);
+  CHECK_THAT(page, Catch::Contains("&lt;script&gt;alert(1)&lt;/script&gt;"));
+  CHECK_THAT(page, Catch::Contains("a&amp;b"));
+  CHECK_THAT(page, Catch::Contains("n&quot;2"));
+}
+
+TEST_CASE("report: a file without the fields newer versions add still renders", "[report]") {
+  // Older schema-1 files lack launcher, bw_spread, link_downs, retest_pairs, collectives...
+  json doc = validate_doc(3, 0.9);
+  doc.erase("findings");
+  doc.erase("verdict");
+  const std::string page = render_one(doc);
+  CHECK_THAT(page, Catch::Contains("No verdict"));
+  CHECK(cell_classes(svg_by_id(page, "run1-bw-r0")).size() == 9);
+  json minimal{{"schema", "railbench.result"}, {"schema_version", 1}, {"command", "allreduce"}};
+  CHECK_THAT(render_one(minimal), Catch::Contains("No size was measured"));
+}
+
+TEST_CASE("report: colour scales and numbers", "[report]") {
+  CHECK(viridis(0) == "#440154");
+  CHECK(viridis(1) == "#fde725");
+  CHECK(viridis(-3) == viridis(0));
+  CHECK(fill_colour(viridis_class(1)) == "#fde725");
+  CHECK(ratio_colour(1) == "#f7f7f7");
+  CHECK(fill_colour(ratio_class(1)) == "#f7f7f7");
+  CHECK(ratio_class(0.25) == ratio_class(0.5));  // clamped at half
+  CHECK(text_on("#440154") == "#fff");
+  CHECK(text_on("#fde725") == "#000");
+  CHECK(num(0.047213) == "0.0472");
+  CHECK(num(4096) == "4096");
+  CHECK(num(12.345) == "12.3");
+  CHECK(num(std::nan("")) == "-");
+  CHECK(size_label(4096) == "4K");
+  CHECK(size_label(13) == "13 B");
+  CHECK(esc("<a href='x'>&\"") == "&lt;a href=&#39;x&#39;&gt;&amp;&quot;");
+}
