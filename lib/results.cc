@@ -10,10 +10,13 @@
 #include <cstring>
 #include <ctime>
 #include <exception>
+#include <fstream>
 #include <random>
+#include <sstream>
 
 #include <fmt/format.h>
 
+#include "lib/config_path.h"
 #include "lib/errors.h"
 #include "lib/signals.h"
 #include "lib/version.h"
@@ -424,6 +427,30 @@ void ResultsFile::publish_for_signals() {
   published_doc_ = d.get();
   publish_signal_document(std::move(d));
   published_ = true;
+}
+
+nlohmann::json read_results_file(const std::string& path, const std::string& who) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    throw UsageError(fmt::format("{}: cannot read '{}' ({}): give the --json file of a railbench run", who, path,
+                                 std::strerror(errno)));
+  }
+  std::stringstream text;
+  text << in.rdbuf();
+  nlohmann::json doc;
+  try {
+    doc = nlohmann::json::parse(text.str());
+  } catch (const nlohmann::json::parse_error& e) {
+    throw UsageError(fmt::format("{}: '{}' is not JSON ({}): give the --json file of a railbench run", who, path,
+                                 cut_for_error(e.what(), 200)));
+  }
+  try {
+    if (!doc.is_object()) throw IoError("it is not a JSON object");
+    validate_result_document(doc);
+  } catch (const IoError& e) {
+    throw UsageError(fmt::format("{}: '{}' is not a railbench results file: {}", who, path, e.what()));
+  }
+  return doc;
 }
 
 }  // namespace railbench

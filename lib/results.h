@@ -71,6 +71,11 @@ SendRecvRecord sendrecv_from_json(const nlohmann::json& j);
 // missing or mistyped field.
 void validate_result_document(const nlohmann::json& doc);
 
+// Reads the results document at `path` (what --json wrote) for `who` ("compare",
+// "--baseline"): throws UsageError naming the file when it is missing, unreadable, not
+// JSON or not a railbench results file.
+nlohmann::json read_results_file(const std::string& path, const std::string& who);
+
 // Refuses a --json target that cannot be written, before anything runs: a directory,
 // a directory that does not exist or is not writable. Throws UsageError naming it (as
 // `option`, with `example` as the file name to suggest inside a directory).

@@ -17,27 +17,7 @@ namespace railbench::compare {
 using nlohmann::json;
 
 json load_results(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    throw UsageError(fmt::format("compare: cannot read '{}' ({}): give the --json file of a railbench run", path,
-                                 std::strerror(errno)));
-  }
-  std::stringstream text;
-  text << in.rdbuf();
-  json doc;
-  try {
-    doc = json::parse(text.str());
-  } catch (const json::parse_error& e) {
-    throw UsageError(fmt::format("compare: '{}' is not JSON ({}): give the --json file of a railbench run", path,
-                                 cut_for_error(e.what(), 200)));
-  }
-  try {
-    if (!doc.is_object()) throw IoError("it is not a JSON object");
-    validate_result_document(doc);
-  } catch (const IoError& e) {
-    throw UsageError(fmt::format("compare: '{}' is not a railbench results file: {}", path, e.what()));
-  }
-  return doc;
+  return read_results_file(path, "compare");
 }
 
 namespace {

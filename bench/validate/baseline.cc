@@ -5,8 +5,8 @@
 
 #include <fmt/format.h>
 
-#include "bench/compare/load.h"
 #include "lib/errors.h"
+#include "lib/results.h"
 
 namespace railbench {
 
@@ -42,13 +42,7 @@ ValidateBaseline validate_baseline_from_json(const json& doc, const std::string&
 }
 
 ValidateBaseline load_validate_baseline(const std::string& path, const SuConfig& config) {
-  json doc;
-  try {
-    doc = compare::load_results(path);
-  } catch (const UsageError& e) {
-    throw UsageError(fmt::format("--baseline: {}", e.what()));
-  }
-  return validate_baseline_from_json(doc, path, config);
+  return validate_baseline_from_json(read_results_file(path, "--baseline"), path, config);
 }
 
 namespace {
