@@ -19,7 +19,7 @@ struct ValidateRun {
   std::string transport;  // what the ranks run over (config or -t)
   std::string json_path;  // --json, printed at the end
   bool inventory_only = false;
-  std::string drain_path;  // --drain-list: the bad nodes as one hostlist, written by rank 0
+  std::string drain_path;                      // --drain-list: the bad nodes as one hostlist, written by rank 0
   const ValidateBaseline* baseline = nullptr;  // --baseline: each link against its accepted figure
 };
 
