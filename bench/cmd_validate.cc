@@ -73,11 +73,10 @@ int run_validate(Bootstrap& bootstrap, CommonOptions common, const ValidateOptio
   if (!opt.baseline.empty()) cfg["baseline"] = opt.baseline;
   ResultsFile results(ctx.is_root() ? common.json_path : "", ctx.results_header(cfg));
   try {
-    return validate_phases(
-        ctx, c, L,
-        ValidateRun{common.transport, common.json_path, opt.inventory_only, opt.drain_list,
-                    opt.baseline.empty() ? nullptr : &baseline},
-        results);
+    return validate_phases(ctx, c, L,
+                           ValidateRun{common.transport, common.json_path, opt.inventory_only, opt.drain_list,
+                                       opt.baseline.empty() ? nullptr : &baseline},
+                           results);
   } catch (const Error& e) {
     results.finish(false, e.what());  // what was measured stays in the file
     throw;
