@@ -288,7 +288,7 @@ TEST_CASE("the csv is written with the JSON at every rewrite, header first", "[c
   std::remove(csv_path.c_str());
 }
 
-TEST_CASE("--csv without --json still writes the csv; a bad --csv path names the option", "[csv]") {
+TEST_CASE("the csv is written without --json too, and a bad --csv path names the option", "[csv]") {
   const std::string csv_path = "test_results_csv_only.csv";
   std::remove(csv_path.c_str());
   {
