@@ -62,6 +62,11 @@ CLI::Validator at_least(long long lo) {
 
 }  // namespace
 
+void add_output_options(CLI::App& app, CommonOptions& o) {
+  app.add_option("--csv", o.csv_path, "Write the results' rows (CSV, columns in README) to this file after every size");
+  app.add_flag("-q,--quiet", o.quiet, "No progress lines on stderr (where a long run is)");
+}
+
 void add_common_options(CLI::App& app, CommonOptions& o) {
   app.add_option("-t,--transport", o.transport,
                  "Transport[:provider]: ofi, ofi:tcp, ofi:shm, ofi:verbs, ofi:efa, verbs, nccl")
@@ -77,6 +82,7 @@ void add_common_options(CLI::App& app, CommonOptions& o) {
   app.add_option("-w,--warmup-iters", o.warmup_iters, "Untimed iterations before timing")->check(at_least(0));
   app.add_flag("-c,--check", o.check, "Verify the data and count wrong elements");
   app.add_option("--json", o.json_path, "Write results (JSON, schema in README) to this file after every size");
+  add_output_options(app, o);
   app.add_option("--rails", o.rails, "Rails: a count (2) or names (eth0,eth1 / mlx5_0,mlx5_1)");
   app.add_option("--timeout", o.timeout_s, "Seconds without progress from a peer before failing")
       ->capture_default_str();

@@ -43,7 +43,9 @@ std::vector<const Subcommand*> subcommands();
 // line gives one line rather than one per rank.
 bool first_rank_by_environment();
 
-// -t, -b/-e/-f/-i, -n/-w, -c, --json, --rails, --timeout, verbs and GPU options.
+// -t, -b/-e/-f/-i, -n/-w, -c, --json, --csv, -q, --rails, --timeout, verbs and GPU options.
 void add_common_options(CLI::App& sub, CommonOptions& options);
+// --csv and -q/--quiet alone, for commands with their own options (validate).
+void add_output_options(CLI::App& sub, CommonOptions& options);
 
 }  // namespace railbench

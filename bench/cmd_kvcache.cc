@@ -168,10 +168,13 @@ KvRecord KvCacheBench::run_mode(KvTransfer& transfer, const KvOptions& o, KvMode
 int KvCacheBench::run() {
   open();
   ResultsFile results(ctx_.is_root() ? common_.json_path : "", ctx_.results_header(config_json()));
+  ctx_.add_csv(results);
   print_header();
   uint64_t total_wrong = 0;
   std::map<std::string, double> efficiency;  // per mode, at the largest token count
   try {
+    const size_t steps = plan_.token_counts.size() * (plan_.modes.size() + 1);
+    size_t step = 0;
     for (uint64_t tokens : plan_.token_counts) {
       KvOptions o = plan_.base;
       o.shape.tokens = tokens;
@@ -180,7 +183,8 @@ int KvCacheBench::run() {
       std::vector<KvMode> order{KvMode::contiguous};
       order.insert(order.end(), plan_.modes.begin(), plan_.modes.end());
       for (KvMode mode : order) {
-        ctx_.progress_note(fmt::format("kvcache {} tokens: {}", tokens, to_string(mode)));
+        ctx_.status().step(fmt::format("kvcache: step {}/{} ({} tokens, {}), {} elapsed", ++step, steps, tokens,
+                                       to_string(mode), format_clock(ctx_.status().elapsed_s())));
         const KvRecord rec = run_mode(transfer, o, mode, contiguous_gbps);
         total_wrong += rec.wrong;
         efficiency[rec.mode] = rec.ratio;
@@ -192,7 +196,7 @@ int KvCacheBench::run() {
     results.finish(false, e.what());
     throw;
   }
-  ctx_.progress_note("");
+  ctx_.status().clear();
   const std::string basis = efficiency.count("per-block")
                                 ? "per-block"
                                 : to_string(plan_.modes.empty() ? KvMode::contiguous : plan_.modes.front());

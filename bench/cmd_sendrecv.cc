@@ -258,10 +258,13 @@ PairRecord SendRecvBench::measure_pair(size_t si, int rail, int peer) {
 
 SendRecvRecord SendRecvBench::run_size(size_t si) {
   const uint64_t bytes = sweep_.sizes[si];
+  ctx_.sweep_step(si + 1, sweep_.sizes.size(), bytes);
   std::vector<PairRecord> mine;
   for (int rail = 0; rail < ctx_.transport().num_rails(); ++rail) {
     for (size_t r = 0; r < rounds_.size(); ++r) {
-      ctx_.progress_note(fmt::format("sendrecv {} B: rail {} round {}/{}", bytes, rail, r + 1, rounds_.size()));
+      ctx_.status().update(fmt::format("sendrecv: size {}/{} ({}), rail {} round {}/{}, {} elapsed", si + 1,
+                                       sweep_.sizes.size(), format_size(bytes), rail, r + 1, rounds_.size(),
+                                       format_clock(ctx_.status().elapsed_s())));
       const int peer = peer_in_round(rounds_[r], ctx_.rank());
       if (peer >= 0) mine.push_back(measure_pair(si, rail, peer));
       // Rounds must not overlap, or pairs would share links and measure each other.
@@ -289,6 +292,7 @@ int SendRecvBench::run() {
               {"rounds", rounds_.size()},
               {"pairs_per_rail", npairs}};
   ResultsFile results(ctx_.is_root() ? common_.json_path : "", ctx_.results_header(config));
+  ctx_.add_csv(results);
   print_header(ctx_, opt_, npairs, per_pair);
   std::vector<SendRecvRecord> records;
   uint64_t total_wrong = 0;
@@ -304,7 +308,7 @@ int SendRecvBench::run() {
     results.finish(false, e.what());
     throw;
   }
-  ctx_.progress_note("");
+  ctx_.status().clear();
   print_slowest(ctx_, records);
   if (common_.check) ctx_.print(fmt::format("# Wrong bytes : {} {}", total_wrong, total_wrong ? "FAILED" : "OK"));
   results.set("channels", ctx_.gather_channels());

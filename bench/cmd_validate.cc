@@ -72,6 +72,7 @@ int run_validate(Bootstrap& bootstrap, CommonOptions common, const ValidateOptio
            {"pair_timeout_s", common.timeout_s}};
   if (!opt.baseline.empty()) cfg["baseline"] = opt.baseline;
   ResultsFile results(ctx.is_root() ? common.json_path : "", ctx.results_header(cfg));
+  ctx.add_csv(results);
   try {
     return validate_phases(ctx, c, L,
                            ValidateRun{common.transport, common.json_path, opt.inventory_only, opt.drain_list,
@@ -113,6 +114,7 @@ const bool registered = register_subcommand(Subcommand{
       sub.add_option("--baseline", opt->baseline,
                      "An accepted validate run's --json: a link well below its own figure there is a finding "
                      "(config: thresholds.baseline_bw_below)");
+      add_output_options(sub, common);
       return SubcommandRun{[opt] { return before_bootstrap(*opt); },
                            [&common, opt](Bootstrap& b) { return run_validate(b, common, *opt); }};
     }});

@@ -265,7 +265,7 @@ std::string side_columns(const CollectiveSide& s, bool check) {
 json CollectiveSweep::run_size(size_t si, CollectiveRecord& rec) {
   const size_t count = sweep_.sizes[si] / esize_ / per_;
   const size_t bytes = count * per_ * esize_;
-  ctx_.progress_note(fmt::format("{} {} B", spec_.name, bytes));
+  ctx_.sweep_step(si + 1, sweep_.sizes.size(), bytes);
   rec.bytes = bytes;
   rec.count = count * per_;
   rec.type = to_string(type_);
@@ -303,6 +303,7 @@ int CollectiveSweep::run() {
               {"nodes", layout_.nodes()}};
   if (spec_.pattern == Pattern::all_to_all) config["window"] = opt_.window;
   ResultsFile results(ctx_.is_root() ? common_.json_path : "", ctx_.results_header(config));
+  ctx_.add_csv(results);
   print_header(algo_);
   uint64_t total_wrong = 0;
   double busbw_sum = 0;
@@ -320,7 +321,7 @@ int CollectiveSweep::run() {
     results.finish(false, e.what());
     throw;
   }
-  ctx_.progress_note("");
+  ctx_.status().clear();
   if (common_.check)
     ctx_.print(fmt::format("# Out of bounds values : {} {}", total_wrong, total_wrong ? "FAILED" : "OK"));
   ctx_.print(fmt::format("# Avg bus bandwidth    : {:.4f}", busbw_n ? busbw_sum / busbw_n : 0.0));

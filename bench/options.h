@@ -19,6 +19,8 @@ struct CommonOptions {
   int warmup_iters = -1;          // -w
   bool check = false;             // -c
   std::string json_path;          // --json
+  std::string csv_path;           // --csv: the results' rows (bench/results_csv.h)
+  bool quiet = false;             // -q: no progress lines on stderr
   std::string rails;              // --rails: a count ("2") or names ("eth0,eth1")
   double timeout_s = 60;          // --timeout: no progress from a peer for this long fails
   int gid_index = -1;             // --gid-index (verbs): -1 picks the RoCE v2 GID of the port's IPv4 address

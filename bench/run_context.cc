@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "bench/results_csv.h"
 #include "lib/results.h"
 #include "lib/signals.h"
 
@@ -34,15 +35,21 @@ RunContext::RunContext(Bootstrap& bootstrap, const CommonOptions& options, std::
   const std::string& node = bootstrap_.place().node_name;
   hosts_ = bootstrap_.all_gather_strings(node.empty() ? local_hostname() : node);
   launcher_local_ranks_ = bootstrap_.all_gather_value<int>(bootstrap_.place().local_rank);
-  stderr_tty_ = ::isatty(STDERR_FILENO) != 0;
+  status_ =
+      std::make_unique<StatusLine>(StatusLine::mode_for(options_.quiet, rank_ == 0, ::isatty(STDERR_FILENO) != 0));
   set_signal_rank(rank_);
   std::vector<std::string> names;
   for (int r = 0; r < size_; ++r) names.push_back(peer_name(r));
   liveness_ = std::make_unique<Liveness>(bootstrap_, std::move(names));
   bootstrap_.set_liveness_probe(liveness_->hook());
-  // A --json that cannot be written is bad input: refuse it before anything runs.
+  // A --json or --csv that cannot be written is bad input: refuse it before anything runs.
   agree([&] {
-    if (is_root()) check_results_path(options_.json_path);
+    if (!is_root()) return;
+    check_results_path(options_.json_path, "--json");
+    check_results_path(options_.csv_path, "--csv", "results.csv");
+    if (!options_.csv_path.empty() && options_.csv_path == options_.json_path)
+      throw UsageError(fmt::format("--csv and --json both name '{}': give the CSV its own file, e.g. --csv {}.csv",
+                                   options_.csv_path, options_.csv_path));
   });
 }
 
@@ -216,15 +223,19 @@ json RunContext::gather_channels() {
 
 void RunContext::print(const std::string& line) const {
   if (!is_root()) return;
+  status_->hide();
   std::fputs(line.c_str(), stdout);
   std::fputc('\n', stdout);
   std::fflush(stdout);
+  status_->show();
 }
 
-void RunContext::progress_note(const std::string& line) const {
-  if (!is_root() || !stderr_tty_) return;
-  fmt::print(stderr, "\r{:<78}", line);
-  std::fflush(stderr);
+void RunContext::sweep_step(size_t index, size_t count, uint64_t bytes) const {
+  status_->step(sweep_step_text(command_, index, count, bytes, status_->elapsed_s()));
+}
+
+void RunContext::add_csv(ResultsFile& results) const {
+  if (is_root()) results.add_csv(options_.csv_path, results_csv_text);
 }
 
 }  // namespace railbench

@@ -11,11 +11,13 @@
 
 #include "bench/memory_setup.h"
 #include "bench/options.h"
+#include "bench/status_line.h"
 #include "bench/transport_factory.h"
 #include "lib/bootstrap.h"
 #include "lib/errors.h"
 #include "lib/liveness.h"
 #include "lib/progress.h"
+#include "lib/results.h"
 #include "lib/transport.h"
 
 namespace railbench {
@@ -76,10 +78,15 @@ class RunContext {
   // results' "channels" field.
   nlohmann::json gather_channels();
 
-  // rank 0 only: a line to stdout (tables), flushed so a later failure keeps it.
+  // rank 0 only: a line to stdout (tables), flushed so a later failure keeps it; the
+  // live progress line steps aside for it.
   void print(const std::string& line) const;
-  // Progress on long sweeps: stderr, rank 0, only when stderr is a terminal.
-  void progress_note(const std::string& line) const;
+  // Where the run is (bench/status_line.h): rank 0's stderr, unless --quiet.
+  StatusLine& status() const { return *status_; }
+  // "allreduce: size 12/24 (1M), 00:03 elapsed" as a step.
+  void sweep_step(size_t index, size_t count, uint64_t bytes) const;
+  // rank 0 writes the rows of `results` to --csv too, with every rewrite.
+  void add_csv(ResultsFile& results) const;
 
  private:
   CommonOptions options_;
@@ -95,7 +102,7 @@ class RunContext {
   std::vector<nlohmann::json> rank_rails_;   // per rank: its rails as JSON
   std::vector<nlohmann::json> rank_memory_;  // per rank: its MemoryPlacement as JSON
   MemoryPlacement placement_;
-  bool stderr_tty_ = false;
+  std::unique_ptr<StatusLine> status_;
 };
 
 }  // namespace railbench

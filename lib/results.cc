@@ -329,9 +329,51 @@ void ResultsFile::finish(bool complete, const std::string& error) {
   write();
 }
 
+void ResultsFile::add_csv(std::string csv_path, std::function<std::string(const json&)> render) {
+  csv_path_ = std::move(csv_path);
+  csv_render_ = std::move(render);
+  if (csv_path_.empty()) return;
+  check_results_path(csv_path_, "--csv", "results.csv");
+  write();
+}
+
+std::string ResultsFile::write_csv() {
+  if (csv_path_.empty() || csv_failed_) return "";
+  // A device or fifo gets one table, at the end, as the JSON does.
+  if (is_special_file(csv_path_) && !finished_) return "";
+  std::string error;
+  try {
+    write_text_file(csv_path_, csv_render_(doc_), "--csv");
+  } catch (const Error& e) {
+    error = e.what();
+  }
+  csv_failed_ = !error.empty();
+  return error;
+}
+
 void ResultsFile::write() {
   // Every rewrite dates itself: a "running" file whose updated_at is old is a dead run.
   doc_["updated_at"] = now_iso8601();
+  // The CSV first: when it cannot be written, the JSON still says so.
+  const std::string csv_error = write_csv();
+  if (!csv_error.empty()) {
+    if (doc_.value("status", "") != "failed") {
+      doc_["status"] = "failed";
+      doc_["error"] = csv_error;
+      doc_["finished_at"] = doc_["updated_at"];
+    }
+    finished_ = true;
+  }
+  write_json();
+  if (!csv_error.empty()) {
+    throw IoError(
+        fmt::format("{}: the CSV keeps the rows written before; free space (or fix the directory) and "
+                    "run again",
+                    csv_error));
+  }
+}
+
+void ResultsFile::write_json() {
   if (path_.empty()) return;
   // Checked at every rewrite, not once: rename must never replace a device node.
   direct_ = is_special_file(path_);

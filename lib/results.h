@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -98,6 +99,12 @@ class ResultsFile {
   ResultsFile(const ResultsFile&) = delete;
   ResultsFile& operator=(const ResultsFile&) = delete;
 
+  // Also writes `render(document)` (a CSV of its rows) to `csv_path` at every rewrite,
+  // before the JSON and the same way (atomically; a device or fifo once, at the end), and
+  // writes it now. Empty path: nothing. A CSV write that fails marks the run failed, stops
+  // the CSV (it keeps the rows written before) and throws IoError.
+  void add_csv(std::string csv_path, std::function<std::string(const nlohmann::json&)> render);
+
   // Appends to "results" and rewrites the file. A write that fails (a full disk) marks
   // the last good file failed in place where it can, removes the temporary and throws IoError.
   void add(nlohmann::json size_result);
@@ -110,6 +117,9 @@ class ResultsFile {
 
  private:
   void write();
+  void write_json();
+  // "" when written (or nothing to write), else what went wrong.
+  std::string write_csv();
   void write_renamed(const std::string& text);
   void write_direct(const std::string& text) const;
   [[noreturn]] void fail_write(int err, const std::string& what);
@@ -122,6 +132,9 @@ class ResultsFile {
   // That document: owned by lib/signals, valid while published_.
   const SignalDocument* published_doc_ = nullptr;
   nlohmann::json doc_;
+  std::string csv_path_;
+  std::function<std::string(const nlohmann::json&)> csv_render_;
+  bool csv_failed_ = false;  // a CSV write failed: the file keeps what it had
 };
 
 }  // namespace railbench

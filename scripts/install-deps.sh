@@ -26,6 +26,8 @@ packages+=(clustershell python3-clustershell)
 packages+=(chromium)
 # The soft-RoCE VM test bed (scripts/rxe-vm) needs these too.
 packages+=(qemu-system-x86 busybox-static cpio kmod xz-utils)
+# The progress-line tests run railbench on a real terminal: a tmux pane.
+packages+=(tmux)
 
 missing=()
 for p in "${packages[@]}"; do

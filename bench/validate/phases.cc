@@ -41,7 +41,22 @@ struct ValidateState {
   // the re-tests; the verdict reads the differences.
   std::vector<std::vector<LinkCounters>> at_start, before_retests, after_retests;
   bool traffic = false;  // the traffic phases ran
+  // The progress line's estimate: --plan's model, corrected by the rounds run so far.
+  ValidatePlan plan;
+  size_t rounds_total = 0, rounds_done = 0;
+  double rail_spent_s = 0;  // seconds the rail-check rounds done so far took
 };
+
+// "validate: phase 2 rail checks, round 7/31, 00:42 elapsed, ~01:15 left" as a step.
+void note_phase(ValidateState& s, const std::string& where, bool cross_left, bool collectives_left) {
+  StatusLine& line = s.ctx.status();
+  if (line.mode() == StatusLine::Mode::off) return;
+  const bool cross = cross_left && s.c.tests.cross_rail && s.rails > 1;
+  const bool colls = collectives_left && s.c.tests.collectives;
+  const double left = validate_remaining_s(s.plan, s.rounds_total, s.rounds_done, s.rail_spent_s, cross, colls);
+  line.step(
+      fmt::format("validate: {}, {} elapsed, ~{} left", where, format_clock(line.elapsed_s()), format_clock(left)));
+}
 
 // The pair tests' buffers on this rank's rail, their keys from every rank, and the
 // runner that uses them: one set for every pair test of the run, so the registrations
@@ -142,6 +157,7 @@ void print_bad_nodes(ValidateState& s, const BadNodes& bad) {
 // Phase 1, before any traffic. Returns true when a NIC is missing or down: no traffic
 // can run then.
 bool phase_inventory(ValidateState& s) {
+  note_phase(s, "phase 1 inventory", true, true);
   const SuConfig& c = s.c;
   const NicReport my_nic =
       c.rdma_nics() ? probe_rdma_nic(c.rails[s.my_slot].nic, c.gid_index) : probe_netdev_nic(c.rails[s.my_slot].nic);
@@ -178,8 +194,12 @@ void open_rail(ValidateState& s) {
 // Phase 2: every node pair on every rail, all rails at once.
 void phase_rail_checks(ValidateState& s, PairRunner& runner) {
   const auto rounds = circle_schedule(s.nodes);
+  s.rounds_total = rounds.size();
+  const Clock::time_point start = Clock::now();
   for (size_t k = 0; k < rounds.size(); ++k) {
-    s.ctx.progress_note(fmt::format("validate: rail checks, round {}/{}", k + 1, rounds.size()));
+    s.rounds_done = k;
+    s.rail_spent_s = std::chrono::duration<double>(Clock::now() - start).count();
+    note_phase(s, fmt::format("phase 2 rail checks, round {}/{}", k + 1, rounds.size()), true, true);
     const int partner = peer_in_round(rounds[k], s.my_node);
     const bool leader = s.my_node < partner;
     PairResult key{PairPhase::rail, std::min(s.my_node, partner), std::max(s.my_node, partner), s.my_slot, s.my_slot};
@@ -187,6 +207,8 @@ void phase_rail_checks(ValidateState& s, PairRunner& runner) {
     s.rail_results.insert(s.rail_results.end(), got.begin(), got.end());
     s.results.set("rail_pairs", s.rail_results);
   }
+  s.rounds_done = rounds.size();
+  s.rail_spent_s = std::chrono::duration<double>(Clock::now() - start).count();
   s.stats = link_stats(s.c, s.nodes, s.rail_results);
   s.results.set("rails", rail_matrices(s.c, s.L.node_names, s.rail_results, s.stats));
   s.ctx.print(fmt::format(
@@ -197,6 +219,7 @@ void phase_rail_checks(ValidateState& s, PairRunner& runner) {
 // Phase 3: node 2m slot s with node 2m+1 slot s+1, through the spine.
 void phase_cross_rail(ValidateState& s, PairRunner& runner) {
   if (!s.c.tests.cross_rail || s.rails <= 1) return;
+  note_phase(s, "phase 3 cross-rail spot checks", true, true);
   const bool first = s.my_node % 2 == 0;
   const int partner = first ? s.my_node + 1 : s.my_node - 1;
   const int pslot = cross_partner_slot(s.my_slot, s.rails, first);
@@ -212,7 +235,10 @@ void phase_retests(ValidateState& s, PairRunner& runner) {
   s.before_retests = gather_counters(s);
   const int went_down = count_downs(s, s.at_start, s.before_retests, &LinkStats::downs);
   const auto suspects = find_suspects(s.c, s.stats);
-  for (const auto& round : plan_retests(suspects, s.stats)) {
+  const auto retest_rounds = plan_retests(suspects, s.stats);
+  size_t retest_round = 0;
+  for (const auto& round : retest_rounds) {
+    note_phase(s, fmt::format("phase 4 re-tests, round {}/{}", ++retest_round, retest_rounds.size()), false, true);
     PairResult key;
     int peer = -1;
     bool leader = false;
@@ -245,6 +271,7 @@ void phase_collectives(ValidateState& s, const PairRunner& runner) {
     s.ctx.print("# phase 5 collectives: skipped, some pairs could not talk (they would only time out)");
     s.results.set("collectives", "skipped: unreachable pairs");
   } else {
+    note_phase(s, "phase 5 collectives", false, true);
     s.ctx.print(fmt::format("# phase 5 collectives over {} ranks:", s.ctx.size()));
     s.results.set("collectives", run_collectives(s.ctx, s.c, s.L, s.findings));
   }
@@ -274,6 +301,7 @@ int finish(ValidateState& s) {
     }
     s.results.set("rails", rail_matrices(s.c, s.L.node_names, s.rail_results, s.stats));
   }
+  s.ctx.status().clear();
   sort_findings(s.findings);
   for (const auto& line : summary_lines(s.c, s.L.node_names, s.findings, s.stats)) s.ctx.print(line);
   s.results.set("findings", s.findings);
@@ -302,7 +330,9 @@ int validate_phases(RunContext& ctx, const SuConfig& c, const SuLayout& L, const
                   .my_slot = L.slot_of[ctx.rank()],
                   .nodes = nodes,
                   .rails = c.num_rails(),
-                  .stats = std::vector<std::vector<LinkStats>>(c.num_rails(), std::vector<LinkStats>(nodes))};
+                  .stats = std::vector<std::vector<LinkStats>>(c.num_rails(), std::vector<LinkStats>(nodes)),
+                  .plan = make_validate_plan(c)};
+  s.rounds_total = s.plan.rounds.size();
   for (const auto& m : L.missing) {
     s.findings.push_back({Severity::fail, FindingKind::inventory, m,
                           "in the config but not part of this run (no rank ran there)", 0, 1, ""});

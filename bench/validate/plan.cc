@@ -53,6 +53,18 @@ ValidatePlan make_validate_plan(const SuConfig& c) {
   return p;
 }
 
+double validate_remaining_s(const ValidatePlan& p, size_t total, size_t done, double spent_s, bool cross_left,
+                            bool collectives_left) {
+  double per_round = p.pair_s;
+  if (done > 0 && spent_s > 0) per_round = spent_s / static_cast<double>(done);
+  // How far the model is off on this fabric (a shaped or slower link, a busy host).
+  const double scale = p.pair_s > 0 && done > 0 && spent_s > 0 ? per_round / p.pair_s : 1.0;
+  double left = static_cast<double>(total > done ? total - done : 0) * per_round;
+  if (cross_left) left += p.cross_s * scale;
+  if (collectives_left) left += p.collectives_s * scale;
+  return left;
+}
+
 std::vector<std::string> describe_plan(const SuConfig& c, const ValidatePlan& p) {
   std::vector<std::string> out;
   out.push_back(fmt::format("# railbench validate --plan: {} ({})", c.name, c.path));

@@ -27,6 +27,14 @@ inline int cross_partner_slot(int slot, int rails, bool first) {
   return first ? (slot + 1) % rails : (slot - 1 + rails) % rails;
 }
 
+// Seconds a run has left, for its progress line: the rail-check rounds not done
+// (`total` - `done`) at the pace measured over the `done` ones (`spent_s`), or the
+// model's pace before any is done, plus the cross-rail and collective phases still
+// ahead (`cross_left`, `collectives_left`) at the model's estimate scaled by the same
+// measured / model ratio. Re-tests are not counted: how many there are is unknown.
+double validate_remaining_s(const ValidatePlan& plan, size_t total, size_t done, double spent_s, bool cross_left,
+                            bool collectives_left);
+
 // Lines for the terminal: phases, rounds (the first few in full), the estimate.
 std::vector<std::string> describe_plan(const SuConfig& config, const ValidatePlan& plan);
 

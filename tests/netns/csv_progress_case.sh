@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# validate --csv and its progress lines on the simulated SU (scripts/netns-su, 4 nodes x
+# 2 rails, node03 rail1 degraded): the CSV, read with python's csv module, has one row
+# per link matching the JSON, the degraded link's row says FAIL; stderr (a file) has one
+# line per phase and rail-check round, with the time left. Exit 77 without namespaces.
+#   csv_progress_case.sh RAILBENCH
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+su="$here/../../scripts/netns-su"
+rb=$1
+export RB_SU_PREFIX="rbtcsv"
+export RB_SU_STATE="/run/railbench-netns-su/$RB_SU_PREFIX"
+if [[ $(id -u) -ne 0 ]] || ! command -v ip >/dev/null || ! ip netns add "$RB_SU_PREFIX-probe" 2>/dev/null; then
+  echo "SKIP: network namespaces need root and iproute2 on this host"
+  exit 77
+fi
+ip netns del "$RB_SU_PREFIX-probe"
+work=$(mktemp -d)
+chmod 755 "$work"
+cleanup() {
+  "$su/down.sh" >/dev/null 2>&1 || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+"$su/down.sh" >/dev/null 2>&1 || true
+"$su/up.sh" --nodes 4 --rails 2 --rate 400 || { echo "FAIL: could not build the simulated SU"; exit 1; }
+fail() {
+  echo "FAIL: $*"
+  cat "$work/err"
+  exit 1
+}
+
+"$su/fault.sh" degrade node03 rail1 20
+timeout --kill-after=10 300 "$su/mpirun.sh" --slots 2 -- \
+  "$rb" validate --config netns-4x2 --json "$work/v.json" --csv "$work/v.csv" >"$work/out" 2>"$work/err"
+rc=$?
+grep -v '^--\|^ *$' "$work/out"
+((rc == 1)) || fail "a degraded link must fail the SU with exit 1 (exit $rc)"
+echo "--- the CSV"
+cat "$work/v.csv"
+python3 "$here/../bench/check_csv.py" "$work/v.json" "$work/v.csv" || exit 1
+python3 - "$work/v.csv" <<'PY' || fail "the CSV does not name the degraded link"
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1], newline="")))
+assert len(rows) == 8, len(rows)
+bad = [(r["node"], r["rail"]) for r in rows if r["verdict"] == "FAIL"]
+assert bad == [("node03", "1")], bad
+row = next(r for r in rows if r["node"] == "node03" and r["rail"] == "1")
+assert "bandwidth" in row["findings"], row
+PY
+echo "--- stderr (a file: one line per step)"
+cat "$work/err"
+p='^validate: phase 2 rail checks, round ([1-3])/3, [0-9]{2}:[0-9]{2} elapsed, ~[0-9:]+ left$'
+[[ $(grep -Ec "$p" "$work/err") == 3 ]] || fail "expected rail-check rounds 1/3, 2/3, 3/3 once each"
+for step in "phase 1 inventory" "phase 3 cross-rail spot checks" "phase 4 re-tests, round 1/" "phase 5 collectives"; do
+  [[ $(grep -c "^validate: $step" "$work/err") == 1 ]] || fail "no single line for '$step'"
+done
+echo PASS
