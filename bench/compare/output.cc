@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "lib/csv.h"
 #include "lib/errors.h"
 
 namespace railbench::compare {
@@ -110,13 +111,6 @@ json diff_json(const Diff& d, const CompareInputs& in) {
               {"rows", rows},
               {"only_base", d.only_base},
               {"only_new", d.only_new}};
-}
-
-std::string csv_field(const std::string& s) {
-  if (s.find_first_of(",\"\r\n") == std::string::npos) return s;
-  std::string q = "\"";
-  for (char c : s) q += c == '"' ? std::string("\"\"") : std::string(1, c);
-  return q + "\"";
 }
 
 std::string diff_csv(const Diff& d) {

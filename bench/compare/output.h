@@ -27,7 +27,6 @@ std::string summary_line(const Diff& d, const CompareInputs& in);
 nlohmann::json diff_json(const Diff& d, const CompareInputs& in);
 // RFC 4180: CRLF line ends, fields with a comma, quote or line end quoted.
 std::string diff_csv(const Diff& d);
-std::string csv_field(const std::string& s);
 
 // Writes `text` to `path` (--json, --csv); throws UsageError naming the option and path.
 void write_text_file(const std::string& path, const std::string& option, const std::string& text);

@@ -5,6 +5,7 @@
 #include "bench/compare/diff.h"
 #include "bench/compare/figures.h"
 #include "bench/compare/output.h"
+#include "lib/csv.h"
 #include "lib/errors.h"
 
 using namespace railbench;
