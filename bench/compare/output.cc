@@ -9,6 +9,7 @@
 
 #include "lib/csv.h"
 #include "lib/errors.h"
+#include "lib/results.h"
 
 namespace railbench::compare {
 
@@ -128,12 +129,12 @@ std::string diff_csv(const Diff& d) {
 }
 
 void write_text_file(const std::string& path, const std::string& option, const std::string& text) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (out) out << text;
-  if (out) out.flush();
-  if (!out) {
-    throw UsageError(fmt::format("{} '{}': cannot write it ({}): name a file in a writable directory", option, path,
-                                 std::strerror(errno)));
+  // lib/results' writer (beside the target, then renamed; a fifo once), with compare's
+  // contract: an output it cannot write is bad input.
+  try {
+    railbench::write_text_file(path, text, option);
+  } catch (const IoError& e) {
+    throw UsageError(fmt::format("{}: name a file in a writable directory", e.what()));
   }
 }
 
