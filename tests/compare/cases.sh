@@ -56,16 +56,21 @@ case $case_name in
     ;;
   rerun-sendrecv)
     args=(sendrecv -t ofi:shm -b 8 -e 64K -f 8 -n 400 -w 20)
+    # Two healthy shm runs on a shared 2-core host drift apart by up to ~34% at 32K (seen
+    # in a CI run, twice in a row) while each run's own band stays tight: the band cannot
+    # see drift between runs (README), so the threshold is set above it, as the README
+    # tells operators to do.
+    drift=(--threshold 40%)
     run 2 "$work/a.json" "${args[@]}"
     run 2 "$work/b.json" "${args[@]}"
     # A burst of load from another job during one run makes it really slower (and so a
     # regression, rightly); such a burst rarely hits two attempts. Twice in a row is ours.
-    if ! timeout 30 "$rb" compare "$work/a.json" "$work/b.json" >/dev/null 2>&1; then
+    if ! timeout 30 "$rb" compare "$work/a.json" "$work/b.json" "${drift[@]}" >/dev/null 2>&1; then
       echo "(a regression on the first attempt: rerunning both once, in case the host was busy)"
       run 2 "$work/a.json" "${args[@]}"
       run 2 "$work/b.json" "${args[@]}"
     fi
-    compare_rc 0 "$work/a.json" "$work/b.json"
+    compare_rc 0 "$work/a.json" "$work/b.json" "${drift[@]}"
     grep -q "^compare sendrecv: 0 regression(s)" "$work/cmp.out" || fail "a healthy rerun reported a regression"
     ;;
   incompatible)
