@@ -185,8 +185,32 @@ class TcpBootstrap final : public Bootstrap {
         return {};
       }
     }
+    if (connected_to_itself(fd.get())) {
+      // Rank 0 is not listening yet and the kernel picked the root's own port as this
+      // socket's source port: TCP's simultaneous open joins the socket to itself, and
+      // while it lives rank 0 cannot bind its port. Drop it with a reset (linger 0), not
+      // a FIN: a FIN leaves it in TIME_WAIT on that port, which blocks rank 0's bind
+      // for a minute even with SO_REUSEADDR. Then try again.
+      const linger abort{1, 0};
+      ::setsockopt(fd.get(), SOL_SOCKET, SO_LINGER, &abort, sizeof(abort));
+      error = "connection to itself (rank 0 not listening yet)";
+      return {};
+    }
     set_nodelay(fd.get());
     return fd;
+  }
+
+  // Whether a connected socket's two ends are the same address and port.
+  static bool connected_to_itself(int fd) {
+    sockaddr_storage local{};
+    sockaddr_storage remote{};
+    socklen_t local_len = sizeof(local);
+    socklen_t remote_len = sizeof(remote);
+    if (::getsockname(fd, reinterpret_cast<sockaddr*>(&local), &local_len) != 0 ||
+        ::getpeername(fd, reinterpret_cast<sockaddr*>(&remote), &remote_len) != 0) {
+      return false;
+    }
+    return local_len == remote_len && std::memcmp(&local, &remote, local_len) == 0;
   }
 
   // Sends this rank's hello and reads rank 0's answer: true when admitted, false when the

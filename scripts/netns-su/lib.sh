@@ -7,8 +7,10 @@
 #                   so slot i -> slot j (i != j) crosses it as cross-rail traffic does
 #   management      mgmt0 in every node (10.X.200.NN/24) on bridge rbsu-mgmt, which also has
 #                   10.X.200.254 in the root namespace: mpirun's out-of-band network
-# X is 100..199, from the prefix (RB_SU_PREFIX), so SUs with different prefixes (the
-# tests' and a demo's) can be up at once without sharing a subnet.
+# X is 100..199: up.sh starts from a hash of the prefix (RB_SU_PREFIX) and takes the
+# first X whose management subnet no other SU on this host holds (hashes of two
+# prefixes can meet), then records it in the state, so SUs with different prefixes (the
+# tests' and a demo's) can be up at once. RB_SU_NET=10.X picks it by hand.
 #   links           every node<->leaf link is shaped with htb in both directions to the
 #                   SU's rate, so a healthy link carries a known rate
 # Everything created carries the prefix, so tear-down can find it all after a failure.
@@ -16,9 +18,14 @@ set -euo pipefail
 
 RB_SU_PREFIX=${RB_SU_PREFIX:-rbsu}
 RB_SU_STATE=${RB_SU_STATE:-/run/railbench-netns-su/$RB_SU_PREFIX}
+RB_SU_NET_GIVEN=${RB_SU_NET:+yes}
 RB_SU_NET=${RB_SU_NET:-10.$((100 + $(printf '%s' "$RB_SU_PREFIX" | cksum | cut -d' ' -f1) % 100))}
-RB_SU_RAIL_NET=$RB_SU_NET        # rail R: 10.X.R.0/24
-RB_SU_MGMT_NET=$RB_SU_NET.200    # management: 10.X.200.0/24, root side .254
+rb_su_set_net() {  # rb_su_set_net 10.X: the subnets that follow from it
+  RB_SU_NET=$1
+  RB_SU_RAIL_NET=$RB_SU_NET        # rail R: 10.X.R.0/24
+  RB_SU_MGMT_NET=$RB_SU_NET.200    # management: 10.X.200.0/24, root side .254
+}
+rb_su_set_net "$RB_SU_NET"
 
 rb_su_die() {
   echo "netns-su: error: $*" >&2
@@ -44,7 +51,12 @@ rb_su_load_state() {
   [[ -f $RB_SU_STATE/su.env ]] || rb_su_die "no simulated SU is up (no $RB_SU_STATE/su.env): run scripts/netns-su/up.sh first"
   # shellcheck disable=SC1091
   source "$RB_SU_STATE/su.env"
+  # The subnet up.sh actually took (an SU recorded before it was kept has the derived one).
+  rb_su_set_net "$RB_SU_NET"
 }
+
+# Whether 10.X.200.254 (an SU's management address) is on any interface of this host.
+rb_su_net_in_use() { ip -o addr show | grep -q " $1.200.254/"; }
 
 # Node number from a node name or number: node03 / 3 -> 3.
 rb_su_node_number() {

@@ -23,8 +23,18 @@ done
 [[ $mtu =~ ^[0-9]+$ ]] && ((mtu >= 576 && mtu <= 9000)) || rb_su_die "--mtu $mtu: use 576..9000"
 rb_su_require_root
 [[ -f $RB_SU_STATE/su.env ]] && rb_su_die "a simulated SU is already up ($RB_SU_STATE): run scripts/netns-su/down.sh first"
-if ip -o addr show | grep -q " $RB_SU_MGMT_NET.254/"; then
-  rb_su_die "$RB_SU_MGMT_NET.0/24 is already in use on this host (another SU?): pick another RB_SU_PREFIX or set RB_SU_NET=10.N"
+if rb_su_net_in_use "$RB_SU_NET"; then
+  [[ -n $RB_SU_NET_GIVEN ]] &&
+    rb_su_die "$RB_SU_MGMT_NET.0/24 (RB_SU_NET=$RB_SU_NET) is already in use on this host (another SU?): set another RB_SU_NET=10.N (100..199) or unset it"
+  # The prefix's hash met another SU's subnet: take the next free 10.X.
+  x=${RB_SU_NET#10.}
+  for ((i = 1; i <= 100; i++)); do
+    next=10.$((100 + (x - 100 + i) % 100))
+    rb_su_net_in_use "$next" || break
+  done
+  rb_su_net_in_use "$next" &&
+    rb_su_die "every subnet 10.100..10.199 holds an SU on this host: take some down (scripts/netns-su/down.sh with their RB_SU_PREFIX)"
+  rb_su_set_net "$next"
 fi
 
 trap 'echo "netns-su: setup failed, tearing down" >&2; "$here/down.sh" >/dev/null 2>&1 || true' ERR
@@ -34,6 +44,7 @@ RB_SU_NODES=$nodes
 RB_SU_RAILS=$rails
 RB_SU_RATE=$rate
 RB_SU_MTU=$mtu
+RB_SU_NET=$RB_SU_NET
 STATE
 
 sysctl_ns() { ip netns exec "$1" sysctl -qw "$2" >/dev/null; }

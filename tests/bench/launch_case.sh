@@ -17,6 +17,21 @@ fail() {
   exit 1
 }
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+# A free port P whose P+1 is free too (torchrun's ranks meet on MASTER_PORT+1).
+free_port_pair() {
+  python3 - <<'PY'
+import socket
+for _ in range(100):
+    a = socket.socket(); a.bind(("127.0.0.1", 0)); p = a.getsockname()[1]
+    b = socket.socket()
+    try:
+        b.bind(("127.0.0.1", p + 1))
+    except OSError:
+        continue
+    print(p)
+    break
+PY
+}
 json_get() { python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))" "$@"; }
 
 # Starts `n` ranks with per-rank environment from the function env_for RANK; waits.
@@ -65,7 +80,7 @@ case $case_name in
     ;;
   torchrun-agent)
     # torchrun's agent store holds MASTER_PORT: the ranks meet one port above it.
-    port=$(free_port)
+    port=$(free_port_pair)
     python3 -c 'import socket,sys,time; s=socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(); time.sleep(100)' "$port" &
     sleep 0.5
     env_for() { echo "RANK=$1 WORLD_SIZE=2 LOCAL_RANK=0 MASTER_ADDR=127.0.0.1 MASTER_PORT=$port TORCHELASTIC_RUN_ID=t$port"; }
