@@ -312,7 +312,7 @@ std::string missing_ranks_message(const char* what, const std::vector<bool>& arr
     if (!arrived[r]) missing += fmt::format("{}{}", missing.empty() ? "" : ", ", r);
   return fmt::format(
       "bootstrap {} timed out after {:.0f} s: rank(s) {} did not arrive (check that they were "
-      "started with the same RAILBENCH_ROOT and have not failed)",
+      "started in this job, meeting at the same rendezvous address, and have not failed)",
       what, timeout_s, missing);
 }
 
