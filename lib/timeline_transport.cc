@@ -1,0 +1,104 @@
+#include "lib/timeline_transport.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+
+namespace railbench {
+
+namespace {
+
+TimelineSeries series_of(OpKind op) {
+  switch (op) {
+    case OpKind::recv:
+    case OpKind::read:
+    case OpKind::remote_write_imm: return TimelineSeries::rx;
+    case OpKind::send:
+    case OpKind::write:
+    case OpKind::collective: return TimelineSeries::tx;
+  }
+  return TimelineSeries::tx;
+}
+
+// A sysfs counter re-read from offset 0 (sysfs answers each read afresh); false when
+// the read fails or is not a number.
+bool read_counter(int fd, uint64_t& value) {
+  char buf[32];
+  const ssize_t n = ::pread(fd, buf, sizeof(buf) - 1, 0);
+  if (n <= 0) return false;
+  buf[n] = '\0';
+  char* end = nullptr;
+  value = std::strtoull(buf, &end, 10);
+  return end != buf;
+}
+
+}  // namespace
+
+size_t TimelineTransport::poll(std::span<Completion> out) noexcept {
+  const size_t n = inner_->poll(out);
+  if (n == 0) return 0;
+  const int64_t bucket = rec_.bucket_at(Clock::now());
+  for (size_t i = 0; i < n; ++i) {
+    const Completion& c = out[i];
+    if (c.status != Status::ok) continue;
+    rec_.add(c.rail, series_of(c.op), bucket, c.bytes);
+  }
+  return n;
+}
+
+InterfaceSampler::InterfaceSampler(TimelineRecorder& recorder, const std::vector<std::string>& rail_names,
+                                   std::string sysfs_net)
+    : rec_(recorder) {
+  for (size_t rail = 0; rail < rail_names.size() && static_cast<int>(rail) < rec_.rails(); ++rail) {
+    const std::string& name = rail_names[rail];
+    if (name.empty() || name.find('/') != std::string::npos) continue;
+    bool any = false;
+    for (auto [file, series] :
+         {std::pair{"tx_bytes", TimelineSeries::iface_tx}, std::pair{"rx_bytes", TimelineSeries::iface_rx}}) {
+      const std::string path = sysfs_net + "/" + name + "/statistics/" + file;
+      const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+      if (fd < 0) continue;
+      const int r = static_cast<int>(rail);
+      // The sampler's series get their memory here, before its thread writes them.
+      rec_.series(r, series) = BucketSeries(rec_.series(r, TimelineSeries::tx).capacity());
+      rec_.set_present(r, series);
+      counters_.push_back(Counter{r, series, fd});
+      any = true;
+    }
+    if (any) sampled_names_.push_back(name);
+  }
+  if (!counters_.empty()) thread_ = std::thread([this] { loop(); });
+}
+
+InterfaceSampler::~InterfaceSampler() {
+  stop();
+  for (const auto& c : counters_) ::close(c.fd);
+}
+
+void InterfaceSampler::stop() {
+  stop_ = true;
+  if (thread_.joinable()) thread_.join();
+}
+
+void InterfaceSampler::loop() {
+  auto next = Clock::now();
+  while (!stop_.load(std::memory_order_relaxed)) {
+    const auto now = Clock::now();
+    const int64_t bucket = rec_.bucket_at(now);
+    for (auto& c : counters_) {
+      uint64_t v = 0;
+      if (!read_counter(c.fd, v)) continue;
+      // The delta lands in the bucket of this read: traffic since the previous read.
+      if (c.seen && v >= c.last) rec_.series(c.rail, c.series).add(bucket, v - c.last);
+      c.last = v;
+      c.seen = true;
+    }
+    next += std::chrono::microseconds(kTimelineBucketUs);
+    if (next < now) next = now;  // fell behind (a busy host): no burst of catch-up reads
+    std::this_thread::sleep_until(next);
+  }
+}
+
+}  // namespace railbench
