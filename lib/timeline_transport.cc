@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 
@@ -32,6 +33,29 @@ bool read_counter(int fd, uint64_t& value) {
   char* end = nullptr;
   value = std::strtoull(buf, &end, 10);
   return end != buf;
+}
+
+// The bytes a counter moved between two reads, spread evenly over the buckets the
+// interval covers: a read that comes late (a busy host did not run the sampler for a
+// few ms) must not pile those milliseconds' traffic into one bucket.
+void spread(BucketSeries& series, int64_t from_ns, int64_t to_ns, uint64_t bytes) {
+  constexpr int64_t kBucketNs = int64_t{kTimelineBucketUs} * 1000;
+  if (bytes == 0) return;
+  if (to_ns <= from_ns) {
+    series.add(to_ns / kBucketNs, bytes);
+    return;
+  }
+  const double per_ns = static_cast<double>(bytes) / static_cast<double>(to_ns - from_ns);
+  uint64_t placed = 0;
+  for (int64_t b = from_ns / kBucketNs; b <= (to_ns - 1) / kBucketNs; ++b) {
+    const int64_t lo = std::max(from_ns, b * kBucketNs), hi = std::min(to_ns, (b + 1) * kBucketNs);
+    // The last bucket takes what rounding left, so the series sums to the counter's delta.
+    const uint64_t share = b == (to_ns - 1) / kBucketNs
+                               ? bytes - placed
+                               : std::min(bytes - placed, static_cast<uint64_t>(per_ns * static_cast<double>(hi - lo)));
+    series.add(b, share);
+    placed += share;
+  }
 }
 
 }  // namespace
@@ -86,13 +110,13 @@ void InterfaceSampler::loop() {
   auto next = Clock::now();
   while (!stop_.load(std::memory_order_relaxed)) {
     const auto now = Clock::now();
-    const int64_t bucket = rec_.bucket_at(now);
     for (auto& c : counters_) {
       uint64_t v = 0;
       if (!read_counter(c.fd, v)) continue;
-      // The delta lands in the bucket of this read: traffic since the previous read.
-      if (c.seen && v >= c.last) rec_.series(c.rail, c.series).add(bucket, v - c.last);
+      const int64_t at_ns = rec_.ns_at(Clock::now());
+      if (c.seen && v >= c.last) spread(rec_.series(c.rail, c.series), c.last_ns, at_ns, v - c.last);
       c.last = v;
+      c.last_ns = at_ns;
       c.seen = true;
     }
     next += std::chrono::microseconds(kTimelineBucketUs);

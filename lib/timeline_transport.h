@@ -87,6 +87,7 @@ class InterfaceSampler {
     TimelineSeries series;
     int fd;
     uint64_t last = 0;
+    int64_t last_ns = 0;  // when `last` was read, ns since the recorder's start
     bool seen = false;
   };
   void loop();

@@ -184,11 +184,13 @@ TEST_CASE("timeline: the interface sampler turns a counter's steps into bytes pe
   CHECK_FALSE(rec.present(1, TimelineSeries::iface_tx));
   CHECK(sum(rec.series(0, TimelineSeries::iface_tx)) == 20000);
   CHECK(sum(rec.series(0, TimelineSeries::iface_rx)) == 0);
-  // Two steps, two buckets: the sampler reads every ~1 ms, so they are ~20 buckets apart.
+  // Two steps ~20 ms apart, each spread over the ~1 ms since the read before it (one or
+  // two buckets), never over the 20 ms of nothing between them.
   size_t nonzero = 0;
   for (size_t i = 0; i < rec.series(0, TimelineSeries::iface_tx).used(); ++i)
     nonzero += rec.series(0, TimelineSeries::iface_tx).data()[i] != 0;
-  CHECK(nonzero == 2);
+  CHECK(nonzero >= 2);
+  CHECK(nonzero <= 8);
   CHECK(rec.series(0, TimelineSeries::iface_tx).used() >= 30);
   std::filesystem::remove_all(dir);
 }

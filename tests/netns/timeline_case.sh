@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # --timeline on the simulated SU (scripts/netns-su, every link shaped to 400 Mb/s): a
 # sendrecv between node01 and node02 on rail0. The sender's completion timeline
-# integrates to the bytes it sent (within 2%), the receiver's matches it, the
-# interface sampler's count is the same bytes plus TCP/IP headers, and the shaped rate
-# shows: the busiest second of the receiver's timeline is near 400 Mb/s and its busiest
-# millisecond is the rate plus what the shaper's ~2 ms burst lets through at once.
+# integrates to the bytes it sent (within 2%), the receiver's matches it byte for byte,
+# the interface sampler's count is the same bytes plus TCP/IP headers (1.0-1.1x), and the
+# shaped rate shows: the busiest 100 ms of every series is 0.8-1.25x of 400 Mb/s; per
+# 1 ms, the interface series stays within the rate plus the shaper's burst (90th
+# percentile busy ms <= 1.8x, peak <= 5x), while completion series only reach the rate
+# (>= 0.9x): a rank reaps completions when it runs, so they come in clumps.
 # Exit 77 without namespaces.
 #   timeline_case.sh RAILBENCH
 set -uo pipefail
@@ -22,7 +24,7 @@ work=$(mktemp -d)
 chmod 755 "$work"
 cleanup() {
   "$su/down.sh" >/dev/null 2>&1 || true
-  rm -rf "$work"
+  [[ -n ${RB_KEEP:-} ]] && cp -r "$work" "$RB_KEEP"; rm -rf "$work"
 }
 trap cleanup EXIT
 "$su/down.sh" >/dev/null 2>&1 || true
@@ -58,13 +60,24 @@ print(f"rank 0's rail0 interface sent {sum(iface)} B: {ratio:.3f} x its payload 
 assert 1.0 <= ratio <= 1.10, ratio
 def peak(values, width):
     return max(sum(values[i:i + width]) for i in range(0, max(1, len(values) - width + 1), max(1, width // 10)))
-for name, v in (("rank 1 rx (completions)", rx1), ("rank 0 iface_tx (sampler)", iface)):
+def busy_quantile(values, q):
+    busy = sorted(v for v in values if v)
+    return busy[int(q * (len(busy) - 1))]
+for name, v in (("rank 1 rx (completions)", rx1), ("rank 0 tx (completions)", tx0), ("rank 0 iface_tx (sampler)", iface)):
     p_ms = max(v) / 1e-3 / rate
+    p90 = busy_quantile(v, 0.9) / 1e-3 / rate
     p_100 = peak(v, 100) / 0.1 / rate
     p_1s = peak(v, 1000) / 1.0 / rate
-    print(f"{name}: busiest 1 ms {p_ms:.2f}x, busiest 100 ms {p_100:.2f}x, busiest 1 s {p_1s:.2f}x of 400 Mb/s")
-    # The shaper holds the rate over 100 ms; one millisecond may carry its ~2 ms burst on top.
-    assert 0.8 <= p_100 <= 1.15, (name, p_100)
-    assert 0.5 <= p_ms <= 4.0, (name, p_ms)
+    print(f"{name}: busiest 1 ms {p_ms:.2f}x, 90th percentile busy ms {p90:.2f}x, busiest 100 ms {p_100:.2f}x, "
+          f"busiest 1 s {p_1s:.2f}x of 400 Mb/s")
+    # Over 100 ms the shaper holds the rate (its burst is ~2 ms of it).
+    assert 0.8 <= p_100 <= 1.25, (name, p_100)
+    assert p_ms >= 0.9, (name, p_ms)
+# The interface series sees the wire: a millisecond carries the rate, plus at most the
+# shaper's burst (~116 KB, 2.3 ms of the rate) after an idle gap and a sampling interval's
+# jitter. Completion series have no such bound: a rank reaps its completions when it
+# runs, and a busy host runs it late (up to ~20x seen on 2 loaded cores).
+assert busy_quantile(iface, 0.9) / 1e-3 / rate <= 1.8, "iface: the 90th percentile ms is far above the rate"
+assert max(iface) / 1e-3 / rate <= 5.0, "iface: a millisecond above rate + burst"
 print("PASS")
 PY
