@@ -19,7 +19,7 @@ namespace {
 // A chart's x axis holds at most this many points; longer runs keep each column's
 // busiest millisecond, so a burst never disappears between two columns.
 constexpr size_t kMaxPoints = 1800;
-constexpr int kWidth = 900, kHeight = 250, kLeft = 56, kRight = 12, kTop = 24, kBottom = 36;
+constexpr int kWidth = 860, kHeight = 250, kLeft = 56, kRight = 12, kTop = 24, kBottom = 36;
 
 struct Line {
   std::string name;
