@@ -17,7 +17,7 @@ fail() {
 
 B=65536 N=50 W=5 K=16 I=5
 if [[ $kind == sendrecv ]]; then
-  args=(sendrecv -t ofi:shm -b $B -e $B -n $N -w $W --window $K --bw-iters $I)
+  args=(sendrecv -t ofi:shm -b "$B" -e "$B" -n "$N" -w "$W" --window "$K" --bw-iters "$I")
 else
   args=(allreduce -t ofi:tcp --rails lo -b 1M -e 1M -n 20 -w 2)
 fi
