@@ -3,7 +3,8 @@
 # sendrecv between node01 and node02 on rail0. The sender's completion timeline
 # integrates to the bytes it sent (within 2%), the receiver's matches it byte for byte,
 # the interface sampler's count is the same bytes plus TCP/IP headers (1.0-1.1x), and the
-# shaped rate shows: the busiest 100 ms of every series is 0.8-1.25x of 400 Mb/s; per
+# shaped rate shows: the busiest 100 ms at the receiver and on the wire is 0.8-1.25x of
+# 400 Mb/s (the sender's completions may run a socket buffer ahead); per
 # 1 ms, the interface series stays within the rate plus the shaper's burst (90th
 # percentile busy ms <= 1.8x, peak <= 5x), while completion series only reach the rate
 # (>= 0.9x): a rank reaps completions when it runs, so they come in clumps.
@@ -70,8 +71,11 @@ for name, v in (("rank 1 rx (completions)", rx1), ("rank 0 tx (completions)", tx
     p_1s = peak(v, 1000) / 1.0 / rate
     print(f"{name}: busiest 1 ms {p_ms:.2f}x, 90th percentile busy ms {p90:.2f}x, busiest 100 ms {p_100:.2f}x, "
           f"busiest 1 s {p_1s:.2f}x of 400 Mb/s")
-    # Over 100 ms the shaper holds the rate (its burst is ~2 ms of it).
-    assert 0.8 <= p_100 <= 1.25, (name, p_100)
+    # Over 100 ms the shaper holds the rate (its burst is ~2 ms of it) on the wire and at
+    # the receiver; a tcp send completes once the kernel took it, so the sender's own
+    # completions may run up to a socket buffer (MBs: tens of ms) ahead of the wire.
+    if "tx (completions)" not in name:
+        assert 0.8 <= p_100 <= 1.25, (name, p_100)
     assert p_ms >= 0.9, (name, p_ms)
 # The interface series sees the wire: a millisecond carries the rate, plus at most the
 # shaper's burst (~116 KB, 2.3 ms of the rate) after an idle gap and a sampling interval's
