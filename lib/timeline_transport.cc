@@ -73,22 +73,33 @@ size_t TimelineTransport::poll(std::span<Completion> out) noexcept {
 }
 
 InterfaceSampler::InterfaceSampler(TimelineRecorder& recorder, const std::vector<std::string>& rail_names,
-                                   std::string sysfs_net)
+                                   const std::string& sysfs_net, const std::string& sysfs_ib)
     : rec_(recorder) {
   for (size_t rail = 0; rail < rail_names.size() && static_cast<int>(rail) < rec_.rails(); ++rail) {
     const std::string& name = rail_names[rail];
-    if (name.empty() || name.find('/') != std::string::npos) continue;
+    if (name.empty() || name.find('/') != std::string::npos || name.front() == '.') continue;
+    // A network interface, else a verbs port ("mlx5_0:1"; a bare device is its port 1).
+    std::string tx = sysfs_net + "/" + name + "/statistics/tx_bytes";
+    std::string rx = sysfs_net + "/" + name + "/statistics/rx_bytes";
+    uint64_t unit = 1;
+    if (::access(tx.c_str(), R_OK) != 0) {
+      const auto colon = name.find(':');
+      const std::string dev = name.substr(0, colon);
+      const std::string port = colon == std::string::npos ? "1" : name.substr(colon + 1);
+      tx = sysfs_ib + "/" + dev + "/ports/" + port + "/counters/port_xmit_data";
+      rx = sysfs_ib + "/" + dev + "/ports/" + port + "/counters/port_rcv_data";
+      unit = 4;
+    }
     bool any = false;
-    for (auto [file, series] :
-         {std::pair{"tx_bytes", TimelineSeries::iface_tx}, std::pair{"rx_bytes", TimelineSeries::iface_rx}}) {
-      const std::string path = sysfs_net + "/" + name + "/statistics/" + file;
+    for (const auto& [path, series] :
+         {std::pair{tx, TimelineSeries::iface_tx}, std::pair{rx, TimelineSeries::iface_rx}}) {
       const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
       if (fd < 0) continue;
       const int r = static_cast<int>(rail);
       // The sampler's series get their memory here, before its thread writes them.
       rec_.series(r, series) = BucketSeries(rec_.series(r, TimelineSeries::tx).capacity());
       rec_.set_present(r, series);
-      counters_.push_back(Counter{r, series, fd});
+      counters_.push_back(Counter{r, series, fd, unit});
       any = true;
     }
     if (any) sampled_names_.push_back(name);
@@ -114,7 +125,7 @@ void InterfaceSampler::loop() {
       uint64_t v = 0;
       if (!read_counter(c.fd, v)) continue;
       const int64_t at_ns = rec_.ns_at(Clock::now());
-      if (c.seen && v >= c.last) spread(rec_.series(c.rail, c.series), c.last_ns, at_ns, v - c.last);
+      if (c.seen && v >= c.last) spread(rec_.series(c.rail, c.series), c.last_ns, at_ns, (v - c.last) * c.unit);
       c.last = v;
       c.last_ns = at_ns;
       c.seen = true;

@@ -66,14 +66,17 @@ class TimelineTransport final : public Transport {
   TimelineRecorder& rec_;
 };
 
-// Reads /sys/class/net/IF/statistics/{tx,rx}_bytes of each rail whose name is a network
-// interface on this host (libfabric tcp's domains are) about every millisecond, into the
-// recorder's iface series. Rails that are not interfaces are left out. Stops (joins)
-// when destroyed or stop()ped; start it after the transport opened.
+// Reads each rail's byte counters about every millisecond into the recorder's iface
+// series: /sys/class/net/IF/statistics/{tx,rx}_bytes where the rail's name is a network
+// interface (libfabric tcp's domains are), and a verbs rail's ("DEV:PORT") port counters
+// /sys/class/infiniband/DEV/ports/PORT/counters/port_{xmit,rcv}_data (in units of 4
+// bytes, as the InfiniBand spec counts them). Rails with neither are left out. Stops
+// (joins) when destroyed or stop()ped; start it after the transport opened.
 class InterfaceSampler {
  public:
   InterfaceSampler(TimelineRecorder& recorder, const std::vector<std::string>& rail_names,
-                   std::string sysfs_net = "/sys/class/net");
+                   const std::string& sysfs_net = "/sys/class/net",
+                   const std::string& sysfs_ib = "/sys/class/infiniband");
   ~InterfaceSampler();
   InterfaceSampler(const InterfaceSampler&) = delete;
   InterfaceSampler& operator=(const InterfaceSampler&) = delete;
@@ -86,6 +89,7 @@ class InterfaceSampler {
     int rail;
     TimelineSeries series;
     int fd;
+    uint64_t unit = 1;  // bytes per count: 4 for InfiniBand port_*_data
     uint64_t last = 0;
     int64_t last_ns = 0;  // when `last` was read, ns since the recorder's start
     bool seen = false;

@@ -194,3 +194,26 @@ TEST_CASE("timeline: the interface sampler turns a counter's steps into bytes pe
   CHECK(rec.series(0, TimelineSeries::iface_tx).used() >= 30);
   std::filesystem::remove_all(dir);
 }
+
+TEST_CASE("timeline: a verbs rail is sampled from its port counters, in units of 4 bytes", "[timeline]") {
+  const auto root = std::filesystem::temp_directory_path() / fmt::format("rb-sysfs-ib-{}", ::getpid());
+  const auto counters = root / "infiniband" / "rxe0" / "ports" / "1" / "counters";
+  std::filesystem::create_directories(counters);
+  std::filesystem::create_directories(root / "net");
+  for (const char* f : {"port_xmit_data", "port_rcv_data"}) std::ofstream(counters / f) << "0000000100\n";
+  TimelineRecorder rec(2, 10000);
+  const int fd = ::open((counters / "port_rcv_data").c_str(), O_WRONLY);
+  REQUIRE(fd >= 0);
+  {
+    InterfaceSampler sampler(rec, {"rxe0:1", "rxe0:2"}, (root / "net").string(), (root / "infiniband").string());
+    CHECK(sampler.sampled() == std::vector<std::string>{"rxe0:1"});
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    REQUIRE(::pwrite(fd, "0000001100", 10, 0) == 10);
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ::close(fd);
+  CHECK(sum(rec.series(0, TimelineSeries::iface_rx)) == 4000);
+  CHECK(sum(rec.series(0, TimelineSeries::iface_tx)) == 0);
+  CHECK_FALSE(rec.present(1, TimelineSeries::iface_rx));
+  std::filesystem::remove_all(root);
+}
