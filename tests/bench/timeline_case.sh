@@ -90,4 +90,21 @@ grep -q "Timeline: what the 5 minute graph hides" "$work/report.html" || fail "t
 mkdir "$work/moved" && cp "$work/r.json" "$work/moved/" && mv "$work/t.bin" "$work/t.old"
 "$rb" report "$work/moved/r.json" -o "$work/r2.html" >/dev/null 2>"$work/err" || fail "report without the timeline failed"
 grep -q "which is not there" "$work/r2.html" || fail "the report does not say the timeline is missing"
+# Bad input: named, exit 2, before anything runs.
+expect_usage() {  # expect_usage REGEX command...
+  local regex=$1
+  shift
+  "$@" >"$work/out" 2>"$work/err"
+  local rc=$?
+  ((rc == 2)) || fail "exit $rc, expected 2, from: $*"
+  grep -Eq -- "$regex" "$work/err" || fail "no error matching '$regex' from: $*"
+}
+expect_usage "--timeline '/nonexistent-dir/t.bin': the directory '/nonexistent-dir' does not exist" \
+  "$rb" allreduce -t ofi:shm --timeline /nonexistent-dir/t.bin
+expect_usage "--timeline names '$work/r.json', which another output also names" \
+  "$rb" allreduce -t ofi:shm --timeline "$work/r.json" --json "$work/r.json"
+expect_usage "cannot open timeline '$work/none.bin'" "$rb" timeline "$work/none.bin"
+expect_usage "is not a railbench timeline" "$rb" timeline "$work/r.json"
+head -c 100 "$work/t.old" >"$work/cut.bin"
+expect_usage "is cut short" "$rb" timeline "$work/cut.bin"
 echo PASS
