@@ -83,6 +83,9 @@ void add_common_options(CLI::App& app, CommonOptions& o) {
   app.add_flag("-c,--check", o.check, "Verify the data and count wrong elements");
   app.add_option("--json", o.json_path, "Write results (JSON, schema in README) to this file after every size");
   add_output_options(app, o);
+  app.add_option("--timeline", o.timeline_path,
+                 "Record bytes per 1 ms per rank and rail (and collective iterations) to this binary file "
+                 "(format in README)");
   app.add_option("--rails", o.rails, "Rails: a count (2) or names (eth0,eth1 / mlx5_0,mlx5_1)");
   app.add_option("--timeout", o.timeout_s, "Seconds without progress from a peer before failing")
       ->capture_default_str();

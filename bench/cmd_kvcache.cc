@@ -205,6 +205,7 @@ int KvCacheBench::run() {
   results.set("what_if", what_if);
   if (common_.check) ctx_.print(fmt::format("# Wrong bytes : {} {}", total_wrong, total_wrong ? "FAILED" : "OK"));
   results.set("channels", ctx_.gather_channels());
+  ctx_.finish_timeline(results);
   results.finish(true);
   if (!common_.json_path.empty()) ctx_.print(fmt::format("# results: {}", common_.json_path));
   return total_wrong ? 1 : 0;

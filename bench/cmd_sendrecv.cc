@@ -312,6 +312,7 @@ int SendRecvBench::run() {
   print_slowest(ctx_, records);
   if (common_.check) ctx_.print(fmt::format("# Wrong bytes : {} {}", total_wrong, total_wrong ? "FAILED" : "OK"));
   results.set("channels", ctx_.gather_channels());
+  ctx_.finish_timeline(results);
   results.finish(true);
   if (ctx_.is_root() && !common_.json_path.empty()) ctx_.print(fmt::format("# results: {}", common_.json_path));
   return total_wrong ? 1 : 0;

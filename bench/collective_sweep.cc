@@ -239,6 +239,7 @@ uint64_t CollectiveSweep::count_wrong(const CollectiveBuffers& bufs, size_t coun
 CollectiveSide CollectiveSweep::measure(const CollectiveBuffers& bufs, size_t count, size_t bytes, uint32_t seed,
                                         bool in_place) {
   fill(bufs, count, seed);
+  if (TimelineRecorder* timeline = ctx_.timeline()) timeline->set_mark_bytes(bytes);
   const auto times = time_iterations(ctx_, sweep_.warmup, sweep_.iters, [&] {
     runner_->run(bufs, count, type_, op_);
     runner_->after_call(!in_place, sweep_.iters);
@@ -327,6 +328,7 @@ int CollectiveSweep::run() {
   ctx_.print(fmt::format("# Avg bus bandwidth    : {:.4f}", busbw_n ? busbw_sum / busbw_n : 0.0));
   runner_->print_summary(ctx_);
   results.set("channels", ctx_.gather_channels());
+  ctx_.finish_timeline(results);
   results.finish(true);
   if (!common_.json_path.empty()) ctx_.print(fmt::format("# results: {}", common_.json_path));
   return total_wrong ? 1 : 0;

@@ -20,6 +20,7 @@ struct CommonOptions {
   bool check = false;             // -c
   std::string json_path;          // --json
   std::string csv_path;           // --csv: the results' rows (bench/results_csv.h)
+  std::string timeline_path;      // --timeline: the 1 ms traffic timeline (lib/timeline.h)
   bool quiet = false;             // -q: no progress lines on stderr
   std::string rails;              // --rails: a count ("2") or names ("eth0,eth1")
   double timeout_s = 60;          // --timeout: no progress from a peer for this long fails

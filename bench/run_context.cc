@@ -47,6 +47,13 @@ RunContext::RunContext(Bootstrap& bootstrap, const CommonOptions& options, std::
     if (!is_root()) return;
     check_results_path(options_.json_path, "--json");
     check_results_path(options_.csv_path, "--csv", "results.csv");
+    check_results_path(options_.timeline_path, "--timeline", "timeline.bin");
+    if (!options_.timeline_path.empty() &&
+        (options_.timeline_path == options_.json_path || options_.timeline_path == options_.csv_path))
+      throw UsageError(
+          fmt::format("--timeline names '{}', which another output also names: give the timeline "
+                      "its own file, e.g. --timeline {}.timeline",
+                      options_.timeline_path, options_.timeline_path));
     if (!options_.csv_path.empty() && options_.csv_path == options_.json_path)
       throw UsageError(fmt::format("--csv and --json both name '{}': give the CSV its own file, e.g. --csv {}.csv",
                                    options_.csv_path, options_.csv_path));
@@ -63,6 +70,7 @@ void RunContext::close_transport() noexcept {
   // Progress refers to the transport: release it first.
   progress_.reset();
   transport_.reset();
+  timeline_.reset();  // after the transport, whose wrapper writes into its recorder
 }
 
 bool RunContext::all_on_one_host() const {
@@ -141,6 +149,9 @@ void RunContext::open_transport() {
   for (const auto& s : bootstrap_.all_gather_strings(placement_.to_json().dump()))
     rank_memory_.push_back(json::parse(s));
   transport_->connect_all(bootstrap_);
+  // From here on every completion lands in the timeline: connecting is not traffic.
+  if (!options_.timeline_path.empty())
+    timeline_ = std::make_unique<RunTimeline>(options_.timeline_path, size_, transport_, local_rank() == 0);
   // A provider may have installed its own handlers while opening (some exit 1 on SIGTERM
   // without a word): ours take over again, so a signal still leaves a verdict.
   install_signal_handlers();
@@ -219,6 +230,11 @@ json RunContext::gather_channels() {
   for (const auto& s : bootstrap_.all_gather_strings(mine.dump()))
     for (auto& entry : json::parse(s)) all.push_back(std::move(entry));
   return all;
+}
+
+void RunContext::finish_timeline(ResultsFile& results) {
+  if (!timeline_) return;
+  for (const auto& line : timeline_->finish(bootstrap_, results)) print(line);
 }
 
 void RunContext::print(const std::string& line) const {

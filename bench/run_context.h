@@ -12,6 +12,7 @@
 #include "bench/memory_setup.h"
 #include "bench/options.h"
 #include "bench/status_line.h"
+#include "bench/timeline_run.h"
 #include "bench/transport_factory.h"
 #include "lib/bootstrap.h"
 #include "lib/errors.h"
@@ -78,6 +79,12 @@ class RunContext {
   // results' "channels" field.
   nlohmann::json gather_channels();
 
+  // --timeline: this rank's recorder (nullptr without it), for iteration marks.
+  TimelineRecorder* timeline() { return timeline_ ? &timeline_->recorder() : nullptr; }
+  // Collective: with --timeline, gathers every rank's timeline, writes the file, sets
+  // the results' "timeline" field and prints its summary; nothing without it.
+  void finish_timeline(ResultsFile& results);
+
   // rank 0 only: a line to stdout (tables), flushed so a later failure keeps it; the
   // live progress line steps aside for it.
   void print(const std::string& line) const;
@@ -98,6 +105,7 @@ class RunContext {
   std::unique_ptr<Liveness> liveness_;  // names a stopped or dead rank when a wait times out
   TransportSpec spec_;
   std::unique_ptr<Transport> transport_;
+  std::unique_ptr<RunTimeline> timeline_;  // --timeline: owns the recorder the transport writes to
   std::unique_ptr<Progress> progress_;
   std::vector<nlohmann::json> rank_rails_;   // per rank: its rails as JSON
   std::vector<nlohmann::json> rank_memory_;  // per rank: its MemoryPlacement as JSON

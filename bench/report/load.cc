@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "bench/report/report.h"
+#include "bench/report/sections.h"
 #include "lib/errors.h"
 
 namespace railbench::report {
@@ -70,6 +71,7 @@ RunDocument load_run(const std::string& path) {
     throw UsageError(fmt::format("{}: not JSON ({}); give a file written by railbench --json", path, e.what()));
   }
   check_document(run.doc, path);
+  attach_timeline(run);
   return run;
 }
 

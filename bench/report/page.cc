@@ -90,6 +90,7 @@ std::string render_report(const std::vector<RunDocument>& runs, const std::vecto
         body += kvcache_section(ctx);
       else
         body += collective_section(ctx);
+      body += timeline_section(ctx);
     } catch (const nlohmann::json::exception& e) {
       throw UsageError(
           fmt::format("{}{}: a field has an unexpected type ({}); the file is damaged: write it again "

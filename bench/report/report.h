@@ -5,10 +5,13 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
+
+#include "lib/timeline.h"
 
 namespace railbench::report {
 
@@ -20,6 +23,10 @@ inline constexpr int kNewestSchemaVersion = 1;
 struct RunDocument {
   std::string path;
   nlohmann::json doc;
+  // The run's --timeline file, read by load_run when the results name one and it is
+  // there; otherwise a note saying where it was expected.
+  std::shared_ptr<const TimelineData> timeline;
+  std::string timeline_note;
 };
 
 // Reads and checks one results file. Throws UsageError naming the file and the problem

@@ -35,5 +35,9 @@ std::string validate_section(const RunContext& ctx);
 std::string sendrecv_section(const RunContext& ctx);
 std::string collective_section(const RunContext& ctx);  // allreduce, allgather, reducescatter, alltoall
 std::string kvcache_section(const RunContext& ctx);
+// The run's --timeline (timeline.cc): "" when it has none.
+std::string timeline_section(const RunContext& ctx);
+// Reads the timeline file the results name, beside the results file if moved (load.cc).
+void attach_timeline(RunDocument& run);
 
 }  // namespace railbench::report

@@ -310,6 +310,34 @@ elif case == "several-runs":
     check(len(ids) == len(set(ids)), "heatmap ids repeat: %s" % ids)
     print("7 runs with 5 baselines: %d bytes, rendered in %.2f s, loaded in %.2f s"
           % (os.path.getsize(out), took, facts["load_s"]))
+elif case == "timeline":
+    # A real run with --timeline (2 ranks under mpirun, shared memory): the page draws,
+    # for its one rail, the whole run and the busiest second, each with the per-ms line,
+    # the 1 s and the 5 min averages; the iterations are ticked; every link is listed.
+    here = os.path.dirname(os.path.abspath(__file__))
+    tl, res = os.path.join(work, "t.timeline"), os.path.join(work, "r.json")
+    cmd = ('source %s/../../scripts/lib/mpirun.sh && rb_mpirun 2 %s allreduce -t ofi:shm -b 1M -e 1M -n 20 -w 2 '
+           '--timeline %s --json %s' % (here, rb, tl, res))
+    p = subprocess.run(["bash", "-c", cmd], capture_output=True, text=True, timeout=120)
+    check(p.returncode == 0, "the run with --timeline failed: " + p.stdout + p.stderr)
+    out, _, _ = report([res])
+    facts = open_page(out, case)
+    page = facts["page"]
+    tl_facts = json.loads(page.evaluate("""JSON.stringify({
+      heading: !!document.querySelector('h3[id$="-timeline"]'),
+      charts: Array.from(document.querySelectorAll('svg.linechart.timeline')).map(s => ({
+        width: s.getBoundingClientRect().width,
+        lines: Array.from(s.querySelectorAll('polyline.tl')).map(l => l.getAttribute('points').trim().split(' ').length),
+        ticks: s.querySelectorAll('line.iter').length})),
+      links: document.querySelectorAll('details table tbody tr').length})"""))
+    check(tl_facts["heading"], "no timeline section")
+    charts = tl_facts["charts"]
+    check(len(charts) == 2, "%d timeline charts, expected the whole run and the busiest second" % len(charts))
+    for c in charts:
+        check(c["width"] > 0, "a timeline chart is not laid out")
+        check(len(c["lines"]) == 3 and all(n >= 2 for n in c["lines"]), "lines and their points: %s" % c["lines"])
+    check(charts[1]["ticks"] >= 1, "no iteration ticked in the busiest second")
+    check(tl_facts["links"] == 2, "%d links in the table, expected 2 ranks x 1 rail" % tl_facts["links"])
 else:
     fail("unknown case")
 print("PASS: %s" % case)
