@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "bench/fabric_counters.h"
 #include "bench/memory_setup.h"
 #include "bench/options.h"
 #include "bench/status_line.h"
@@ -78,6 +79,15 @@ class RunContext {
   // results' "channels" field.
   nlohmann::json gather_channels();
 
+  // Fabric counters around one measurement (bench/fabric_counters.h), after
+  // open_transport: counters_begin() snapshots this rank's rails; counters_end() is
+  // collective and returns every rank's deltas (null with --no-counters), for the
+  // measurement's "counters" field.
+  void counters_begin();
+  nlohmann::json counters_end();
+  // This rank's deltas only, no communication (validate carries them in its pair results).
+  nlohmann::json counters_end_local();
+
   // rank 0 only: a line to stdout (tables), flushed so a later failure keeps it; the
   // live progress line steps aside for it.
   void print(const std::string& line) const;
@@ -99,6 +109,7 @@ class RunContext {
   TransportSpec spec_;
   std::unique_ptr<Transport> transport_;
   std::unique_ptr<Progress> progress_;
+  std::unique_ptr<FabricCounters> counters_;
   std::vector<nlohmann::json> rank_rails_;   // per rank: its rails as JSON
   std::vector<nlohmann::json> rank_memory_;  // per rank: its MemoryPlacement as JSON
   MemoryPlacement placement_;
