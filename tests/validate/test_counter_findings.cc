@@ -151,3 +151,26 @@ TEST_CASE("counters: pair results keep each side's counters through JSON; older 
   CHECK_FALSE(old.contains("counters_a"));
   CHECK(old.get<PairResult>().counters_a.is_null());
 }
+
+TEST_CASE("counters: the SU config's counter thresholds, their defaults and bad values", "[counters]") {
+  const std::string base = R"({"name": "t", "nodes": "n[1-2]", "gpus_per_node": 1, "transport": "ofi:tcp",
+    "rails": [{"gpu": 0, "nic": "eth0", "speed_gbps": 400, "mtu": 9000}])";
+  const SuConfig d = parse_su_config(base + "}", "t.json");
+  CHECK(d.thresholds.counter_errors_fail == 1);
+  CHECK(d.thresholds.counter_drops_warn == 100);
+  CHECK(d.thresholds.counter_retransmits_warn == 1000);
+  CHECK(d.thresholds.counter_rail_factor == 4);
+  const SuConfig c = parse_su_config(base + R"(, "thresholds": {"counter_errors_fail": 0, "counter_drops_warn": 20,
+    "counter_retransmits_warn": 50, "counter_rail_factor": 10}})",
+                                     "t.json");
+  CHECK(c.thresholds.counter_errors_fail == 0);
+  CHECK(c.thresholds.counter_drops_warn == 20);
+  CHECK(c.thresholds.counter_retransmits_warn == 50);
+  CHECK(c.thresholds.counter_rail_factor == 10);
+  CHECK_THROWS_WITH(parse_su_config(base + R"(, "thresholds": {"counter_drops_warn": -1}})", "t.json"),
+                    Catch::Contains("thresholds.counter_drops_warn"));
+  CHECK_THROWS_WITH(parse_su_config(base + R"(, "thresholds": {"counter_rail_factor": 0.5}})", "t.json"),
+                    Catch::Contains("thresholds.counter_rail_factor"));
+  CHECK_THROWS_WITH(parse_su_config(base + R"(, "thresholds": {"counter_drop_warn": 5}})", "t.json"),
+                    Catch::Contains("counter_drop_warn: unknown field"));
+}
