@@ -49,14 +49,4 @@ json FabricCounters::end(Bootstrap& b, const std::vector<std::string>& hosts) {
   return all;
 }
 
-uint64_t counters_kind_total(const json& counters, int rank, int rail, const std::string& kind) {
-  uint64_t sum = 0;
-  if (!counters.is_array()) return 0;
-  for (const auto& e : counters) {
-    if (e.value("rank", -1) != rank || e.value("rail", -1) != rail) continue;
-    if (const auto k = e.find("kinds"); k != e.end() && k->contains(kind)) sum += k->at(kind).get<uint64_t>();
-  }
-  return sum;
-}
-
 }  // namespace railbench

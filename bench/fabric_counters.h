@@ -40,8 +40,4 @@ class FabricCounters {
   std::vector<CounterSnapshot> before_;
 };
 
-// The (rank, rail) entries of a "counters" array whose kind `kind` totals more than 0,
-// summed: a helper for findings.
-uint64_t counters_kind_total(const nlohmann::json& counters, int rank, int rail, const std::string& kind);
-
 }  // namespace railbench

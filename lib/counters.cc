@@ -60,7 +60,7 @@ CounterKind counter_kind(std::string_view n) {
       has(n, "retry") || has(n, "retrans") || has(n, "rnr") || has(n, "nak"))
     return CounterKind::retransmit;
   if (has(n, "discard") || has(n, "drop") || has(n, "out_of_buffer") || has(n, "missed")) return CounterKind::drop;
-  if (has(n, "error") || ends(n, "_err") || has(n, "symbol") || has(n, "link_downed") || has(n, "crc"))
+  if (has(n, "error") || ends(n, "_err") || has(n, "symbol") || has(n, "link_down") || has(n, "crc"))
     return CounterKind::error;
   if (has(n, "_data") || ends(n, "bytes") || ends(n, "packets") || ends(n, "pkts") || has(n, "_sends") ||
       has(n, "_recvs"))
@@ -208,7 +208,7 @@ CounterSources find_counter_sources(const std::string& rail_name, const fs::path
     const fs::path st = sysfs_root / "class/net" / s.netdev / "statistics";
     if (is_dir(st)) s.dirs.push_back(st), s.prefixes.emplace_back("net/");
     s.ethtool = live && !read_ethtool_stats(s.netdev).empty();
-    s.qdisc = live && if_nametoindex(s.netdev.c_str()) != 0;
+    s.qdisc = live && !read_qdisc_stats(s.netdev).empty();
   }
   return s;
 }

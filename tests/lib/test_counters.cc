@@ -192,6 +192,7 @@ TEST_CASE("counters: well-known names map to kinds", "[counters]") {
       {"completer_retry_err", CounterKind::retransmit},
       {"symbol_error", CounterKind::error},
       {"link_downed", CounterKind::error},
+      {"link_down_events_phy", CounterKind::error},
       {"link_error_recovery", CounterKind::error},
       {"port_rcv_errors", CounterKind::error},
       {"retry_exceeded_err", CounterKind::error},
