@@ -116,7 +116,10 @@ case $cmd in
       # loss costs a 200 ms retransmit timeout each, which would make the link look dead,
       # not lossy) and ID 0 (Linux sends connection setup with ID 0: a link that loses
       # every handshake is a blackhole). Then 1 in MASK+1 of the data packets is dropped.
-      $side filter add dev "$dev" parent 1: protocol ip prio 1 u32 match u16 0 0xfc00 at 2 flowid 1:10
+      if ! err=$($side filter add dev "$dev" parent 1: protocol ip prio 1 u32 match u16 0 0xfc00 at 2 flowid 1:10 2>&1); then
+        mend "$n" "$r"
+        rb_su_die "cannot add a u32 tc filter ($err): this kernel lacks cls_u32, so packets cannot be dropped selectively here"
+      fi
       $side filter add dev "$dev" parent 1: protocol ip prio 2 u32 match u16 0 0xffff at 4 flowid 1:10
       $side filter add dev "$dev" parent 1: protocol ip prio 3 u32 match u16 0 "$mask" at 4 flowid 1:20
     done
