@@ -65,6 +65,8 @@ CLI::Validator at_least(long long lo) {
 void add_output_options(CLI::App& app, CommonOptions& o) {
   app.add_option("--csv", o.csv_path, "Write the results' rows (CSV, columns in README) to this file after every size");
   app.add_flag("-q,--quiet", o.quiet, "No progress lines on stderr (where a long run is)");
+  app.add_flag("--no-counters", o.no_counters,
+               "Do not read the rails' fabric counters around each measurement (results without \"counters\")");
 }
 
 void add_common_options(CLI::App& app, CommonOptions& o) {

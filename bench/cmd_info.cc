@@ -1,6 +1,8 @@
 // railbench info: what this build contains and what this host offers.
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <map>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -8,6 +10,7 @@
 #include "bench/cli.h"
 #include "bench/memory_setup.h"
 #include "bench/transport_factory.h"
+#include "lib/counters.h"
 #include "lib/errors.h"
 #include "lib/gpu.h"
 #include "lib/launch.h"
@@ -105,6 +108,38 @@ void print_gpus() {
   for (const auto& line : describe_affinity(topo)) fmt::print("  {}\n", line);
 }
 
+// The fabric counters each possible rail exposes (what sendrecv, the collectives,
+// kvcache and validate record around every measurement): verbs ports as "dev:port",
+// then interfaces, each with its sources and how many counters of each kind.
+void print_counters() {
+  namespace fs = std::filesystem;
+  std::vector<std::string> rails;
+  std::error_code ec;
+  for (const auto& dev : fs::directory_iterator("/sys/class/infiniband", ec))
+    for (const auto& port : fs::directory_iterator(dev.path() / "ports", ec))
+      rails.push_back(dev.path().filename().string() + ":" + port.path().filename().string());
+  std::vector<std::string> netdevs;
+  for (const auto& dev : fs::directory_iterator("/sys/class/net", ec))
+    netdevs.push_back(dev.path().filename().string());
+  std::sort(rails.begin(), rails.end());
+  std::sort(netdevs.begin(), netdevs.end());
+  rails.insert(rails.end(), netdevs.begin(), netdevs.end());
+  fmt::print("fabric counters per rail (read around each measurement; --no-counters: off):\n");
+  if (rails.empty()) fmt::print("  none: no RDMA device and no network interface in sysfs\n");
+  for (const auto& rail : rails) {
+    const CounterReader reader(find_counter_sources(rail));
+    const CounterSnapshot snap = reader.snapshot();
+    std::map<CounterKind, int> kinds;
+    for (const auto& [name, v] : snap) kinds[counter_kind(std::string_view(name).substr(name.find('/') + 1))]++;
+    std::vector<std::string> counts;
+    for (CounterKind k : kCounterKinds)
+      if (kinds.count(k)) counts.push_back(fmt::format("{} {}", kinds[k], to_string(k)));
+    fmt::print("  {:<12} {} counters{}{}: {}\n", rail, snap.size(), counts.empty() ? "" : " (",
+               counts.empty() ? "" : fmt::format("{})", fmt::join(counts, ", ")),
+               fmt::join(reader.sources().describe(), "; "));
+  }
+}
+
 }  // namespace
 
 namespace {
@@ -159,6 +194,7 @@ int run_info() {
 #else
   print_rdma_devices();
 #endif
+  print_counters();
   return 0;
 }
 

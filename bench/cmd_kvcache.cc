@@ -185,11 +185,15 @@ int KvCacheBench::run() {
       for (KvMode mode : order) {
         ctx_.status().step(fmt::format("kvcache: step {}/{} ({} tokens, {}), {} elapsed", ++step, steps, tokens,
                                        to_string(mode), format_clock(ctx_.status().elapsed_s())));
+        ctx_.counters_begin();
         const KvRecord rec = run_mode(transfer, o, mode, contiguous_gbps);
+        json counters = ctx_.counters_end();
         total_wrong += rec.wrong;
         efficiency[rec.mode] = rec.ratio;
         print_kv_row(ctx_, rec);
-        results.add(to_json(rec));
+        json entry = to_json(rec);
+        if (!counters.is_null()) entry["counters"] = std::move(counters);
+        results.add(std::move(entry));
       }
     }
   } catch (const Error& e) {

@@ -298,10 +298,14 @@ int SendRecvBench::run() {
   uint64_t total_wrong = 0;
   try {
     for (size_t si = 0; si < sweep_.sizes.size(); ++si) {
+      ctx_.counters_begin();
       SendRecvRecord rec = run_size(si);
+      json counters = ctx_.counters_end();
       for (const auto& p : rec.pairs) total_wrong += p.wrong;
       print_size(ctx_, rec.bytes, rec.pairs, per_pair);
-      results.add(to_json(rec));
+      json entry = to_json(rec);
+      if (!counters.is_null()) entry["counters"] = std::move(counters);
+      results.add(std::move(entry));
       records.push_back(std::move(rec));
     }
   } catch (const Error& e) {

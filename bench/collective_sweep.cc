@@ -273,6 +273,7 @@ json CollectiveSweep::run_size(size_t si, CollectiveRecord& rec) {
   rec.redop = spec_.reduces ? to_string(op_) : "none";
   rec.algo = runner_->algo_for(bytes);
   runner_->begin_size();
+  ctx_.counters_begin();
   for (int in_place = 0; in_place < 2; ++in_place) {
     const auto seed = static_cast<uint32_t>(si * 2 + static_cast<size_t>(in_place));
     (in_place ? rec.in_place : rec.out_of_place) =
@@ -282,7 +283,9 @@ json CollectiveSweep::run_size(size_t si, CollectiveRecord& rec) {
                          rec.root, side_columns(rec.out_of_place, common_.check),
                          side_columns(rec.in_place, common_.check),
                          algo_ == "auto" ? fmt::format("  {}", rec.algo) : std::string()));
+  json counters = ctx_.counters_end();  // both sides of this size
   json entry = to_json(rec);
+  if (!counters.is_null()) entry["counters"] = std::move(counters);
   runner_->end_size(ctx_, bytes, count * esize_, entry);
   return entry;
 }

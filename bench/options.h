@@ -22,6 +22,7 @@ struct CommonOptions {
   std::string csv_path;           // --csv: the results' rows (bench/results_csv.h)
   std::string timeline_path;      // --timeline: the 1 ms traffic timeline (lib/timeline.h)
   bool quiet = false;             // -q: no progress lines on stderr
+  bool no_counters = false;       // --no-counters: no fabric counter snapshots around measurements
   std::string rails;              // --rails: a count ("2") or names ("eth0,eth1")
   double timeout_s = 60;          // --timeout: no progress from a peer for this long fails
   int gid_index = -1;             // --gid-index (verbs): -1 picks the RoCE v2 GID of the port's IPv4 address

@@ -160,6 +160,7 @@ void RunContext::open_transport() {
   progress_ = std::make_unique<Progress>(*transport_, options_.timeout_s, std::move(names));
   progress_->set_liveness_probe(liveness_->hook());
 
+  counters_ = std::make_unique<FabricCounters>(*transport_, !options_.no_counters);
   json rails = json::array();
   for (int i = 0; i < transport_->num_rails(); ++i) {
     RailInfo info = transport_->rail_info(i);
@@ -169,6 +170,7 @@ void RunContext::open_transport() {
                          {"address", info.address},
                          {"link_gbps", info.link_gbps},
                          {"mtu", info.mtu}});
+    if (counters_->enabled()) rails.back()["counters"] = counters_->sources_json(i);
   }
   for (const auto& s : bootstrap_.all_gather_strings(rails.dump())) rank_rails_.push_back(json::parse(s));
 }
@@ -235,6 +237,18 @@ json RunContext::gather_channels() {
 void RunContext::finish_timeline(ResultsFile& results) {
   if (!timeline_) return;
   for (const auto& line : timeline_->finish(bootstrap_, results)) print(line);
+}
+
+void RunContext::counters_begin() {
+  if (counters_) counters_->begin();
+}
+
+json RunContext::counters_end() {
+  return counters_ ? counters_->end(bootstrap_, hosts_) : json(nullptr);
+}
+
+json RunContext::counters_end_local() {
+  return counters_ ? counters_->end_local() : json(nullptr);
 }
 
 void RunContext::print(const std::string& line) const {

@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "bench/fabric_counters.h"
 #include "bench/memory_setup.h"
 #include "bench/options.h"
 #include "bench/status_line.h"
@@ -84,6 +85,14 @@ class RunContext {
   // Collective: with --timeline, gathers every rank's timeline, writes the file, sets
   // the results' "timeline" field and prints its summary; nothing without it.
   void finish_timeline(ResultsFile& results);
+  // Fabric counters around one measurement (bench/fabric_counters.h), after
+  // open_transport: counters_begin() snapshots this rank's rails; counters_end() is
+  // collective and returns every rank's deltas (null with --no-counters), for the
+  // measurement's "counters" field.
+  void counters_begin();
+  nlohmann::json counters_end();
+  // This rank's deltas only, no communication (validate carries them in its pair results).
+  nlohmann::json counters_end_local();
 
   // rank 0 only: a line to stdout (tables), flushed so a later failure keeps it; the
   // live progress line steps aside for it.
@@ -107,6 +116,7 @@ class RunContext {
   std::unique_ptr<Transport> transport_;
   std::unique_ptr<RunTimeline> timeline_;  // --timeline: owns the recorder the transport writes to
   std::unique_ptr<Progress> progress_;
+  std::unique_ptr<FabricCounters> counters_;
   std::vector<nlohmann::json> rank_rails_;   // per rank: its rails as JSON
   std::vector<nlohmann::json> rank_memory_;  // per rank: its MemoryPlacement as JSON
   MemoryPlacement placement_;

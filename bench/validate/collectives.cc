@@ -37,6 +37,7 @@ json run_collectives(RunContext& ctx, const SuConfig& c, const SuLayout& L, std:
     std::string error;
     CollectiveSide side;
     std::string algo = "pairwise";
+    ctx.counters_begin();
     try {
       std::vector<double> times;
       if (spec.pattern == Pattern::all_reduce) {
@@ -57,11 +58,13 @@ json run_collectives(RunContext& ctx, const SuConfig& c, const SuLayout& L, std:
     std::string first;
     for (const auto& e : ctx.bootstrap().all_gather_strings(error))
       if (first.empty() && !e.empty()) first = e;
+    json counters = ctx.counters_end();  // every rank is here, whatever happened
     const double us = first.empty() ? side.time_us : 0;
     const double busbw = first.empty() ? side.busbw : 0;
     const double need = spec.need_fraction * slowest;
     json entry{{"collective", name}, {"algo", algo},       {"bytes", bytes},        {"ranks", n},
                {"time_us", us},      {"busbw_gbs", busbw}, {"need_busbw_gbs", need}};
+    if (!counters.is_null()) entry["counters"] = std::move(counters);
     if (!first.empty()) {
       entry["error"] = first;
       findings.push_back(

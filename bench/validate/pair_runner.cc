@@ -22,6 +22,7 @@ std::optional<json> PairRunner::run(PairResult key, int peer, bool leader) {
     r.error = "not run: this pair already failed";
     skip = true;
   }
+  ctx_.counters_begin();  // this rank's rail, around the whole test
   auto guarded = [&](auto&& step) {
     if (skip || !r.ok) return;
     try {
@@ -53,6 +54,9 @@ std::optional<json> PairRunner::run(PairResult key, int peer, bool leader) {
     r.bw_spread = std::max({window_spread(ab), window_spread(ba), leader ? window_spread(bi) : 0.0});
   });
   if (peer < 0) return std::nullopt;
+  // One rail per rank in validate: its entry, {} when nothing moved, null when off.
+  const json counters = ctx_.counters_end_local();
+  if (!counters.is_null()) (leader ? r.counters_a : r.counters_b) = counters.empty() ? json::object() : counters[0];
   return side_json(r, leader, peer);
 }
 
@@ -72,6 +76,7 @@ std::vector<PairResult> PairRunner::exchange(const std::optional<json>& mine) {
         m.bw_ba = side.bw_ba;
       }
       m.bw_spread = std::max(m.bw_spread, side.bw_spread);
+      (j.at("leader") ? m.counters_a : m.counters_b) = j.at("leader") ? side.counters_a : side.counters_b;
       if (!side.ok && m.ok) m.ok = false, m.error = side.error;
     }
     if (!m.ok)

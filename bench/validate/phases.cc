@@ -7,6 +7,7 @@
 
 #include "bench/pair_test.h"
 #include "bench/validate/collectives.h"
+#include "bench/validate/counter_findings.h"
 #include "bench/validate/drain_list.h"
 #include "bench/validate/inventory.h"
 #include "bench/validate/pair_runner.h"
@@ -299,6 +300,11 @@ int finish(ValidateState& s) {
       s.ctx.print(fmt::format("# baseline {}: {} link(s) judged against their accepted figures, {} new finding(s)",
                               s.run.baseline->path, judged, s.findings.size() - before));
     }
+    // Last: what the NICs counted is said on every link finding, the baseline's too.
+    std::vector<PairResult> tested = s.rail_results;
+    tested.insert(tested.end(), s.cross_results.begin(), s.cross_results.end());
+    tested.insert(tested.end(), s.retest_results.begin(), s.retest_results.end());
+    judge_counters(s.c, s.L.node_names, link_counters(s.rails, s.nodes, tested), s.findings);
     s.results.set("rails", rail_matrices(s.c, s.L.node_names, s.rail_results, s.stats));
   }
   s.ctx.status().clear();

@@ -38,6 +38,16 @@ struct SuThresholds {
   // even when it passes its re-test; fewer (one) make it a suspect that the re-test
   // decides.
   int link_downs_fail = 2;
+  // fabric counters during a link's pair tests (its own NIC's, bench/fabric_counters.h):
+  // this many error-kind counts (symbol errors, link downed, retry exceeded, CRC) make
+  // it FAIL even when its bandwidth passed; 0: not judged.
+  int counter_errors_fail = 1;
+  // ...this many drops, or retransmits, make it WARN when also more than
+  // counter_rail_factor times its rail's median link (drops that every link shows are
+  // the fabric's, not one cable's); 0: not judged.
+  int counter_drops_warn = 100;
+  int counter_retransmits_warn = 1000;
+  double counter_rail_factor = 4;
   // validate --baseline: a link whose bandwidth (either direction) is this far below its
   // own accepted figure in the baseline run is a finding, even above the absolute limit.
   double baseline_bw_below = 0.1;

@@ -183,6 +183,7 @@ const char* to_string(FindingKind k) {
     case FindingKind::collective: return "collective";
     case FindingKind::intermittent: return "intermittent";
     case FindingKind::baseline: return "baseline";
+    case FindingKind::counters: return "counters";
   }
   return "?";
 }
@@ -204,7 +205,7 @@ FindingKind parse_finding_kind(const std::string& word, const std::string& field
   return parse_word(word, field,
                     {FindingKind::inventory, FindingKind::unreachable, FindingKind::bandwidth,
                      FindingKind::bidirectional, FindingKind::latency, FindingKind::cross_rail, FindingKind::collective,
-                     FindingKind::intermittent, FindingKind::baseline});
+                     FindingKind::intermittent, FindingKind::baseline, FindingKind::counters});
 }
 
 PairPhase parse_pair_phase(const std::string& word, const std::string& field) {
@@ -238,6 +239,8 @@ void to_json(nlohmann::json& j, const PairResult& p) {
                      {"lat_p99", p.lat_p99},
                      {"lat_p999", p.lat_p999},
                      {"bw_spread", p.bw_spread}};
+  if (!p.counters_a.is_null()) j["counters_a"] = p.counters_a;
+  if (!p.counters_b.is_null()) j["counters_b"] = p.counters_b;
 }
 
 void from_json(const nlohmann::json& j, PairResult& p) {
@@ -248,6 +251,8 @@ void from_json(const nlohmann::json& j, PairResult& p) {
   p.bw_ab = j.at("bw_ab"), p.bw_ba = j.at("bw_ba"), p.bidir = j.at("bidir");
   p.lat_p50 = j.at("lat_p50"), p.lat_p99 = j.at("lat_p99"), p.lat_p999 = j.at("lat_p999");
   p.bw_spread = j.value("bw_spread", 0.0);  // absent from results written before it existed
+  p.counters_a = j.value("counters_a", nlohmann::json());
+  p.counters_b = j.value("counters_b", nlohmann::json());
 }
 
 double window_spread(const std::vector<double>& gbps) {

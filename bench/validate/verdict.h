@@ -31,12 +31,13 @@ enum class FindingKind {
   cross_rail,
   collective,
   intermittent,
-  baseline  // well below the link's own accepted figure (validate --baseline)
+  baseline,  // well below the link's own accepted figure (validate --baseline)
+  counters   // its NIC's error counters moved, or far more drops/retransmits than its rail's
 };
 enum class PairPhase { rail, cross, retest };  // rail checks, cross-rail spot checks, re-tests
 
 const char* to_string(Severity s);     // "FAIL", "WARN"
-const char* to_string(FindingKind k);  // "inventory", ..., "cross-rail", "collective", "intermittent", "baseline"
+const char* to_string(FindingKind k);  // "inventory", ..., "collective", "intermittent", "baseline", "counters"
 const char* to_string(PairPhase p);    // "rail", "cross", "retest"
 Severity parse_severity(const std::string& word, const std::string& field);
 FindingKind parse_finding_kind(const std::string& word, const std::string& field);
@@ -61,6 +62,9 @@ struct PairResult {
   double bw_ab = 0, bw_ba = 0, bidir = 0;
   double lat_p50 = 0, lat_p99 = 0, lat_p999 = 0;
   double bw_spread = 0;
+  // What each side's NIC counted during the test (bench/fabric_counters.h: {"rail",
+  // "rail_name", "kinds", "deltas"}; {} when nothing moved); null: not read (--no-counters).
+  nlohmann::json counters_a, counters_b;
 };
 
 // 1 - min / median of a stream's per-window GB/s (0 for fewer than two windows).

@@ -3,6 +3,9 @@
 # the way links break in real SUs, or mends it:
 #   fault.sh degrade NODE RAIL PERCENT   carry only PERCENT of the SU's rate, both directions
 #   fault.sh delay NODE RAIL MS          add MS milliseconds each way (needs sch_netem)
+#   fault.sh lossy NODE RAIL MASK        a lossy cable: drops the IPv4 data packets (1 KiB and up)
+#                                        whose ID has the bits MASK (hex, 0x7: 1 in 8) all zero,
+#                                        both ways; the node sees its own egress drops (qdisc/drops)
 #   fault.sh down NODE RAIL              switch port down: the NIC sees no carrier
 #   fault.sh blackhole NODE RAIL         port unplugged from the leaf: link up, nothing passes
 #   fault.sh flap NODE RAIL PERIOD_S     a loose cable: port down for PERIOD_S, up for PERIOD_S, ...
@@ -17,7 +20,7 @@ rb_su_load_state
 faults="$RB_SU_STATE/faults"
 touch "$faults"
 
-usage() { sed -n '2,12p' "$0" >&2; exit 2; }
+usage() { sed -n '2,15p' "$0" >&2; exit 2; }
 
 # The loop that flaps a link: sleeps in a child it can end at once, so a stopped loop
 # leaves nothing behind, and ends by itself when its pid file goes (down.sh).
@@ -68,7 +71,7 @@ case $cmd in
     fi
     echo "netns-su: mended"
     exit 0 ;;
-  degrade | delay | down | blackhole | flap) ;;
+  degrade | delay | lossy | down | blackhole | flap) ;;
   *) usage ;;
 esac
 (($# >= 3)) || usage
@@ -98,6 +101,29 @@ case $cmd in
       fi
     done
     what="${ms} ms added each way" ;;
+  lossy)
+    # No sch_netem nor act_gact/act_police on every kernel: a u32 filter (always built
+    # in with htb) sends the packets whose IPv4 ID matches to a class whose queue holds
+    # nothing, so they are dropped and counted by the qdisc, as a NIC counts discards.
+    mask=${4:-}
+    [[ $mask =~ ^0x[0-9a-fA-F]{1,4}$ ]] && ((mask > 0)) || rb_su_die "lossy needs a MASK of IPv4 ID bits, 0x1..0xffff, e.g. 0x7 (1 in 8 packets)"
+    for side in "ip netns exec $ns tc" "tc"; do
+      dev=$port
+      [[ $side == ip* ]] && dev=rail$r
+      $side class add dev "$dev" parent 1: classid 1:20 htb rate "${RB_SU_RATE}mbit" quantum 60000
+      $side qdisc add dev "$dev" parent 1:20 handle 20: pfifo limit 0
+      # First, to the normal class: packets under 1 KiB (ACKs, latency ping-pongs: their
+      # loss costs a 200 ms retransmit timeout each, which would make the link look dead,
+      # not lossy) and ID 0 (Linux sends connection setup with ID 0: a link that loses
+      # every handshake is a blackhole). Then 1 in MASK+1 of the data packets is dropped.
+      if ! err=$($side filter add dev "$dev" parent 1: protocol ip prio 1 u32 match u16 0 0xfc00 at 2 flowid 1:10 2>&1); then
+        mend "$n" "$r"
+        rb_su_die "cannot add a u32 tc filter ($err): this kernel lacks cls_u32, so packets cannot be dropped selectively here"
+      fi
+      $side filter add dev "$dev" parent 1: protocol ip prio 2 u32 match u16 0 0xffff at 4 flowid 1:10
+      $side filter add dev "$dev" parent 1: protocol ip prio 3 u32 match u16 0 "$mask" at 4 flowid 1:20
+    done
+    what="lossy: drops the IPv4 data packets whose ID & $mask is 0, both directions" ;;
   down)
     ip link set "$port" down
     what="switch port down" ;;

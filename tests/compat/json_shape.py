@@ -24,8 +24,10 @@ VOLATILE = {
     "railbench_version", "git_commit", "commit",
 }
 # Added after the shape was recorded; new optional fields a reader may ignore (bad_nodes:
-# validate's drain list, checked by tests/netns/cases.sh; launcher: world.launcher).
-ADDED = {"railbench_commit", "updated_at", "launcher", "bad_nodes"}
+# validate's drain list, checked by tests/netns/cases.sh; launcher: world.launcher;
+# counters, counters_a, counters_b: the fabric counters that moved, which vary by machine
+# and run, checked by tests/lib/test_counters.cc and the netns lossy case).
+ADDED = {"railbench_commit", "updated_at", "launcher", "bad_nodes", "counters", "counters_a", "counters_b"}
 
 
 def shape(value, key=None):

@@ -2,7 +2,7 @@
 # `railbench validate` on a simulated SU (scripts/netns-su): real network namespaces,
 # veth, bridges, tc shaping, ranks under a real mpirun across the namespaces.
 #   cases.sh CASE RAILBENCH
-# CASE: healthy, degraded, blackhole, down, inventory, flapping, delay (needs sch_netem:
+# CASE: healthy, degraded, blackhole, down, inventory, flapping, lossy, delay (needs sch_netem:
 # run inside the soft-RoCE VM, whose kernel has it), two-node (a bad link between two
 # nodes: suspect at either end, nothing drained). Every case also checks the drain
 # list (--drain-list) and the JSON's bad_nodes. Exit 77 (ctest: skipped) when this
@@ -215,6 +215,38 @@ others = [l for r in doc["rails"] for l in r["links"] if (r["rail"], l["node"]) 
 assert all(l["carrier_changes"] == 0 for l in others), others
 PY
     [[ -z $(ls "$RB_SU_STATE"/flap-*.pid 2>/dev/null) ]] || fail "fault.sh clear left a flap loop's pid file"
+    ;;
+  lossy)
+    # A lossy cable: 1 in 4 of node03 rail1's data packets dropped, both ways (a u32
+    # filter into an empty queue; this kernel has no netem or policer). The NIC-side
+    # evidence a rank can see is its own interface's qdisc drops: the finding on that
+    # link must name them, and its partners must show none.
+    "$su/fault.sh" lossy node03 rail1 0x3 || exit 77  # no cls_u32: says so, skipped
+    run_validate 300 netns-4x2 2
+    # Its bandwidth usually fails too, but the drops must be named either way (a WARN
+    # alone leaves the verdict PASS).
+    ((rc == 0 || rc == 1)) || fail "validate ended with exit $rc"
+    got=$(named | sort -u)
+    echo "named: ${got:-nothing}"
+    [[ $(echo "$got" | grep -vc ' node03 rail1 ') -eq 0 ]] || fail "only node03 rail1 may be named, got: $got"
+    python3 - "$work/v.json" <<'PY' || fail "the lossy link's finding does not name its drops"
+import json, sys
+doc = json.load(open(sys.argv[1]))
+mine = [f for f in doc["findings"] if f.get("node") == 2 and f.get("rail") == 1]
+assert mine, doc["findings"]
+assert any("qdisc/drops" in f["reason"] and "; partners: " in f["reason"] for f in mine), mine
+print("finding:", mine[0]["reason"])
+# Every pair test carries both sides' counters; drops appear on node03 rail1's side only.
+drops = {}
+for p in doc["rail_pairs"] + doc["cross_rail_pairs"] + doc.get("retest_pairs", []):
+    for side, node, rail in (("counters_a", p["node_a"], p["rail_a"]), ("counters_b", p["node_b"], p["rail_b"])):
+        assert side in p, p
+        d = p[side].get("kinds", {}).get("drop", 0)
+        drops[(node, rail)] = drops.get((node, rail), 0) + d
+print("drops per (node, rail):", {k: v for k, v in sorted(drops.items()) if v})
+assert drops[(2, 1)] >= 100, drops
+assert all(v <= drops[(2, 1)] / 10 for k, v in drops.items() if k != (2, 1)), drops
+PY
     ;;
   delay)
     "$su/fault.sh" delay node02 rail0 25 || exit 77  # no netem: says so, skipped

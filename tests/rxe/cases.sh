@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The soft-RoCE cases, run INSIDE the rxe VM (scripts/rxe-vm/run.sh --rails 2), one VM
 # boot per group since a boot costs ~30 s under TCG:
-#   cases.sh verbs|ofi-verbs|bad-input RAILBENCH [VERBS_TESTS]
+#   cases.sh verbs|ofi-verbs|bad-input|counters RAILBENCH [VERBS_TESTS]
 # Each case is tests/bench/mpi_case.sh: real processes under a real mpirun, results
 # validated by check_results.py (every pair on every rail, #wrong 0). rxe under TCG
 # moves ~20 MB/s, so sizes and iteration counts are small.
@@ -87,8 +87,37 @@ case $group in
       failed+=("peer that never connects")
     fi
     ;;
+  counters)
+    # rxe's real hw_counters move during a sendrecv and land in the results, per rank
+    # and rail, next to the figures (both ranks share each rxe device here, so each
+    # sees the packets of both directions).
+    echo "=== rxe hw_counters move during a sendrecv"
+    source "$here/../../scripts/lib/mpirun.sh"
+    json=$(mktemp /tmp/rb-counters-XXXXXX.json)
+    timeout --kill-after=10 300 bash -c "$(declare -f rb_mpirun); rb_mpirun 2 $(printf '%q ' "$rb" sendrecv \
+      -t verbs --rails 2 -b 64K -e 64K -n 20 -w 2 --window 8 --bw-iters 2 --json "$json")"
+    "$rb" info | sed -n '/^fabric counters/,$p'
+    if python3 - "$json" <<'PY'; then echo "=== ok: rxe counters"; else
+import json, sys
+doc = json.load(open(sys.argv[1]))
+for rank in doc["world"]["ranks"]:
+    for rail in rank["rails"]:
+        assert any(s.startswith("verbs rxe") and "hw_counters" in s for s in rail["counters"]), rail
+counters = doc["results"][0]["counters"]
+seen = {(c["rank"], c["rail"]): c["deltas"] for c in counters}
+for rank in (0, 1):
+    for rail in (0, 1):
+        d = seen[(rank, rail)]
+        print("rank %d rail %d:" % (rank, rail), {k: v for k, v in d.items() if k.startswith("hw/")})
+        assert d.get("hw/sent_pkts", 0) > 0 and d.get("hw/rcvd_pkts", 0) > 0, d
+PY
+      echo "=== FAILED: rxe counters"
+      failed+=("rxe counters")
+    fi
+    rm -f "$json"
+    ;;
   *)
-    echo "usage: cases.sh verbs|ofi-verbs|bad-input RAILBENCH" >&2
+    echo "usage: cases.sh verbs|ofi-verbs|bad-input|counters RAILBENCH" >&2
     exit 2
     ;;
 esac
