@@ -4,6 +4,7 @@
 #include <map>
 #include <tuple>
 
+#include "lib/clock.h"
 #include "lib/errors.h"
 #include "lib/stats.h"
 
@@ -24,8 +25,10 @@ std::optional<json> PairRunner::run(PairResult key, int peer, bool leader) {
   }
   auto guarded = [&](auto&& step) {
     if (skip || !r.ok) return;
+    const Clock::time_point start = Clock::now();
     try {
       step();
+      r.test_s += seconds_between(start, Clock::now());
     } catch (const Error& e) {
       r.ok = false;
       r.error = e.what();
@@ -72,6 +75,7 @@ std::vector<PairResult> PairRunner::exchange(const std::optional<json>& mine) {
         m.bw_ba = side.bw_ba;
       }
       m.bw_spread = std::max(m.bw_spread, side.bw_spread);
+      m.test_s = std::max(m.test_s, side.test_s);
       if (!side.ok && m.ok) m.ok = false, m.error = side.error;
     }
     if (!m.ok)

@@ -237,7 +237,8 @@ void to_json(nlohmann::json& j, const PairResult& p) {
                      {"lat_p50", p.lat_p50},
                      {"lat_p99", p.lat_p99},
                      {"lat_p999", p.lat_p999},
-                     {"bw_spread", p.bw_spread}};
+                     {"bw_spread", p.bw_spread},
+                     {"test_s", p.test_s}};
 }
 
 void from_json(const nlohmann::json& j, PairResult& p) {
@@ -248,6 +249,7 @@ void from_json(const nlohmann::json& j, PairResult& p) {
   p.bw_ab = j.at("bw_ab"), p.bw_ba = j.at("bw_ba"), p.bidir = j.at("bidir");
   p.lat_p50 = j.at("lat_p50"), p.lat_p99 = j.at("lat_p99"), p.lat_p999 = j.at("lat_p999");
   p.bw_spread = j.value("bw_spread", 0.0);  // absent from results written before it existed
+  p.test_s = j.value("test_s", 0.0);        // likewise
 }
 
 double window_spread(const std::vector<double>& gbps) {

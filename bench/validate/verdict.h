@@ -61,6 +61,9 @@ struct PairResult {
   double bw_ab = 0, bw_ba = 0, bidir = 0;
   double lat_p50 = 0, lat_p99 = 0, lat_p999 = 0;
   double bw_spread = 0;
+  // Seconds its tests took (the slower side's; latency and bandwidth, the barrier between
+  // them left out): a burn-in's window figure, where a stall anywhere in the test shows.
+  double test_s = 0;
 };
 
 // 1 - min / median of a stream's per-window GB/s (0 for fewer than two windows).

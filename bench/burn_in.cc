@@ -1,0 +1,235 @@
+#include "bench/burn_in.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <ctime>
+#include <limits>
+
+#include <fmt/format.h>
+
+#include "bench/status_line.h"
+#include "lib/config_path.h"
+#include "lib/errors.h"
+
+namespace railbench {
+
+using nlohmann::json;
+
+namespace {
+
+std::string utc_now() {
+  const auto t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+// Nearest-rank median, lower middle for an even count (as the rest of railbench).
+double median_of(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v[(v.size() - 1) / 2];
+}
+
+}  // namespace
+
+double parse_duration(const std::string& text) {
+  const std::string fix = "use a number and a unit: 90s, 10m, 1h (a plain number is seconds)";
+  double value = 0;
+  const char* begin = text.data();
+  const char* end = text.data() + text.size();
+  auto [ptr, ec] = std::from_chars(begin, end, value);
+  if (text.empty() || ec != std::errc() || !std::isfinite(value))
+    throw UsageError(fmt::format("--duration '{}' is not a duration: {}", text, fix));
+  const std::string unit(ptr, end);
+  double scale = 0;
+  if (unit.empty() || unit == "s") scale = 1;
+  if (unit == "m" || unit == "min") scale = 60;
+  if (unit == "h") scale = 3600;
+  if (scale == 0)
+    throw UsageError(fmt::format("--duration '{}': unknown unit '{}': {}", text, cut_for_error(unit, 16), fix));
+  const double seconds = value * scale;
+  if (!(seconds > 0))
+    throw UsageError(fmt::format("--duration '{}' must be more than 0: e.g. --duration 10m, or leave it out", text));
+  if (seconds > kMaxBurnInSeconds)
+    throw UsageError(fmt::format("--duration '{}' is longer than the 30-day limit: use at most 720h", text));
+  return seconds;
+}
+
+std::string BurnInPlan::describe() const {
+  if (cycles > 0) return fmt::format("{} cycle{}", cycles, cycles == 1 ? "" : "s");
+  if (duration_s > 0) return fmt::format("{:g} s", duration_s);
+  return "off";
+}
+
+BurnInPlan make_burn_in_plan(const std::string& duration, int cycles) {
+  BurnInPlan plan;
+  if (!duration.empty() && cycles > 0)
+    throw UsageError("--duration and --cycles both given: a burn-in stops by time or by count, give one of them");
+  if (cycles < 0) throw UsageError(fmt::format("--cycles {} must be 1 or more", cycles));
+  if (!duration.empty()) plan.duration_s = parse_duration(duration);
+  plan.cycles = cycles;
+  return plan;
+}
+
+std::string BurnInLink::reason(const std::vector<WindowTime>& times) const {
+  std::string out = fmt::format("{} of {} windows below {:.0f}% of the {} median ({:.3g} {})", low, windows,
+                                kBurnInBelowFraction * 100, group, reference, unit);
+  if (missing) out += fmt::format(", {} did not finish", missing);
+  if (worst >= 0 && static_cast<size_t>(worst) < times.size()) {
+    const WindowTime& w = times[static_cast<size_t>(worst)];
+    out += fmt::format(
+        ", worst {} at +{:.0f} s ({})",
+        std::isnan(worst_value) ? std::string("did not finish") : fmt::format("{:.3g} {}", worst_value, unit),
+        w.start_s, w.wall);
+  }
+  return out;
+}
+
+void BurnInLog::begin_window(double start_s, std::string wall) {
+  times_.push_back(WindowTime{start_s, start_s, wall.empty() ? utc_now() : std::move(wall)});
+  for (auto& [link, s] : series_) s.values.push_back(std::numeric_limits<double>::quiet_NaN());
+}
+
+void BurnInLog::end_window(double end_s) {
+  if (!times_.empty()) times_.back().end_s = end_s;
+}
+
+void BurnInLog::add(const std::string& link, const std::string& group, const std::string& unit, double value) {
+  if (times_.empty()) begin_window(0);
+  auto [it, fresh] = series_.try_emplace(link);
+  Series& s = it->second;
+  if (fresh) {
+    order_.push_back(link);
+    s.group = group;
+    s.unit = unit;
+    s.values.assign(times_.size(), std::numeric_limits<double>::quiet_NaN());
+  }
+  s.values.back() = value;
+}
+
+std::vector<BurnInLink> BurnInLog::summarize() const {
+  // Each group's median over every finished window of every link in it: a link is
+  // judged against its rail (or, for a size, against its own run), so a link slow in
+  // every window is "low" throughout (the plain verdict's business) and a flapping one
+  // only in some.
+  std::map<std::string, std::vector<double>> by_group;
+  for (const auto& [link, s] : series_)
+    for (double v : s.values)
+      if (!std::isnan(v)) by_group[s.group].push_back(v);
+  std::map<std::string, double> reference;
+  for (auto& [g, v] : by_group) reference[g] = median_of(std::move(v));
+
+  std::vector<BurnInLink> out;
+  for (const auto& link : order_) {
+    const Series& s = series_.at(link);
+    BurnInLink l;
+    l.link = link;
+    l.group = s.group;
+    l.unit = s.unit;
+    l.windows = static_cast<int>(s.values.size());
+    l.reference = reference[s.group];
+    std::vector<double> finished;
+    for (size_t w = 0; w < s.values.size(); ++w) {
+      const double v = s.values[w];
+      const bool missing = std::isnan(v);
+      l.missing += missing;
+      if (!missing) finished.push_back(v);
+      if (missing || v < kBurnInBelowFraction * l.reference) ++l.low;
+      // The worst window: one that did not finish, else the lowest figure.
+      const bool worse = l.worst < 0 || (missing && !std::isnan(l.worst_value)) ||
+                         (!missing && !std::isnan(l.worst_value) && v < l.worst_value);
+      if (worse) l.worst = static_cast<int>(w), l.worst_value = v;
+    }
+    if (!finished.empty()) {
+      l.min = *std::min_element(finished.begin(), finished.end());
+      l.max = *std::max_element(finished.begin(), finished.end());
+      l.median = median_of(finished);
+    }
+    out.push_back(std::move(l));
+  }
+  return out;
+}
+
+json BurnInLog::to_json(const BurnInPlan& plan) const {
+  json windows = json::array();
+  for (size_t w = 0; w < times_.size(); ++w)
+    windows.push_back(
+        json{{"index", w}, {"start_s", times_[w].start_s}, {"end_s", times_[w].end_s}, {"wall", times_[w].wall}});
+  json links = json::array();
+  for (const auto& l : summarize()) {
+    json values = json::array();
+    for (double v : series_.at(l.link).values) values.push_back(std::isnan(v) ? json(nullptr) : json(v));
+    json j{{"link", l.link},
+           {"group", l.group},
+           {"unit", l.unit},
+           {"values", values},
+           {"min", l.min},
+           {"median", l.median},
+           {"max", l.max},
+           {"reference", l.reference},
+           {"low_windows", l.low},
+           {"missing_windows", l.missing},
+           {"intermittent", l.intermittent()}};
+    if (l.worst >= 0) {
+      const WindowTime& t = times_[static_cast<size_t>(l.worst)];
+      j["worst_window"] = l.worst;
+      j["worst_at_s"] = t.start_s;
+      j["worst_wall"] = t.wall;
+    }
+    links.push_back(std::move(j));
+  }
+  json p = json::object();
+  if (plan.duration_s > 0) p["duration_s"] = plan.duration_s;
+  if (plan.cycles > 0) p["cycles"] = plan.cycles;
+  return json{{"plan", p}, {"below_fraction", kBurnInBelowFraction}, {"windows", windows}, {"links", links}};
+}
+
+std::vector<std::string> BurnInLog::table(const std::string& title, const std::string& key) const {
+  std::vector<std::string> out;
+  const auto links = summarize();
+  const double span = times_.empty() ? 0 : times_.back().end_s;
+  out.push_back(fmt::format("# burn-in summary: {}, {} window(s) in {:.0f} s; low = below {:.0f}% of the group median",
+                            title, times_.size(), span, kBurnInBelowFraction * 100));
+  out.push_back(fmt::format("# {:<28} {:>10} {:>10} {:>10} {:>7} {:>13} {:>8}  {}", key, "min", "median", "max", "low",
+                            "worst at (s)", "unit", "verdict"));
+  int flagged = 0;
+  for (const auto& l : links) {
+    const double at = l.worst >= 0 ? times_[static_cast<size_t>(l.worst)].start_s : 0;
+    const char* verdict = l.intermittent() ? "INTERMITTENT" : l.always_low() ? "low in every window" : "steady";
+    flagged += l.intermittent();
+    out.push_back(fmt::format("  {:<28} {:>10.4g} {:>10.4g} {:>10.4g} {:>7} {:>13.1f} {:>8}  {}", l.link, l.min,
+                              l.median, l.max, fmt::format("{}/{}", l.low, l.windows), at, l.unit, verdict));
+  }
+  for (const auto& l : links)
+    if (l.intermittent()) out.push_back("# " + l.sentence(times_));
+  out.push_back(fmt::format("# burn-in: {} intermittent link(s) of {}", flagged, links.size()));
+  return out;
+}
+
+BurnInClock::BurnInClock(Bootstrap& bootstrap, BurnInPlan plan)
+    : bootstrap_(bootstrap), plan_(plan), start_(Clock::now()) {}
+
+bool BurnInClock::next_window() {
+  bool go = started_ == 0;
+  if (!go && plan_.cycles > 0) go = started_ < plan_.cycles;
+  if (!go && plan_.duration_s > 0) go = elapsed_s() < plan_.duration_s;
+  // Rank 0's answer is everyone's: clocks differ, and a rank that stopped alone would
+  // leave the others waiting for it.
+  const auto answers = bootstrap_.all_gather_value<uint8_t>(go ? 1 : 0);
+  go = answers.at(0) != 0;
+  if (go) ++started_;
+  return go;
+}
+
+std::string window_label(const BurnInClock& clock) {
+  const BurnInPlan& p = clock.plan();
+  if (p.cycles > 0) return fmt::format("window {}/{}", clock.windows_started(), p.cycles);
+  return fmt::format("window {}, {} of {}", clock.windows_started(), format_clock(clock.elapsed_s()),
+                     format_clock(p.duration_s));
+}
+
+}  // namespace railbench

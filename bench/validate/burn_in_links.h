@@ -1,0 +1,27 @@
+// validate's burn-in (--duration / --cycles): phase 2, every node pair on every rail,
+// once per window. Each link's window figure is the median, over its pair tests in that
+// window, of their effective rate: the bytes the bandwidth tests moved over the seconds
+// all its tests took (latency ping-pong included), so a link that stalls for a while, at
+// any point of a test, shows in that window. A pair test that did not finish counts 0.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "bench/burn_in.h"
+#include "bench/validate/su_config.h"
+#include "bench/validate/verdict.h"
+
+namespace railbench {
+
+// The figure of every link (node, rail) that took part in `window`'s rail pair tests.
+// Returns the window's line: "links 0.031 .. 0.045 GB/s, lowest node02 rail1".
+std::string log_rail_window(BurnInLog& log, const SuConfig& c, const std::vector<std::string>& node_names,
+                            const std::vector<PairResult>& window);
+
+// A FAIL finding (kind intermittent) for each link whose windows fell below the rail's
+// median only some of the time: "node02 rail1 (leaf1): 3 of 12 windows below 80% ...".
+std::vector<Finding> burn_in_findings(const BurnInLog& log, const SuConfig& c,
+                                      const std::vector<std::string>& node_names);
+
+}  // namespace railbench
