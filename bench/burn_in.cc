@@ -34,6 +34,14 @@ double median_of(std::vector<double> v) {
   return v[(v.size() - 1) / 2];
 }
 
+// The median as the mean of the two middle values for an even count: a rail's reference
+// in a window, where one flapping link of four must not become the median itself.
+double middle_of(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
 }  // namespace
 
 double parse_duration(const std::string& text) {
@@ -76,8 +84,12 @@ BurnInPlan make_burn_in_plan(const std::string& duration, int cycles) {
 }
 
 std::string BurnInLink::reason(const std::vector<WindowTime>& times) const {
-  std::string out = fmt::format("{} of {} windows below {:.0f}% of the {} median ({:.3g} {})", low, windows,
-                                kBurnInBelowFraction * 100, group, reference, unit);
+  std::string out =
+      per_window
+          ? fmt::format("{} of {} windows below {:.0f}% of the {} median in the same window ({:.3g} {} over the run)",
+                        low, windows, below * 100, group, reference, unit)
+          : fmt::format("{} of {} windows below {:.0f}% of the {} median ({:.3g} {})", low, windows, below * 100, group,
+                        reference, unit);
   if (missing) out += fmt::format(", {} did not finish", missing);
   if (worst >= 0 && static_cast<size_t>(worst) < times.size()) {
     const WindowTime& w = times[static_cast<size_t>(worst)];
@@ -112,16 +124,31 @@ void BurnInLog::add(const std::string& link, const std::string& group, const std
 }
 
 std::vector<BurnInLink> BurnInLog::summarize() const {
-  // Each group's median over every finished window of every link in it: a link is
-  // judged against its rail (or, for a size, against its own run), so a link slow in
-  // every window is "low" throughout (the plain verdict's business) and a flapping one
-  // only in some.
+  // A link is judged against its group: a rail's links against their rail's median in
+  // the same window, so that what slows every link at once (the first window's
+  // connection set-up, a busy host, a switch reconverging) is no one link's fault; a
+  // group of fewer links (a size of a sweep, the one pair of two ranks) against its own
+  // median over the run. A link slow in every window is then low throughout (the plain
+  // verdict's business) and a flapping one only in some.
   std::map<std::string, std::vector<double>> by_group;
-  for (const auto& [link, s] : series_)
+  std::map<std::string, int> links_in;
+  for (const auto& [link, s] : series_) {
+    ++links_in[s.group];
     for (double v : s.values)
       if (!std::isnan(v)) by_group[s.group].push_back(v);
+  }
   std::map<std::string, double> reference;
   for (auto& [g, v] : by_group) reference[g] = median_of(std::move(v));
+  std::map<std::string, std::vector<double>> window_reference;  // per group, per window
+  for (const auto& [g, n] : links_in) {
+    auto& per = window_reference[g];
+    for (size_t w = 0; w < times_.size(); ++w) {
+      std::vector<double> v;
+      for (const auto& [link, s] : series_)
+        if (s.group == g && !std::isnan(s.values[w])) v.push_back(s.values[w]);
+      per.push_back(n >= kBurnInPerWindowLinks && !v.empty() ? middle_of(std::move(v)) : reference[g]);
+    }
+  }
 
   std::vector<BurnInLink> out;
   for (const auto& link : order_) {
@@ -132,17 +159,20 @@ std::vector<BurnInLink> BurnInLog::summarize() const {
     l.unit = s.unit;
     l.windows = static_cast<int>(s.values.size());
     l.reference = reference[s.group];
+    l.below = below_;
+    l.per_window = links_in[s.group] >= kBurnInPerWindowLinks;
+    const auto& refs = window_reference[s.group];
+    double worst_ratio = 0;
     std::vector<double> finished;
     for (size_t w = 0; w < s.values.size(); ++w) {
       const double v = s.values[w];
       const bool missing = std::isnan(v);
       l.missing += missing;
       if (!missing) finished.push_back(v);
-      if (missing || v < kBurnInBelowFraction * l.reference) ++l.low;
-      // The worst window: one that did not finish, else the lowest figure.
-      const bool worse = l.worst < 0 || (missing && !std::isnan(l.worst_value)) ||
-                         (!missing && !std::isnan(l.worst_value) && v < l.worst_value);
-      if (worse) l.worst = static_cast<int>(w), l.worst_value = v;
+      if (missing || v < below_ * refs[w]) ++l.low;
+      // The worst window: one that did not finish, else the lowest against its reference.
+      const double ratio = missing ? -1 : refs[w] > 0 ? v / refs[w] : 1;
+      if (l.worst < 0 || ratio < worst_ratio) l.worst = static_cast<int>(w), l.worst_value = v, worst_ratio = ratio;
     }
     if (!finished.empty()) {
       l.min = *std::min_element(finished.begin(), finished.end());
@@ -185,7 +215,7 @@ json BurnInLog::to_json(const BurnInPlan& plan) const {
   json p = json::object();
   if (plan.duration_s > 0) p["duration_s"] = plan.duration_s;
   if (plan.cycles > 0) p["cycles"] = plan.cycles;
-  return json{{"plan", p}, {"below_fraction", kBurnInBelowFraction}, {"windows", windows}, {"links", links}};
+  return json{{"plan", p}, {"below_fraction", below_}, {"windows", windows}, {"links", links}};
 }
 
 std::vector<std::string> BurnInLog::table(const std::string& title, const std::string& key) const {
@@ -193,7 +223,7 @@ std::vector<std::string> BurnInLog::table(const std::string& title, const std::s
   const auto links = summarize();
   const double span = times_.empty() ? 0 : times_.back().end_s;
   out.push_back(fmt::format("# burn-in summary: {}, {} window(s) in {:.0f} s; low = below {:.0f}% of the group median",
-                            title, times_.size(), span, kBurnInBelowFraction * 100));
+                            title, times_.size(), span, below_ * 100));
   out.push_back(fmt::format("# {:<28} {:>10} {:>10} {:>10} {:>7} {:>13} {:>8}  {}", key, "min", "median", "max", "low",
                             "worst at (s)", "unit", "verdict"));
   int flagged = 0;

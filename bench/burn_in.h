@@ -19,8 +19,13 @@
 namespace railbench {
 
 // A window whose figure is below this fraction of its group's median (the rail's, or
-// the size's own) counts as a low window (README "Burn-in").
+// the size's own) counts as a low window (README "Burn-in"); validate takes its own from
+// the SU config (thresholds.burn_in_below_median).
 inline constexpr double kBurnInBelowFraction = 0.8;
+// A group of at least this many links (a rail's) is judged window by window against its
+// own median in that window; a smaller one (a sweep's size, the one pair of two ranks)
+// against its median over the whole run.
+inline constexpr int kBurnInPerWindowLinks = 3;
 // The longest --duration: 30 days.
 inline constexpr double kMaxBurnInSeconds = 30 * 86400.0;
 
@@ -53,9 +58,11 @@ struct BurnInLink {
   int windows = 0;    // windows it has a slot in
   int missing = 0;    // windows in which it did not finish (counted as low)
   double min = 0, median = 0, max = 0;
-  double reference = 0;  // its group's median over every window
-  int low = 0;           // windows below kBurnInBelowFraction x reference, missing included
-  int worst = -1;        // index of its lowest window
+  double reference = 0;     // its group's median over every window
+  bool per_window = false;  // low is judged against the group's median in each window
+  double below = kBurnInBelowFraction;
+  int low = 0;     // windows below `below` x reference, missing included
+  int worst = -1;  // index of its lowest window (against its reference)
   double worst_value = 0;
   bool intermittent() const { return low > 0 && low < windows; }
   bool always_low() const { return windows > 0 && low == windows; }
@@ -69,6 +76,8 @@ struct BurnInLink {
 // The figures of every window, by link. Memory: one double per link per window.
 class BurnInLog {
  public:
+  // `below`: the fraction of its group's median under which a window is low.
+  explicit BurnInLog(double below = kBurnInBelowFraction) : below_(below) {}
   // Starts a window now (`wall`: its wall-clock start, for tests; empty: now).
   void begin_window(double start_s, std::string wall = "");
   void end_window(double end_s);
@@ -92,6 +101,7 @@ class BurnInLog {
     std::string group, unit;
     std::vector<double> values;  // per window; NaN: missing
   };
+  double below_;
   std::vector<WindowTime> times_;
   std::vector<std::string> order_;  // links in first-seen order
   std::map<std::string, Series> series_;

@@ -1,8 +1,10 @@
 // validate's burn-in (--duration / --cycles): phase 2, every node pair on every rail,
 // once per window. Each link's window figure is the median, over its pair tests in that
-// window, of their effective rate: the bytes the bandwidth tests moved over the seconds
-// all its tests took (latency ping-pong included), so a link that stalls for a while, at
-// any point of a test, shows in that window. A pair test that did not finish counts 0.
+// window, of their effective rate: the bytes the bandwidth streams moved over the seconds
+// the streams took plus the longest round trip of its latency ping-pong (PairResult's
+// test_s), so a link that stalls anywhere in a test, not only in its median stream
+// window, shows in that window; the median over its partners keeps a partner's stall
+// off it. A pair test that did not finish counts 0.
 #pragma once
 
 #include <string>

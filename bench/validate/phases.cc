@@ -368,7 +368,8 @@ int validate_phases(RunContext& ctx, const SuConfig& c, const SuLayout& L, const
                   .nodes = nodes,
                   .rails = c.num_rails(),
                   .stats = std::vector<std::vector<LinkStats>>(c.num_rails(), std::vector<LinkStats>(nodes)),
-                  .plan = make_validate_plan(c)};
+                  .plan = make_validate_plan(c),
+                  .burn_in = BurnInLog(c.thresholds.burn_in_below_median)};
   s.rounds_total = s.plan.rounds.size();
   for (const auto& m : L.missing) {
     s.findings.push_back({Severity::fail, FindingKind::inventory, m,

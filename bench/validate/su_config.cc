@@ -175,7 +175,7 @@ void read_thresholds(const Reader& r, const json& j, SuThresholds& t) {
   r.only(j, w,
          {"bw_min_fraction", "bidir_min_fraction", "lat_p50_max_us", "lat_p99_max_us", "rel_bw_below_median",
           "rel_lat_above_median", "rel_lat_min_us", "mad_k", "spread_above_median", "link_downs_fail",
-          "baseline_bw_below", "allreduce_busbw_min_fraction", "alltoall_busbw_min_fraction"});
+          "baseline_bw_below", "burn_in_below_median", "allreduce_busbw_min_fraction", "alltoall_busbw_min_fraction"});
   t.bw_min_fraction = r.number(j, w, "bw_min_fraction", t.bw_min_fraction, 0, 1);
   t.bidir_min_fraction = r.number(j, w, "bidir_min_fraction", t.bidir_min_fraction, 0, 1);
   t.lat_p50_max_us = r.number(j, w, "lat_p50_max_us", t.lat_p50_max_us, 0, 1e7);
@@ -187,6 +187,7 @@ void read_thresholds(const Reader& r, const json& j, SuThresholds& t) {
   t.spread_above_median = r.number(j, w, "spread_above_median", t.spread_above_median, 0.01, 1);
   t.link_downs_fail = r.integer(j, w, "link_downs_fail", t.link_downs_fail, 1, 1000000);
   t.baseline_bw_below = r.number(j, w, "baseline_bw_below", t.baseline_bw_below, 0.001, 1);
+  t.burn_in_below_median = r.number(j, w, "burn_in_below_median", t.burn_in_below_median, 0.01, 1);
   t.allreduce_busbw_min_fraction =
       r.number(j, w, "allreduce_busbw_min_fraction", t.allreduce_busbw_min_fraction, 0, 10);
   t.alltoall_busbw_min_fraction = r.number(j, w, "alltoall_busbw_min_fraction", t.alltoall_busbw_min_fraction, 0, 10);

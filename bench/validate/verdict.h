@@ -61,8 +61,10 @@ struct PairResult {
   double bw_ab = 0, bw_ba = 0, bidir = 0;
   double lat_p50 = 0, lat_p99 = 0, lat_p999 = 0;
   double bw_spread = 0;
-  // Seconds its tests took (the slower side's; latency and bandwidth, the barrier between
-  // them left out): a burn-in's window figure, where a stall anywhere in the test shows.
+  // Seconds its bandwidth streams took (warm-ups included) plus its longest latency round
+  // trip, the slower side's: a burn-in window's figure is the bytes the streams moved over
+  // this. A stall in any stream or round trip shows; the scheduler's noise over a
+  // ping-pong of a thousand round trips (a shared host) does not.
   double test_s = 0;
 };
 

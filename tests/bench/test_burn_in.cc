@@ -40,8 +40,9 @@ TEST_CASE("burn-in: a bad --duration names the text and the fix", "[burn-in][rob
 TEST_CASE("burn-in: a link low in some windows is intermittent, a steady or always-slow one is not", "[burn-in]") {
   BurnInLog log;
   const double nan = std::numeric_limits<double>::quiet_NaN();
-  // rail1: node01 steady, node02 drops in windows 2 and 4 (4: did not finish), node03
-  // slow in every window; rail0: node01 steady on its own.
+  // rail1: node01, node05, node06 steady, node02 drops in windows 2 and 4 (4: did not
+  // finish), node03 slow in every window; rail0: node01 steady on its own (a group of
+  // one: judged against its own run).
   const double flaky[] = {10, 10, 1, 10, nan, 10};
   for (int w = 0; w < 6; ++w) {
     log.begin_window(w * 10.0, "2026-11-23T19:00:0" + std::to_string(w) + "Z");
@@ -50,10 +51,12 @@ TEST_CASE("burn-in: a link low in some windows is intermittent, a steady or alwa
     log.add("node03 rail1", "rail1", "GB/s", 5);
     log.add("node01 rail0", "rail0", "GB/s", 7 - 0.1 * w);
     if (w >= 3) log.add("node04 rail1", "rail1", "GB/s", 10);  // first seen in window 3
+    log.add("node05 rail1", "rail1", "GB/s", 10);
+    log.add("node06 rail1", "rail1", "GB/s", 10);
     log.end_window(w * 10.0 + 9);
   }
   const auto links = log.summarize();
-  REQUIRE(links.size() == 5);
+  REQUIRE(links.size() == 7);
   const auto& steady = links[0];
   CHECK(steady.link == "node01 rail1");
   CHECK_FALSE(steady.intermittent());
@@ -68,14 +71,18 @@ TEST_CASE("burn-in: a link low in some windows is intermittent, a steady or alwa
   CHECK(flap.min == 1);
   CHECK(flap.median == 10);
   CHECK(flap.reference == 10);  // rail1's median over every finished window
-  CHECK_THAT(flap.sentence(log.times()), Catch::StartsWith("node02 rail1 intermittent: 2 of 6 windows below 80% of "
-                                                           "the rail1 median (10 GB/s), 1 did not finish, worst did "
-                                                           "not finish at +40 s (2026-11-23T19:00:04Z)"));
+  CHECK(flap.per_window);
+  CHECK_THAT(flap.sentence(log.times()), Catch::StartsWith("node02 rail1 intermittent: 2 of 6 windows below 80% of the "
+                                                           "rail1 median in the same window (10 GB/s over the run), 1 "
+                                                           "did not finish, worst did not finish at +40 s "
+                                                           "(2026-11-23T19:00:04Z)"));
   const auto& slow = links[2];
   CHECK_FALSE(slow.intermittent());
   CHECK(slow.always_low());
   CHECK_FALSE(links[3].intermittent());  // rail0 judged against rail0 alone
-  const auto& late = links[4];
+  CHECK_FALSE(links[3].per_window);
+  const auto& late = links[6];  // first seen after the others
+  CHECK(late.link == "node04 rail1");
   CHECK(late.missing == 3);
   CHECK(late.intermittent());  // missing windows are low windows
 
@@ -89,7 +96,7 @@ TEST_CASE("burn-in: a link low in some windows is intermittent, a steady or alwa
   CHECK(j.at("links")[0].at("intermittent") == false);
 
   const auto table = log.table("test");
-  CHECK(table.back() == "# burn-in: 2 intermittent link(s) of 5");
+  CHECK(table.back() == "# burn-in: 2 intermittent link(s) of 7");
 }
 
 TEST_CASE("burn-in: every rank runs the windows rank 0's clock decides", "[burn-in]") {

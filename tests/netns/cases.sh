@@ -116,14 +116,18 @@ PY
 }
 
 # A copy of netns-4x2 for the burn-ins: phase 2 only (no cross-rail checks, no
-# collectives), so the windows are short and the case stays within two minutes.
+# collectives) and a short latency test, so the windows are short (~2 s) and the case
+# stays within two minutes.
 burn_in_config() {  # burn_in_config FILE
   python3 - "$here/../../configs/netns-4x2.json" "$1" <<'PY'
 import json, re, sys
 text = re.sub(r"^\s*//.*$", "", open(sys.argv[1]).read(), flags=re.M)
 c = json.loads(text)
 c["name"] = "netns-4x2-burn-in"
-c["tests"].update({"cross_rail": False, "collectives": False, "lat_iters": 500})
+c["tests"].update({"cross_rail": False, "collectives": False, "lat_iters": 200})
+# A window of a healthy link here swings by up to ~25% when the 2 cores are busy; a
+# flapping link's low windows are 5-10x below its rail.
+c["thresholds"]["burn_in_below_median"] = 0.5
 json.dump(c, open(sys.argv[2], "w"), indent=1)
 PY
 }
@@ -235,14 +239,14 @@ PY
     ;;
   intermittent | steady)
     # validate burn-in (--duration / --cycles): phase 2 again and again in windows. In
-    # 'intermittent' node02 rail1 goes down for 3 s and up for 3 s from the end of the
+    # 'intermittent' node02 rail1 goes down for 5 s and up for 5 s from the end of the
     # inventory on: it, and no other link, is intermittent (low in some windows, not
     # all). 'steady': no fault, no link intermittent, the SU passes.
     burn_in_config "$work/burn.json"
     if [[ $case_name == intermittent ]]; then
       (
         for _ in $(seq 600); do
-          grep -q '^# phase 1 inventory' "$work/out" 2>/dev/null && exec "$su/fault.sh" flap node02 rail1 3
+          grep -q '^# phase 1 inventory' "$work/out" 2>/dev/null && exec "$su/fault.sh" flap node02 rail1 5
           sleep 0.1
         done
       ) >/dev/null 2>&1 &
@@ -282,7 +286,7 @@ PY
       ((rc == 0)) || fail "a steady SU must pass its burn-in (exit $rc, verdict $(verdict))"
     else
       ((rc == 1)) || fail "an intermittent link must fail the SU (exit $rc)"
-      grep -q '^# node02 rail1 intermittent: [0-9]* of [0-9]* windows below 80% of the rail1 median' "$work/out" ||
+      grep -q '^# node02 rail1 intermittent: [0-9]* of [0-9]* windows below 50% of the rail1 median' "$work/out" ||
         fail "the intermittent link's line is missing"
       expect_drain "node02"
     fi
