@@ -84,13 +84,19 @@ BurnInPlan make_burn_in_plan(const std::string& duration, int cycles) {
 }
 
 std::string BurnInLink::reason(const std::vector<WindowTime>& times) const {
-  std::string out =
-      per_window
-          ? fmt::format("{} of {} windows below {:.0f}% of the {} median in the same window ({:.3g} {} over the run)",
-                        low, windows, below * 100, group, reference, unit)
-          : fmt::format("{} of {} windows below {:.0f}% of the {} median ({:.3g} {})", low, windows, below * 100, group,
-                        reference, unit);
-  if (missing) out += fmt::format(", {} did not finish", missing);
+  // "3 of 12 windows low: 2 below 80% of the rail1 median in the same window (0.0591 GB/s
+  // over the run), the link went down in 2, 1 did not finish"
+  std::vector<std::string> parts;
+  if (under)
+    parts.push_back(
+        per_window
+            ? fmt::format("{} below {:.0f}% of the {} median in the same window ({:.3g} {} over the run)", under,
+                          below * 100, group, reference, unit)
+            : fmt::format("{} below {:.0f}% of the {} median ({:.3g} {})", under, below * 100, group, reference, unit));
+  if (flagged) parts.push_back(fmt::format("{} in {}", why, flagged));
+  if (missing) parts.push_back(fmt::format("{} did not finish", missing));
+  std::string out = fmt::format("{} of {} windows low", low, windows);
+  for (size_t i = 0; i < parts.size(); ++i) out += (i == 0 ? ": " : ", ") + parts[i];
   if (worst >= 0 && static_cast<size_t>(worst) < times.size()) {
     const WindowTime& w = times[static_cast<size_t>(worst)];
     out += fmt::format(
@@ -102,8 +108,56 @@ std::string BurnInLink::reason(const std::vector<WindowTime>& times) const {
 }
 
 void BurnInLog::begin_window(double start_s, std::string wall) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  // Once windows were merged, a window holds passes_ passes: a pass that does not start
+  // a window folds into the last one (each figure the worse of the two).
+  if (!times_.empty() && passes_in_last_ < passes_) {
+    ++passes_in_last_;
+    for (auto& [link, s] : series_) {
+      s.carry = s.values.back();
+      s.carrying = true;
+      s.values.back() = nan;  // stays missing unless this pass adds it
+    }
+    return;
+  }
+  if (times_.size() >= kBurnInMaxWindows) merge_pairs();
   times_.push_back(WindowTime{start_s, start_s, wall.empty() ? utc_now() : std::move(wall)});
-  for (auto& [link, s] : series_) s.values.push_back(std::numeric_limits<double>::quiet_NaN());
+  passes_in_last_ = 1;
+  for (auto& [link, s] : series_) {
+    s.values.push_back(nan);
+    s.flagged.push_back(0);
+    s.carrying = false;
+  }
+}
+
+void BurnInLog::flag(const std::string& link, const std::string& why) {
+  auto it = series_.find(link);
+  if (it == series_.end() || times_.empty()) return;
+  it->second.flagged.back() = 1;
+  it->second.why = why;
+}
+
+// Windows 2i and 2i+1 become window i: a figure is the worse of the two (a pass that did
+// not finish wins), so a low pass is never averaged away.
+void BurnInLog::merge_pairs() {
+  const size_t n = times_.size() / 2;
+  for (size_t i = 0; i < n; ++i)
+    times_[i] = WindowTime{times_[2 * i].start_s, times_[2 * i + 1].end_s, times_[2 * i].wall};
+  const bool odd = times_.size() % 2;
+  if (odd) times_[n] = times_.back();
+  times_.resize(n + odd);
+  for (auto& [link, s] : series_) {
+    for (size_t i = 0; i < n; ++i) {
+      const double a = s.values[2 * i], b = s.values[2 * i + 1];
+      s.values[i] = std::isnan(a) || std::isnan(b) ? std::numeric_limits<double>::quiet_NaN() : std::min(a, b);
+    }
+    if (odd) s.values[n] = s.values.back();
+    s.values.resize(n + odd);
+    for (size_t i = 0; i < n; ++i) s.flagged[i] = s.flagged[2 * i] | s.flagged[2 * i + 1];
+    if (odd) s.flagged[n] = s.flagged.back();
+    s.flagged.resize(n + odd);
+  }
+  passes_ *= 2;
 }
 
 void BurnInLog::end_window(double end_s) {
@@ -119,7 +173,10 @@ void BurnInLog::add(const std::string& link, const std::string& group, const std
     s.group = group;
     s.unit = unit;
     s.values.assign(times_.size(), std::numeric_limits<double>::quiet_NaN());
+    s.flagged.assign(times_.size(), 0);
   }
+  // Folding a pass into its window: missing in either pass is missing, else the lower.
+  if (s.carrying) value = std::isnan(s.carry) ? s.carry : std::min(s.carry, value);
   s.values.back() = value;
 }
 
@@ -160,6 +217,7 @@ std::vector<BurnInLink> BurnInLog::summarize() const {
     l.windows = static_cast<int>(s.values.size());
     l.reference = reference[s.group];
     l.below = below_;
+    l.why = s.why;
     l.per_window = links_in[s.group] >= kBurnInPerWindowLinks;
     const auto& refs = window_reference[s.group];
     double worst_ratio = 0;
@@ -169,9 +227,13 @@ std::vector<BurnInLink> BurnInLog::summarize() const {
       const bool missing = std::isnan(v);
       l.missing += missing;
       if (!missing) finished.push_back(v);
-      if (missing || v < below_ * refs[w]) ++l.low;
+      const bool under = !missing && v < below_ * refs[w];
+      l.flagged += s.flagged[w];
+      l.under += under;
+      if (missing || s.flagged[w] || under) ++l.low;
       // The worst window: one that did not finish, else the lowest against its reference.
-      const double ratio = missing ? -1 : refs[w] > 0 ? v / refs[w] : 1;
+      // ... and among the rest a flagged one before an unflagged one.
+      const double ratio = missing ? -1e9 : (s.flagged[w] ? -1e6 : 0) + (refs[w] > 0 ? v / refs[w] : 1);
       if (l.worst < 0 || ratio < worst_ratio) l.worst = static_cast<int>(w), l.worst_value = v, worst_ratio = ratio;
     }
     if (!finished.empty()) {
@@ -203,6 +265,7 @@ json BurnInLog::to_json(const BurnInPlan& plan) const {
            {"reference", l.reference},
            {"low_windows", l.low},
            {"missing_windows", l.missing},
+           {"flagged_windows", l.flagged},
            {"intermittent", l.intermittent()}};
     if (l.worst >= 0) {
       const WindowTime& t = times_[static_cast<size_t>(l.worst)];
@@ -215,15 +278,18 @@ json BurnInLog::to_json(const BurnInPlan& plan) const {
   json p = json::object();
   if (plan.duration_s > 0) p["duration_s"] = plan.duration_s;
   if (plan.cycles > 0) p["cycles"] = plan.cycles;
-  return json{{"plan", p}, {"below_fraction", below_}, {"windows", windows}, {"links", links}};
+  return json{
+      {"plan", p}, {"below_fraction", below_}, {"passes_per_window", passes_}, {"windows", windows}, {"links", links}};
 }
 
 std::vector<std::string> BurnInLog::table(const std::string& title, const std::string& key) const {
   std::vector<std::string> out;
   const auto links = summarize();
   const double span = times_.empty() ? 0 : times_.back().end_s;
-  out.push_back(fmt::format("# burn-in summary: {}, {} window(s) in {:.0f} s; low = below {:.0f}% of the group median",
-                            title, times_.size(), span, below_ * 100));
+  out.push_back(fmt::format(
+      "# burn-in summary: {}, {} window(s) in {:.0f} s; low = below {:.0f}% of the group median", title,
+      passes_ > 1 ? fmt::format("{} ({} passes each)", times_.size(), passes_) : fmt::format("{}", times_.size()), span,
+      below_ * 100));
   out.push_back(fmt::format("# {:<28} {:>10} {:>10} {:>10} {:>7} {:>13} {:>8}  {}", key, "min", "median", "max", "low",
                             "worst at (s)", "unit", "verdict"));
   int flagged = 0;
@@ -253,6 +319,14 @@ bool BurnInClock::next_window() {
   go = answers.at(0) != 0;
   if (go) ++started_;
   return go;
+}
+
+bool BurnInClock::rewrite_due() {
+  if (!plan_.on()) return false;
+  const auto now = Clock::now();
+  if (started_ > 1 && seconds_between(rewritten_, now) < kBurnInRewriteEvery) return false;
+  rewritten_ = now;
+  return true;
 }
 
 std::string window_label(const BurnInClock& clock) {

@@ -26,6 +26,12 @@ inline constexpr double kBurnInBelowFraction = 0.8;
 // own median in that window; a smaller one (a sweep's size, the one pair of two ranks)
 // against its median over the whole run.
 inline constexpr int kBurnInPerWindowLinks = 3;
+// The most windows kept: when a new window would make more, neighbouring windows are
+// merged two into one (its figure the worse of the two), so a window then spans 2, 4,
+// ... passes and memory and the results file stay bounded for any duration.
+inline constexpr size_t kBurnInMaxWindows = 1024;
+// The results file is rewritten after a window at most this often (and after the last).
+inline constexpr double kBurnInRewriteEvery = 2.0;
 // The longest --duration: 30 days.
 inline constexpr double kMaxBurnInSeconds = 30 * 86400.0;
 
@@ -61,7 +67,10 @@ struct BurnInLink {
   double reference = 0;     // its group's median over every window
   bool per_window = false;  // low is judged against the group's median in each window
   double below = kBurnInBelowFraction;
-  int low = 0;     // windows below `below` x reference, missing included
+  int low = 0;      // windows below `below` x reference, missing and flagged included
+  int flagged = 0;  // windows flag()ged, for `why`
+  int under = 0;    // finished windows whose figure is below `below` x their reference
+  std::string why;
   int worst = -1;  // index of its lowest window (against its reference)
   double worst_value = 0;
   bool intermittent() const { return low > 0 && low < windows; }
@@ -84,8 +93,14 @@ class BurnInLog {
   // The current window's figure for `link` (NaN: it did not finish). A link first seen
   // in a later window is missing from the earlier ones.
   void add(const std::string& link, const std::string& group, const std::string& unit, double value);
+  // Marks the current window low for `link` whatever its figure, for `why` ("the link
+  // went down"): an event seen by other means than the figure (validate: the NIC's link
+  // down counters). A link not added yet is ignored.
+  void flag(const std::string& link, const std::string& why);
 
   size_t windows() const { return times_.size(); }
+  // Passes of the measurement per window: 1, then 2, 4, ... once windows were merged.
+  int passes_per_window() const { return passes_; }
   const std::vector<WindowTime>& times() const { return times_; }
   std::vector<BurnInLink> summarize() const;
   // {"plan", "below_fraction", "windows": [{index, start_s, end_s, wall}],
@@ -99,9 +114,17 @@ class BurnInLog {
  private:
   struct Series {
     std::string group, unit;
-    std::vector<double> values;  // per window; NaN: missing
+    std::vector<double> values;    // per window; NaN: missing
+    std::vector<uint8_t> flagged;  // per window: flag() was called
+    double carry = 0;              // the window's figure before the pass being folded in
+    bool carrying = false;
+    std::string why;  // what a flag means
   };
+  void merge_pairs();
+
   double below_;
+  int passes_ = 1;          // passes per window
+  int passes_in_last_ = 0;  // passes folded into the last window so far
   std::vector<WindowTime> times_;
   std::vector<std::string> order_;  // links in first-seen order
   std::map<std::string, Series> series_;
@@ -118,11 +141,17 @@ class BurnInClock {
   double elapsed_s() const { return seconds_between(start_, Clock::now()); }
   int windows_started() const { return started_; }
   const BurnInPlan& plan() const { return plan_; }
+  // Whether the results file is due its rewrite after the window just done: a burn-in is
+  // on, and the first window or kBurnInRewriteEvery seconds since the last rewrite (a
+  // sweep of small sizes runs many windows a second, and every rewrite holds every
+  // window so far). The caller rewrites it once more after the last window.
+  bool rewrite_due();
 
  private:
   Bootstrap& bootstrap_;
   BurnInPlan plan_;
   Clock::time_point start_;
+  Clock::time_point rewritten_{};
   int started_ = 0;
 };
 

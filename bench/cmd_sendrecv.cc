@@ -168,6 +168,7 @@ class SendRecvBench {
   PairRecord measure_pair(size_t si, int rail, int peer);
   SendRecvRecord run_size(size_t si);
   void log_window(BurnInLog& log, const SendRecvRecord& largest) const;
+  void print_window(const BurnInLog& log, const SendRecvRecord& largest, int pass) const;
 
   RunContext ctx_;
   const CommonOptions& common_;
@@ -283,17 +284,24 @@ SendRecvRecord SendRecvBench::run_size(size_t si) {
 // A window's figure for each pair and rail: its lower direction's median bandwidth at the
 // largest size (where bandwidth, not latency, sets the time); its rail is its group.
 void SendRecvBench::log_window(BurnInLog& log, const SendRecvRecord& largest) const {
+  for (const PairRecord& p : largest.pairs) {
+    log.add(fmt::format("rail{} ranks {}-{}", p.rail, p.a, p.b), fmt::format("rail{}", p.rail), "GB/s",
+            std::min(p.bw_ab.p50, p.bw_ba.p50));
+  }
+}
+
+// One line for a burn-in pass: when it ran and the range of its pairs' figures.
+void SendRecvBench::print_window(const BurnInLog& log, const SendRecvRecord& largest, int pass) const {
   double lo = 0, hi = 0;
   for (size_t i = 0; i < largest.pairs.size(); ++i) {
     const PairRecord& p = largest.pairs[i];
     const double gbps = std::min(p.bw_ab.p50, p.bw_ba.p50);
-    log.add(fmt::format("rail{} ranks {}-{}", p.rail, p.a, p.b), fmt::format("rail{}", p.rail), "GB/s", gbps);
     lo = i == 0 ? gbps : std::min(lo, gbps);
     hi = std::max(hi, gbps);
   }
   const WindowTime& t = log.times().back();
-  ctx_.print(fmt::format("# burn-in window {} at +{:.1f} s ({}), {:.1f} s: {} B, pairs {:.3f} .. {:.3f} GB/s",
-                         log.windows(), t.start_s, t.wall, t.end_s - t.start_s, largest.bytes, lo, hi));
+  ctx_.print(fmt::format("# burn-in pass {} at +{:.1f} s ({}), {:.1f} s: {} B, pairs {:.3f} .. {:.3f} GB/s", pass,
+                         t.start_s, t.wall, t.end_s - t.start_s, largest.bytes, lo, hi));
 }
 
 int SendRecvBench::run() {
@@ -335,11 +343,14 @@ int SendRecvBench::run() {
         records.push_back(std::move(rec));
       }
       log.end_window(clock.elapsed_s());
-      if (burn_in_.on()) {
-        log_window(log, largest);
+      if (burn_in_.on()) log_window(log, largest);
+      // A line and a rewrite at most every few seconds: small sizes make many windows a second.
+      if (clock.rewrite_due()) {
+        print_window(log, largest, clock.windows_started());
         results.set("burn_in", log.to_json(burn_in_));
       }
     }
+    if (burn_in_.on()) results.set("burn_in", log.to_json(burn_in_));
   } catch (const Error& e) {
     results.finish(false, e.what());
     throw;

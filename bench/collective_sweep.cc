@@ -112,7 +112,7 @@ class CollectiveSweep {
   uint64_t count_wrong(const CollectiveBuffers& bufs, size_t count, uint32_t seed);
   CollectiveSide measure(const CollectiveBuffers& bufs, size_t count, size_t bytes, uint32_t seed, bool in_place);
   json run_size(size_t si, CollectiveRecord& rec, bool print);
-  void print_window(const BurnInLog& log, const std::vector<CollectiveRecord>& window) const;
+  void print_window(const BurnInLog& log, const std::vector<CollectiveRecord>& window, int pass) const;
 
   RunContext ctx_;
   const CommonOptions& common_;
@@ -262,14 +262,14 @@ CollectiveSide CollectiveSweep::measure(const CollectiveBuffers& bufs, size_t co
 }
 
 // One line per burn-in window: when it ran and the range of its sizes' busbw.
-void CollectiveSweep::print_window(const BurnInLog& log, const std::vector<CollectiveRecord>& window) const {
+void CollectiveSweep::print_window(const BurnInLog& log, const std::vector<CollectiveRecord>& window, int pass) const {
   if (window.empty()) return;
   const WindowTime& t = log.times().back();
   auto [lo, hi] = std::minmax_element(window.begin(), window.end(), [](const auto& a, const auto& b) {
     return a.out_of_place.busbw < b.out_of_place.busbw;
   });
-  ctx_.print(fmt::format("# burn-in window {} at +{:.1f} s ({}), {:.1f} s: busbw {:.3f} ({} B) .. {:.3f} ({} B) GB/s",
-                         log.windows(), t.start_s, t.wall, t.end_s - t.start_s, lo->out_of_place.busbw, lo->bytes,
+  ctx_.print(fmt::format("# burn-in pass {} at +{:.1f} s ({}), {:.1f} s: busbw {:.3f} ({} B) .. {:.3f} ({} B) GB/s",
+                         pass, t.start_s, t.wall, t.end_s - t.start_s, lo->out_of_place.busbw, lo->bytes,
                          hi->out_of_place.busbw, hi->bytes));
 }
 
@@ -345,11 +345,13 @@ int CollectiveSweep::run() {
         window.push_back(std::move(rec));
       }
       log.end_window(clock.elapsed_s());
-      if (burn_in_.on()) {
-        print_window(log, window);
+      // A line and a rewrite at most every few seconds: small sizes make many windows a second.
+      if (clock.rewrite_due()) {
+        print_window(log, window, clock.windows_started());
         results.set("burn_in", log.to_json(burn_in_));
       }
     }
+    if (burn_in_.on()) results.set("burn_in", log.to_json(burn_in_));
   } catch (const Error& e) {
     results.finish(false, e.what());
     throw;

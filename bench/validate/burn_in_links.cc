@@ -47,6 +47,15 @@ std::string log_rail_window(BurnInLog& log, const SuConfig& c, const std::vector
   return fmt::format("links {:.3f} .. {:.3f} GB/s, lowest {}", lo, hi, lowest);
 }
 
+void flag_link_downs(BurnInLog& log, const std::vector<std::string>& node_names,
+                     const std::vector<std::vector<LinkCounters>>& from,
+                     const std::vector<std::vector<LinkCounters>>& to) {
+  for (size_t n = 0; n < from.size() && n < to.size(); ++n)
+    for (size_t r = 0; r < from[n].size() && r < to[n].size(); ++r)
+      if (link_downs(from[n][r], to[n][r]) > 0)
+        log.flag(link_label(node_names, static_cast<int>(n), static_cast<int>(r)), "the link went down");
+}
+
 std::vector<Finding> burn_in_findings(const BurnInLog& log, const SuConfig& c,
                                       const std::vector<std::string>& node_names) {
   std::map<std::string, LinkId> ids;

@@ -63,7 +63,7 @@ struct PairResult {
   double bw_spread = 0;
   // Seconds its bandwidth streams took (warm-ups included) plus its longest latency round
   // trip, the slower side's: a burn-in window's figure is the bytes the streams moved over
-  // this. A stall in any stream or round trip shows; the scheduler's noise over a
+  // this. A stall in a stream or a round trip shows; the scheduler's noise over a
   // ping-pong of a thousand round trips (a shared host) does not.
   double test_s = 0;
 };

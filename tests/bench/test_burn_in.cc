@@ -72,10 +72,9 @@ TEST_CASE("burn-in: a link low in some windows is intermittent, a steady or alwa
   CHECK(flap.median == 10);
   CHECK(flap.reference == 10);  // rail1's median over every finished window
   CHECK(flap.per_window);
-  CHECK_THAT(flap.sentence(log.times()), Catch::StartsWith("node02 rail1 intermittent: 2 of 6 windows below 80% of the "
-                                                           "rail1 median in the same window (10 GB/s over the run), 1 "
-                                                           "did not finish, worst did not finish at +40 s "
-                                                           "(2026-11-23T19:00:04Z)"));
+  CHECK(flap.sentence(log.times()) ==
+        "node02 rail1 intermittent: 2 of 6 windows low: 1 below 80% of the rail1 median in the same window (10 GB/s "
+        "over the run), 1 did not finish, worst did not finish at +40 s (2026-11-23T19:00:04Z)");
   const auto& slow = links[2];
   CHECK_FALSE(slow.intermittent());
   CHECK(slow.always_low());
@@ -97,6 +96,47 @@ TEST_CASE("burn-in: a link low in some windows is intermittent, a steady or alwa
 
   const auto table = log.table("test");
   CHECK(table.back() == "# burn-in: 2 intermittent link(s) of 7");
+}
+
+TEST_CASE("burn-in: memory stays bounded: past the window limit, windows merge two into one", "[burn-in]") {
+  BurnInLog log;
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const size_t passes = kBurnInMaxWindows + 1;
+  for (size_t w = 0; w < passes; ++w) {
+    log.begin_window(static_cast<double>(w), "2026-11-23T19:00:00Z");
+    // Pass 7 did not finish, pass 10 was slow: merged windows keep the worse figure.
+    log.add("rail0 ranks 0-1", "rail0", "GB/s", w == 7 ? nan : w == 10 ? 1.0 : 10.0 + static_cast<double>(w % 2));
+    log.end_window(static_cast<double>(w) + 0.5);
+  }
+  CHECK(log.windows() == kBurnInMaxWindows / 2 + 1);
+  CHECK(log.passes_per_window() == 2);
+  CHECK(log.times()[3].start_s == 6);
+  CHECK(log.times()[3].end_s == 7.5);
+  const auto j = log.to_json(BurnInPlan{0, static_cast<int>(passes)});
+  const auto& values = j.at("links")[0].at("values");
+  CHECK(values.size() == log.windows());
+  CHECK(values[0] == 10.0);
+  CHECK(values[3].is_null());
+  CHECK(values[5] == 1.0);
+  CHECK(j.at("passes_per_window") == 2);
+  const auto l = log.summarize().at(0);
+  CHECK(l.intermittent());
+  CHECK(l.low == 2);
+  // Later passes fold two by two into windows of 2 passes: the count stays bounded, and
+  // after many more merges every window still spans the same number of passes.
+  for (size_t w = passes; w < 20 * kBurnInMaxWindows; ++w) {
+    log.begin_window(static_cast<double>(w), "2026-11-23T19:00:00Z");
+    log.add("rail0 ranks 0-1", "rail0", "GB/s", w == 4000 ? 2.0 : 10.0);
+    log.end_window(static_cast<double>(w) + 0.5);
+  }
+  CHECK(log.windows() <= kBurnInMaxWindows);
+  CHECK(log.windows() > kBurnInMaxWindows / 2);
+  CHECK(log.passes_per_window() == 32);
+  CHECK(log.times()[1].start_s == 32);
+  CHECK(log.times()[1].end_s == 63.5);
+  const auto later = log.to_json(BurnInPlan{});
+  CHECK(later.at("links")[0].at("values")[4000 / 32] == 2.0);
+  CHECK(later.at("links")[0].at("values")[0].is_null());  // holds pass 7, which did not finish
 }
 
 TEST_CASE("burn-in: every rank runs the windows rank 0's clock decides", "[burn-in]") {

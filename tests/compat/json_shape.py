@@ -24,8 +24,9 @@ VOLATILE = {
     "railbench_version", "git_commit", "commit",
 }
 # Added after the shape was recorded; new optional fields a reader may ignore (bad_nodes:
-# validate's drain list, checked by tests/netns/cases.sh; launcher: world.launcher).
-ADDED = {"railbench_commit", "updated_at", "launcher", "bad_nodes"}
+# validate's drain list, checked by tests/netns/cases.sh; launcher: world.launcher;
+# burn_in: --duration / --cycles only; test_s: validate's pair results, issue 16).
+ADDED = {"railbench_commit", "updated_at", "launcher", "bad_nodes", "burn_in", "test_s"}
 
 
 def shape(value, key=None):

@@ -125,9 +125,11 @@ text = re.sub(r"^\s*//.*$", "", open(sys.argv[1]).read(), flags=re.M)
 c = json.loads(text)
 c["name"] = "netns-4x2-burn-in"
 c["tests"].update({"cross_rail": False, "collectives": False, "lat_iters": 200})
-# A window of a healthy link here swings by up to ~25% when the 2 cores are busy; a
-# flapping link's low windows are 5-10x below its rail.
-c["thresholds"]["burn_in_below_median"] = 0.5
+# 8 ranks busy-polling on 2 shared cores make a healthy link's window swing by up to 4x
+# when the host is loaded (CI runs other work beside): only a window in which a link all
+# but stopped (below 5% of its rail) counts here; the flap itself is seen by the NIC's
+# link-down counters, window by window.
+c["thresholds"]["burn_in_below_median"] = 0.05
 json.dump(c, open(sys.argv[2], "w"), indent=1)
 PY
 }
@@ -274,19 +276,22 @@ for k, l in sorted(links.items()):
 assert len(links) == 8, sorted(links)
 assert all(len(l["values"]) == n for l in links.values())
 burn = [f for f in doc["findings"] if f["reason"].startswith("burn-in:")]
+went_down = sorted(k for k, l in links.items() if l["flagged_windows"])
+print(f"went down (NIC counters) in some window: {went_down}")
 if case == "steady":
     assert n == 6, n
-    assert flaky == [] and burn == [], (flaky, burn)
+    assert flaky == [] and burn == [] and went_down == [], (flaky, burn, went_down)
 else:
     assert n >= 4, f"only {n} windows in 40 s"
     assert flaky == ["node02 rail1"], flaky
+    assert went_down == ["node02 rail1"], went_down
     assert [(f["severity"], f["kind"], f["subject"]) for f in burn] == [("FAIL", "intermittent", "node02 rail1 (leaf1)")], burn
 PY
     if [[ $case_name == steady ]]; then
       ((rc == 0)) || fail "a steady SU must pass its burn-in (exit $rc, verdict $(verdict))"
     else
       ((rc == 1)) || fail "an intermittent link must fail the SU (exit $rc)"
-      grep -q '^# node02 rail1 intermittent: [0-9]* of [0-9]* windows below 50% of the rail1 median' "$work/out" ||
+      grep -q '^# node02 rail1 intermittent: [0-9]* of [0-9]* windows low: ' "$work/out" ||
         fail "the intermittent link's line is missing"
       expect_drain "node02"
     fi
