@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "bench/burn_in.h"
 #include "lib/errors.h"
 #include "lib/launch.h"
 
@@ -67,6 +68,24 @@ void add_output_options(CLI::App& app, CommonOptions& o) {
   app.add_flag("-q,--quiet", o.quiet, "No progress lines on stderr (where a long run is)");
   app.add_flag("--no-counters", o.no_counters,
                "Do not read the rails' fabric counters around each measurement (results without \"counters\")");
+}
+
+void add_burn_in_options(CLI::App& app, CommonOptions& o) {
+  app.add_option("--duration", o.duration, "Burn-in: repeat the measurement in windows for this long (90s, 10m, 1h)")
+      ->check(CLI::Validator(
+          [](std::string& text) -> std::string {
+            try {
+              parse_duration(text);
+            } catch (const Error& e) {
+              // CLI11 names the option already: "--duration: '5x': ..."
+              const std::string what = e.what(), self = "--duration ";
+              return what.rfind(self, 0) == 0 ? what.substr(self.size()) : what;
+            }
+            return "";
+          },
+          "DURATION"));
+  // Both at once is refused by make_burn_in_plan, whose message says what to do.
+  app.add_option("--cycles", o.cycles, "Burn-in: repeat the measurement this many windows")->check(at_least(1));
 }
 
 void add_common_options(CLI::App& app, CommonOptions& o) {

@@ -47,5 +47,8 @@ bool first_rank_by_environment();
 void add_common_options(CLI::App& sub, CommonOptions& options);
 // --csv and -q/--quiet alone, for commands with their own options (validate).
 void add_output_options(CLI::App& sub, CommonOptions& options);
+// --duration and --cycles (burn-in, bench/burn_in.h): one or the other, checked as parsed;
+// for the commands that repeat their measurement in windows (sendrecv, collectives, validate).
+void add_burn_in_options(CLI::App& sub, CommonOptions& options);
 
 }  // namespace railbench

@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "bench/burn_in.h"
 #include "bench/cli.h"
 #include "bench/pair_test.h"
 #include "bench/run_context.h"
@@ -166,11 +167,14 @@ class SendRecvBench {
   void allocate();
   PairRecord measure_pair(size_t si, int rail, int peer);
   SendRecvRecord run_size(size_t si);
+  void log_window(BurnInLog& log, const SendRecvRecord& largest) const;
+  void print_window(const BurnInLog& log, const SendRecvRecord& largest, int pass) const;
 
   RunContext ctx_;
   const CommonOptions& common_;
   const SendRecvOptions& opt_;
   Sweep sweep_;
+  BurnInPlan burn_in_;
   Verb verb_ = Verb::send;
   std::unique_ptr<gpu::Buffer> src_, dst_, tokens_;
   std::unique_ptr<MemoryRegion> src_mr_, dst_mr_, tok_mr_;
@@ -185,6 +189,7 @@ void SendRecvBench::resolve() {
           fmt::format("sendrecv needs at least 2 ranks, got {}: launch with mpirun -np 2 or more", ctx_.size()));
     }
     sweep_ = make_sweep(common_, SweepDefaults{"8", "4M", 1000, 100});
+    burn_in_ = make_burn_in_plan(common_.duration, common_.cycles);
     verb_ = parse_verb(opt_.verb);
     if (opt_.window < 1) throw UsageError(fmt::format("--window {} must be 1 or more", opt_.window));
     if (opt_.bw_iters < 1) throw UsageError(fmt::format("--bw-iters {} must be 1 or more", opt_.bw_iters));
@@ -276,6 +281,29 @@ SendRecvRecord SendRecvBench::run_size(size_t si) {
   return SendRecvRecord{bytes, opt_.verb, merge_pairs(gathered)};
 }
 
+// A window's figure for each pair and rail: its lower direction's median bandwidth at the
+// largest size (where bandwidth, not latency, sets the time); its rail is its group.
+void SendRecvBench::log_window(BurnInLog& log, const SendRecvRecord& largest) const {
+  for (const PairRecord& p : largest.pairs) {
+    log.add(fmt::format("rail{} ranks {}-{}", p.rail, p.a, p.b), fmt::format("rail{}", p.rail), "GB/s",
+            std::min(p.bw_ab.p50, p.bw_ba.p50));
+  }
+}
+
+// One line for a burn-in pass: when it ran and the range of its pairs' figures.
+void SendRecvBench::print_window(const BurnInLog& log, const SendRecvRecord& largest, int pass) const {
+  double lo = 0, hi = 0;
+  for (size_t i = 0; i < largest.pairs.size(); ++i) {
+    const PairRecord& p = largest.pairs[i];
+    const double gbps = std::min(p.bw_ab.p50, p.bw_ba.p50);
+    lo = i == 0 ? gbps : std::min(lo, gbps);
+    hi = std::max(hi, gbps);
+  }
+  const WindowTime& t = log.times().back();
+  ctx_.print(fmt::format("# burn-in pass {} at +{:.1f} s ({}), {:.1f} s: {} B, pairs {:.3f} .. {:.3f} GB/s", pass,
+                         t.start_s, t.wall, t.end_s - t.start_s, largest.bytes, lo, hi));
+}
+
 int SendRecvBench::run() {
   resolve();
   allocate();
@@ -296,24 +324,50 @@ int SendRecvBench::run() {
   print_header(ctx_, opt_, npairs, per_pair);
   std::vector<SendRecvRecord> records;
   uint64_t total_wrong = 0;
+  // Burn-in: the whole sweep once per window; the tables and "results" are the first
+  // window's, every window keeps one figure per pair and rail (bench/burn_in.h).
+  BurnInClock clock(ctx_.bootstrap(), burn_in_);
+  BurnInLog log;
   try {
-    for (size_t si = 0; si < sweep_.sizes.size(); ++si) {
-      ctx_.counters_begin();
-      SendRecvRecord rec = run_size(si);
-      json counters = ctx_.counters_end();
-      for (const auto& p : rec.pairs) total_wrong += p.wrong;
-      print_size(ctx_, rec.bytes, rec.pairs, per_pair);
-      json entry = to_json(rec);
-      if (!counters.is_null()) entry["counters"] = std::move(counters);
-      results.add(std::move(entry));
-      records.push_back(std::move(rec));
+    while (clock.next_window()) {
+      const bool first = clock.windows_started() == 1;
+      log.begin_window(clock.elapsed_s());
+      SendRecvRecord largest;
+      for (size_t si = 0; si < sweep_.sizes.size(); ++si) {
+        // Counters go with the first window's results (a collective gather, so every
+        // rank agrees: `first` comes from rank 0's clock).
+        if (first) ctx_.counters_begin();
+        SendRecvRecord rec = run_size(si);
+        json counters = first ? ctx_.counters_end() : json(nullptr);
+        for (const auto& p : rec.pairs) total_wrong += p.wrong;
+        if (si + 1 == sweep_.sizes.size()) largest = rec;
+        if (!first) continue;
+        print_size(ctx_, rec.bytes, rec.pairs, per_pair);
+        json entry = to_json(rec);
+        if (!counters.is_null()) entry["counters"] = std::move(counters);
+        results.add(std::move(entry));
+        records.push_back(std::move(rec));
+      }
+      log.end_window(clock.elapsed_s());
+      if (burn_in_.on()) log_window(log, largest);
+      // A line and a rewrite at most every few seconds: small sizes make many windows a second.
+      if (clock.rewrite_due()) {
+        print_window(log, largest, clock.windows_started());
+        results.set("burn_in", log.to_json(burn_in_));
+      }
     }
+    if (burn_in_.on()) results.set("burn_in", log.to_json(burn_in_));
   } catch (const Error& e) {
     results.finish(false, e.what());
     throw;
   }
   ctx_.status().clear();
   print_slowest(ctx_, records);
+  if (burn_in_.on()) {
+    const std::string what =
+        fmt::format("sendrecv bandwidth per pair and rail at {} B (median GB/s, lower direction)", sweep_.sizes.back());
+    for (const auto& line : log.table(what, "pair")) ctx_.print(line);
+  }
   if (common_.check) ctx_.print(fmt::format("# Wrong bytes : {} {}", total_wrong, total_wrong ? "FAILED" : "OK"));
   results.set("channels", ctx_.gather_channels());
   ctx_.finish_timeline(results);
@@ -327,6 +381,7 @@ const bool registered = register_subcommand(Subcommand{
     [](CLI::App& sub, CommonOptions& common) {
       auto opt = std::make_shared<SendRecvOptions>();
       add_common_options(sub, common);
+      add_burn_in_options(sub, common);
       sub.add_option("--verb", opt->verb, "send (two-sided), write (RDMA write) or read (RDMA read)")
           ->capture_default_str();
       sub.add_option("--window", opt->window, "Messages in flight per bandwidth iteration")->capture_default_str();

@@ -37,11 +37,13 @@ int run_validate_plan(const ValidateOptions& opt) {
 int run_validate(Bootstrap& bootstrap, CommonOptions common, const ValidateOptions& opt) {
   SuConfig c;
   ValidateBaseline baseline;
+  BurnInPlan burn_in;
   // A config (and a baseline) is read on every rank (they share a filesystem, as for
   // the binary).
   {
     std::string error;
     try {
+      burn_in = make_burn_in_plan(common.duration, common.cycles);
       c = load_su_config(opt.config);
       if (!opt.baseline.empty()) baseline = load_validate_baseline(opt.baseline, c);
     } catch (const Error& e) {
@@ -71,12 +73,13 @@ int run_validate(Bootstrap& bootstrap, CommonOptions common, const ValidateOptio
            {"gpus_per_node", c.gpus_per_node},
            {"pair_timeout_s", common.timeout_s}};
   if (!opt.baseline.empty()) cfg["baseline"] = opt.baseline;
+  if (burn_in.on()) cfg["burn_in"] = burn_in.describe();
   ResultsFile results(ctx.is_root() ? common.json_path : "", ctx.results_header(cfg));
   ctx.add_csv(results);
   try {
     return validate_phases(ctx, c, L,
                            ValidateRun{common.transport, common.json_path, opt.inventory_only, opt.drain_list,
-                                       opt.baseline.empty() ? nullptr : &baseline},
+                                       opt.baseline.empty() ? nullptr : &baseline, burn_in},
                            results);
   } catch (const Error& e) {
     results.finish(false, e.what());  // what was measured stays in the file
@@ -115,6 +118,7 @@ const bool registered = register_subcommand(Subcommand{
                      "An accepted validate run's --json: a link well below its own figure there is a finding "
                      "(config: thresholds.baseline_bw_below)");
       add_output_options(sub, common);
+      add_burn_in_options(sub, common);
       return SubcommandRun{[opt] { return before_bootstrap(*opt); },
                            [&common, opt](Bootstrap& b) { return run_validate(b, common, *opt); }};
     }});

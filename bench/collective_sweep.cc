@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "bench/burn_in.h"
 #include "bench/sweep.h"
 #include "bench/timing.h"
 #include "lib/config_path.h"
@@ -110,13 +111,15 @@ class CollectiveSweep {
   void fill(const CollectiveBuffers& bufs, size_t count, uint32_t seed);
   uint64_t count_wrong(const CollectiveBuffers& bufs, size_t count, uint32_t seed);
   CollectiveSide measure(const CollectiveBuffers& bufs, size_t count, size_t bytes, uint32_t seed, bool in_place);
-  json run_size(size_t si, CollectiveRecord& rec);
+  json run_size(size_t si, CollectiveRecord& rec, bool print);
+  void print_window(const BurnInLog& log, const std::vector<CollectiveRecord>& window, int pass) const;
 
   RunContext ctx_;
   const CommonOptions& common_;
   const CollectiveOptions& opt_;
   const CollectiveSpec& spec_;
   Sweep sweep_;
+  BurnInPlan burn_in_;
   DataType type_ = DataType::f32;
   ReduceOp op_ = ReduceOp::sum;
   RingProtocol protocol_ = RingProtocol::send;
@@ -136,6 +139,7 @@ void CollectiveSweep::resolve() {
     protocol_ = parse_ring_protocol(opt_.protocol);
     slice_bytes_ = parse_size(opt_.slice_bytes);
     sweep_ = make_sweep(common_, SweepDefaults{"1K", "16M", 20, 5});
+    burn_in_ = make_burn_in_plan(common_.duration, common_.cycles);
     type_ = parse_datatype(opt_.datatype);
     op_ = parse_reduce_op(opt_.op);
     algo_ = opt_.algo.empty() ? spec_.algos.front() : opt_.algo;
@@ -258,12 +262,24 @@ CollectiveSide CollectiveSweep::measure(const CollectiveBuffers& bufs, size_t co
   return side;
 }
 
+// One line per burn-in window: when it ran and the range of its sizes' busbw.
+void CollectiveSweep::print_window(const BurnInLog& log, const std::vector<CollectiveRecord>& window, int pass) const {
+  if (window.empty()) return;
+  const WindowTime& t = log.times().back();
+  auto [lo, hi] = std::minmax_element(window.begin(), window.end(), [](const auto& a, const auto& b) {
+    return a.out_of_place.busbw < b.out_of_place.busbw;
+  });
+  ctx_.print(fmt::format("# burn-in pass {} at +{:.1f} s ({}), {:.1f} s: busbw {:.3f} ({} B) .. {:.3f} ({} B) GB/s",
+                         pass, t.start_s, t.wall, t.end_s - t.start_s, lo->out_of_place.busbw, lo->bytes,
+                         hi->out_of_place.busbw, hi->bytes));
+}
+
 std::string side_columns(const CollectiveSide& s, bool check) {
   return fmt::format("{:>9.2f} {:>7.3f} {:>7.3f} {:>7} {:>8.2f} {:>8.2f}", s.time_us, s.algbw, s.busbw,
                      check ? fmt::format("{}", s.wrong) : std::string("N/A"), s.iter_us.p50, s.iter_us.p99);
 }
 
-json CollectiveSweep::run_size(size_t si, CollectiveRecord& rec) {
+json CollectiveSweep::run_size(size_t si, CollectiveRecord& rec, bool print) {
   const size_t count = sweep_.sizes[si] / esize_ / per_;
   const size_t bytes = count * per_ * esize_;
   ctx_.sweep_step(si + 1, sweep_.sizes.size(), bytes);
@@ -273,17 +289,20 @@ json CollectiveSweep::run_size(size_t si, CollectiveRecord& rec) {
   rec.redop = spec_.reduces ? to_string(op_) : "none";
   rec.algo = runner_->algo_for(bytes);
   runner_->begin_size();
-  ctx_.counters_begin();
+  // Counters go with the first burn-in window's results, the ones printed and kept (a
+  // collective gather: `print` is the same on every rank, from rank 0's clock).
+  if (print) ctx_.counters_begin();
   for (int in_place = 0; in_place < 2; ++in_place) {
     const auto seed = static_cast<uint32_t>(si * 2 + static_cast<size_t>(in_place));
     (in_place ? rec.in_place : rec.out_of_place) =
         measure(buffers(in_place != 0, count), count, bytes, seed, in_place != 0);
   }
-  ctx_.print(fmt::format("  {:>10} {:>12} {:>8} {:>6} {:>6}  {}  {}{}", rec.bytes, rec.count, rec.type, rec.redop,
-                         rec.root, side_columns(rec.out_of_place, common_.check),
-                         side_columns(rec.in_place, common_.check),
-                         algo_ == "auto" ? fmt::format("  {}", rec.algo) : std::string()));
-  json counters = ctx_.counters_end();  // both sides of this size
+  if (print)
+    ctx_.print(fmt::format("  {:>10} {:>12} {:>8} {:>6} {:>6}  {}  {}{}", rec.bytes, rec.count, rec.type, rec.redop,
+                           rec.root, side_columns(rec.out_of_place, common_.check),
+                           side_columns(rec.in_place, common_.check),
+                           algo_ == "auto" ? fmt::format("  {}", rec.algo) : std::string()));
+  json counters = print ? ctx_.counters_end() : json(nullptr);  // both sides of this size
   json entry = to_json(rec);
   if (!counters.is_null()) entry["counters"] = std::move(counters);
   runner_->end_size(ctx_, bytes, count * esize_, entry);
@@ -312,15 +331,33 @@ int CollectiveSweep::run() {
   uint64_t total_wrong = 0;
   double busbw_sum = 0;
   int busbw_n = 0;
+  // Burn-in: the sweep again and again, one window per pass; the table and "results"
+  // are the first window's, later windows keep one figure per size (bench/burn_in.h).
+  BurnInClock clock(ctx_.bootstrap(), burn_in_);
+  BurnInLog log;
   try {
-    for (size_t si = 0; si < sweep_.sizes.size(); ++si) {
-      if (sweep_.sizes[si] / esize_ / per_ == 0) continue;  // less than one element per rank, as nccl-tests skips it
-      CollectiveRecord rec;
-      results.add(run_size(si, rec));
-      total_wrong += rec.out_of_place.wrong + rec.in_place.wrong;
-      busbw_sum += rec.out_of_place.busbw + rec.in_place.busbw;
-      busbw_n += 2;
+    while (clock.next_window()) {
+      const bool first = clock.windows_started() == 1;
+      log.begin_window(clock.elapsed_s());
+      std::vector<CollectiveRecord> window;
+      for (size_t si = 0; si < sweep_.sizes.size(); ++si) {
+        if (sweep_.sizes[si] / esize_ / per_ == 0) continue;  // less than one element per rank, as nccl-tests skips it
+        CollectiveRecord rec;
+        json entry = run_size(si, rec, first);
+        if (first) results.add(std::move(entry));
+        total_wrong += rec.out_of_place.wrong + rec.in_place.wrong;
+        if (first) busbw_sum += rec.out_of_place.busbw + rec.in_place.busbw, busbw_n += 2;
+        log.add(fmt::format("{} B", rec.bytes), fmt::format("{} B", rec.bytes), "GB/s", rec.out_of_place.busbw);
+        window.push_back(std::move(rec));
+      }
+      log.end_window(clock.elapsed_s());
+      // A line and a rewrite at most every few seconds: small sizes make many windows a second.
+      if (clock.rewrite_due()) {
+        print_window(log, window, clock.windows_started());
+        results.set("burn_in", log.to_json(burn_in_));
+      }
     }
+    if (burn_in_.on()) results.set("burn_in", log.to_json(burn_in_));
   } catch (const Error& e) {
     results.finish(false, e.what());
     throw;
@@ -330,6 +367,9 @@ int CollectiveSweep::run() {
     ctx_.print(fmt::format("# Out of bounds values : {} {}", total_wrong, total_wrong ? "FAILED" : "OK"));
   ctx_.print(fmt::format("# Avg bus bandwidth    : {:.4f}", busbw_n ? busbw_sum / busbw_n : 0.0));
   runner_->print_summary(ctx_);
+  if (burn_in_.on())
+    for (const auto& line : log.table(fmt::format("{} busbw (out-of-place) per size", spec_.name), "size"))
+      ctx_.print(line);
   results.set("channels", ctx_.gather_channels());
   ctx_.finish_timeline(results);
   results.finish(true);
@@ -349,6 +389,7 @@ bool register_collective(const CollectiveSpec& spec) {
       spec.name, spec.help, spec.order, [&spec](CLI::App& sub, CommonOptions& common) {
         auto opt = std::make_shared<CollectiveOptions>();
         add_common_options(sub, common);
+        add_burn_in_options(sub, common);
         sub.add_option("-d,--datatype", opt->datatype, "f32, f64, f16, bf16, i32, i64, u8")->capture_default_str();
         if (spec.reduces) sub.add_option("-o,--op", opt->op, "sum, prod, min, max")->capture_default_str();
         sub.add_option("--algo", opt->algo, spec.algo_help);

@@ -29,6 +29,8 @@ struct CommonOptions {
   int qps_per_peer = 1;           // --qps-per-peer (verbs): RC queue pairs per (peer, rail)
   std::string mem;                // --mem: host, cuda, cuda-host; empty: cuda for -t nccl, else host
   std::string gpu_map;            // --gpu-map: GPU per local rank ("0,1,2,3"); empty: local rank i -> GPU i
+  std::string duration;           // --duration: burn-in by time ("10m"; bench/burn_in.h); empty: off
+  int cycles = 0;                 // --cycles: burn-in by count of windows; 0: off
   std::vector<std::string> argv;  // the command line, recorded in the results
 };
 

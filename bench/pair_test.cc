@@ -71,12 +71,15 @@ void PairTest::post_window(int peer, int rail, size_t bytes, int count, bool las
   }
 }
 
-std::vector<double> PairTest::latency(int peer, int rail, size_t bytes, int warmup, int iters, bool leader) {
+std::vector<double> PairTest::latency(int peer, int rail, size_t bytes, int warmup, int iters, bool leader,
+                                      double* longest_rtt_s) {
   std::vector<double> samples;
   samples.reserve(static_cast<size_t>(iters));
   const int total = warmup + iters;
   auto record = [&](int it, Clock::time_point t0, Clock::time_point t1, double divisor) {
-    if (it >= warmup) samples.push_back(seconds_between(t0, t1) * 1e6 / divisor);
+    const double s = seconds_between(t0, t1);
+    if (longest_rtt_s) *longest_rtt_s = std::max(*longest_rtt_s, s);
+    if (it >= warmup) samples.push_back(s * 1e6 / divisor);
   };
 
   if (verb_ == Verb::send) {

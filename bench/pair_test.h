@@ -29,8 +29,11 @@ class PairTest {
   PairTest(Progress& progress, const PairBuffers& buffers, Verb verb, bool check);
 
   // Ping-pong; the leader returns one sample per timed iteration in microseconds:
-  // RTT/2 for send and write (as perftest), the whole round trip for read.
-  std::vector<double> latency(int peer, int rail, size_t bytes, int warmup, int iters, bool leader);
+  // RTT/2 for send and write (as perftest), the whole round trip for read. `longest_rtt_s`
+  // (leader, optional): the longest round trip in seconds, warm-ups included (a burn-in's
+  // sign of a stall, wherever in the ping-pong it fell).
+  std::vector<double> latency(int peer, int rail, size_t bytes, int warmup, int iters, bool leader,
+                              double* longest_rtt_s = nullptr);
 
   // `from` streams windows of `window` messages to `to` (the other rank of the pair is
   // `peer`). A send window larger than the transport's queues (caps().max_outstanding)

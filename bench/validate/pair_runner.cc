@@ -4,6 +4,7 @@
 #include <map>
 #include <tuple>
 
+#include "lib/clock.h"
 #include "lib/errors.h"
 #include "lib/stats.h"
 
@@ -34,7 +35,9 @@ std::optional<json> PairRunner::run(PairResult key, int peer, bool leader) {
     }
   };
   guarded([&] {
-    auto lat = test_.latency(peer, 0, t.lat_bytes, std::min(100, t.lat_iters), t.lat_iters, leader);
+    double longest_rtt_s = 0;
+    auto lat = test_.latency(peer, 0, t.lat_bytes, std::min(100, t.lat_iters), t.lat_iters, leader, &longest_rtt_s);
+    r.test_s = longest_rtt_s;  // the streams' seconds are added below
     if (leader) {
       const Summary s = summarize(lat);
       r.lat_p50 = s.p50, r.lat_p99 = s.p99, r.lat_p999 = s.p999;
@@ -42,6 +45,7 @@ std::optional<json> PairRunner::run(PairResult key, int peer, bool leader) {
   });
   ctx_.bootstrap().barrier();
   guarded([&] {
+    const Clock::time_point start = Clock::now();
     const uint32_t seed = static_cast<uint32_t>(key.node_a * 131 + key.node_b);
     auto ab = test_.stream(peer, 0, t.bw_bytes, t.bw_window, 1, t.bw_iters, a, seed, nullptr);
     if (!ab.empty()) r.bw_ab = summarize(ab).p50;
@@ -52,6 +56,7 @@ std::optional<json> PairRunner::run(PairResult key, int peer, bool leader) {
     // A link that stalls now and then shows in its slowest window, not in the median:
     // keep the worst stream's spread (each side has the streams it timed).
     r.bw_spread = std::max({window_spread(ab), window_spread(ba), leader ? window_spread(bi) : 0.0});
+    r.test_s += seconds_between(start, Clock::now());
   });
   if (peer < 0) return std::nullopt;
   // One rail per rank in validate: its entry, {} when nothing moved, null when off.
@@ -77,6 +82,7 @@ std::vector<PairResult> PairRunner::exchange(const std::optional<json>& mine) {
       }
       m.bw_spread = std::max(m.bw_spread, side.bw_spread);
       (j.at("leader") ? m.counters_a : m.counters_b) = j.at("leader") ? side.counters_a : side.counters_b;
+      m.test_s = std::max(m.test_s, side.test_s);
       if (!side.ok && m.ok) m.ok = false, m.error = side.error;
     }
     if (!m.ok)

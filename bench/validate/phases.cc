@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "bench/pair_test.h"
+#include "bench/validate/burn_in_links.h"
 #include "bench/validate/collectives.h"
 #include "bench/validate/counter_findings.h"
 #include "bench/validate/drain_list.h"
@@ -46,6 +47,7 @@ struct ValidateState {
   ValidatePlan plan;
   size_t rounds_total = 0, rounds_done = 0;
   double rail_spent_s = 0;  // seconds the rail-check rounds done so far took
+  BurnInLog burn_in;        // --duration / --cycles: each link's figure per window of phase 2
 };
 
 // "validate: phase 2 rail checks, round 7/31, 00:42 elapsed, ~01:15 left" as a step.
@@ -192,24 +194,60 @@ void open_rail(ValidateState& s) {
   s.results.set("transport", s.ctx.results_header(json::object()).at("transport"));
 }
 
-// Phase 2: every node pair on every rail, all rails at once.
-void phase_rail_checks(ValidateState& s, PairRunner& runner) {
+// One pass of phase 2: every node pair on every rail, all rails at once. `first`: the
+// run's own pass, whose results the later phases and the verdict read and which go to
+// the file round by round; a burn-in's later passes only feed its windows.
+std::vector<PairResult> rail_pass(ValidateState& s, PairRunner& runner, bool first, const std::string& window) {
   const auto rounds = circle_schedule(s.nodes);
-  s.rounds_total = rounds.size();
+  std::vector<PairResult> out;
   const Clock::time_point start = Clock::now();
   for (size_t k = 0; k < rounds.size(); ++k) {
-    s.rounds_done = k;
-    s.rail_spent_s = std::chrono::duration<double>(Clock::now() - start).count();
-    note_phase(s, fmt::format("phase 2 rail checks, round {}/{}", k + 1, rounds.size()), true, true);
+    if (first) {
+      s.rounds_total = rounds.size();
+      s.rounds_done = k;
+      s.rail_spent_s = std::chrono::duration<double>(Clock::now() - start).count();
+    }
+    note_phase(s, fmt::format("phase 2 rail checks{}, round {}/{}", window, k + 1, rounds.size()), true, true);
     const int partner = peer_in_round(rounds[k], s.my_node);
     const bool leader = s.my_node < partner;
     PairResult key{PairPhase::rail, std::min(s.my_node, partner), std::max(s.my_node, partner), s.my_slot, s.my_slot};
     auto got = runner.exchange(runner.run(key, partner >= 0 ? s.L.rank_of[partner][s.my_slot] : -1, leader));
-    s.rail_results.insert(s.rail_results.end(), got.begin(), got.end());
-    s.results.set("rail_pairs", s.rail_results);
+    out.insert(out.end(), got.begin(), got.end());
+    if (first) s.results.set("rail_pairs", out);
   }
-  s.rounds_done = rounds.size();
-  s.rail_spent_s = std::chrono::duration<double>(Clock::now() - start).count();
+  if (first) {
+    s.rounds_done = rounds.size();
+    s.rail_spent_s = std::chrono::duration<double>(Clock::now() - start).count();
+  }
+  return out;
+}
+
+// Phase 2, once or (burn-in) in windows until rank 0's clock or count says stop.
+void phase_rail_checks(ValidateState& s, PairRunner& runner) {
+  const BurnInPlan& plan = s.run.burn_in;
+  BurnInClock clock(s.ctx.bootstrap(), plan);
+  // The NICs' link-down counters around each window: a link that went down in a window
+  // has a low window, whatever its figure (a flap between two pair tests slows none).
+  auto counters = plan.on() ? gather_counters(s) : std::vector<std::vector<LinkCounters>>{};
+  while (clock.next_window()) {
+    const bool first = clock.windows_started() == 1;
+    s.burn_in.begin_window(clock.elapsed_s());
+    auto got = rail_pass(s, runner, first, plan.on() ? ", burn-in " + window_label(clock) : "");
+    s.burn_in.end_window(clock.elapsed_s());
+    if (plan.on()) {
+      const std::string line = log_rail_window(s.burn_in, s.c, s.L.node_names, got);
+      auto now = gather_counters(s);
+      flag_link_downs(s.burn_in, s.L.node_names, counters, now);
+      counters = std::move(now);
+      const WindowTime& t = s.burn_in.times().back();
+      s.ctx.print(fmt::format("# burn-in pass {} at +{:.1f} s ({}), {:.1f} s: {}", clock.windows_started(), t.start_s,
+                              t.wall, t.end_s - t.start_s, line));
+    }
+    if (clock.rewrite_due()) s.results.set("burn_in", s.burn_in.to_json(plan));
+    if (first) s.rail_results = std::move(got);
+  }
+  if (plan.on()) s.results.set("burn_in", s.burn_in.to_json(plan));
+  const auto rounds = circle_schedule(s.nodes);
   s.stats = link_stats(s.c, s.nodes, s.rail_results);
   s.results.set("rails", rail_matrices(s.c, s.L.node_names, s.rail_results, s.stats));
   s.ctx.print(fmt::format(
@@ -308,6 +346,12 @@ int finish(ValidateState& s) {
     s.results.set("rails", rail_matrices(s.c, s.L.node_names, s.rail_results, s.stats));
   }
   s.ctx.status().clear();
+  if (s.run.burn_in.on() && s.burn_in.windows() > 0) {
+    for (const auto& line : s.burn_in.table("validate, each link's pair-test rate per window of phase 2"))
+      s.ctx.print(line);
+    auto flaky = burn_in_findings(s.burn_in, s.c, s.L.node_names);
+    s.findings.insert(s.findings.end(), flaky.begin(), flaky.end());
+  }
   sort_findings(s.findings);
   for (const auto& line : summary_lines(s.c, s.L.node_names, s.findings, s.stats)) s.ctx.print(line);
   s.results.set("findings", s.findings);
@@ -337,7 +381,8 @@ int validate_phases(RunContext& ctx, const SuConfig& c, const SuLayout& L, const
                   .nodes = nodes,
                   .rails = c.num_rails(),
                   .stats = std::vector<std::vector<LinkStats>>(c.num_rails(), std::vector<LinkStats>(nodes)),
-                  .plan = make_validate_plan(c)};
+                  .plan = make_validate_plan(c),
+                  .burn_in = BurnInLog(c.thresholds.burn_in_below_median)};
   s.rounds_total = s.plan.rounds.size();
   for (const auto& m : L.missing) {
     s.findings.push_back({Severity::fail, FindingKind::inventory, m,

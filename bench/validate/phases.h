@@ -7,6 +7,7 @@
 
 #include <string>
 
+#include "bench/burn_in.h"
 #include "bench/run_context.h"
 #include "bench/validate/baseline.h"
 #include "bench/validate/rank_layout.h"
@@ -21,6 +22,7 @@ struct ValidateRun {
   bool inventory_only = false;
   std::string drain_path;                      // --drain-list: the bad nodes as one hostlist, written by rank 0
   const ValidateBaseline* baseline = nullptr;  // --baseline: each link against its accepted figure
+  BurnInPlan burn_in;                          // --duration / --cycles: phase 2 repeated in windows
 };
 
 // Returns the exit code: 0 PASS, 1 FAIL. Throws on an error that ends the run; what

@@ -175,8 +175,8 @@ void read_thresholds(const Reader& r, const json& j, SuThresholds& t) {
   r.only(j, w,
          {"bw_min_fraction", "bidir_min_fraction", "lat_p50_max_us", "lat_p99_max_us", "rel_bw_below_median",
           "rel_lat_above_median", "rel_lat_min_us", "mad_k", "spread_above_median", "link_downs_fail",
-          "baseline_bw_below", "allreduce_busbw_min_fraction", "alltoall_busbw_min_fraction", "counter_errors_fail",
-          "counter_drops_warn", "counter_retransmits_warn", "counter_rail_factor"});
+          "baseline_bw_below", "burn_in_below_median", "allreduce_busbw_min_fraction", "alltoall_busbw_min_fraction",
+          "counter_errors_fail", "counter_drops_warn", "counter_retransmits_warn", "counter_rail_factor"});
   t.bw_min_fraction = r.number(j, w, "bw_min_fraction", t.bw_min_fraction, 0, 1);
   t.bidir_min_fraction = r.number(j, w, "bidir_min_fraction", t.bidir_min_fraction, 0, 1);
   t.lat_p50_max_us = r.number(j, w, "lat_p50_max_us", t.lat_p50_max_us, 0, 1e7);
@@ -192,6 +192,7 @@ void read_thresholds(const Reader& r, const json& j, SuThresholds& t) {
   t.counter_drops_warn = r.integer(j, w, "counter_drops_warn", t.counter_drops_warn, 0, 2000000000);
   t.counter_retransmits_warn = r.integer(j, w, "counter_retransmits_warn", t.counter_retransmits_warn, 0, 2000000000);
   t.counter_rail_factor = r.number(j, w, "counter_rail_factor", t.counter_rail_factor, 1, 1e6);
+  t.burn_in_below_median = r.number(j, w, "burn_in_below_median", t.burn_in_below_median, 0.01, 1);
   t.allreduce_busbw_min_fraction =
       r.number(j, w, "allreduce_busbw_min_fraction", t.allreduce_busbw_min_fraction, 0, 10);
   t.alltoall_busbw_min_fraction = r.number(j, w, "alltoall_busbw_min_fraction", t.alltoall_busbw_min_fraction, 0, 10);

@@ -51,6 +51,9 @@ struct SuThresholds {
   // validate --baseline: a link whose bandwidth (either direction) is this far below its
   // own accepted figure in the baseline run is a finding, even above the absolute limit.
   double baseline_bw_below = 0.1;
+  // burn-in (--duration / --cycles): a window in which a link's figure is below this
+  // fraction of its rail's median is a low window; low in some windows = intermittent.
+  double burn_in_below_median = 0.8;
   // collectives over every rank, busbw against the slowest rail's line rate
   double allreduce_busbw_min_fraction = 0.5;
   double alltoall_busbw_min_fraction = 0.4;

@@ -238,7 +238,8 @@ void to_json(nlohmann::json& j, const PairResult& p) {
                      {"lat_p50", p.lat_p50},
                      {"lat_p99", p.lat_p99},
                      {"lat_p999", p.lat_p999},
-                     {"bw_spread", p.bw_spread}};
+                     {"bw_spread", p.bw_spread},
+                     {"test_s", p.test_s}};
   if (!p.counters_a.is_null()) j["counters_a"] = p.counters_a;
   if (!p.counters_b.is_null()) j["counters_b"] = p.counters_b;
 }
@@ -253,6 +254,7 @@ void from_json(const nlohmann::json& j, PairResult& p) {
   p.bw_spread = j.value("bw_spread", 0.0);  // absent from results written before it existed
   p.counters_a = j.value("counters_a", nlohmann::json());
   p.counters_b = j.value("counters_b", nlohmann::json());
+  p.test_s = j.value("test_s", 0.0);  // likewise
 }
 
 double window_spread(const std::vector<double>& gbps) {

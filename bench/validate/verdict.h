@@ -65,6 +65,11 @@ struct PairResult {
   // What each side's NIC counted during the test (bench/fabric_counters.h: {"rail",
   // "rail_name", "kinds", "deltas"}; {} when nothing moved); null: not read (--no-counters).
   nlohmann::json counters_a, counters_b;
+  // Seconds its bandwidth streams took (warm-ups included) plus its longest latency round
+  // trip, the slower side's: a burn-in window's figure is the bytes the streams moved over
+  // this. A stall in a stream or a round trip shows; the scheduler's noise over a
+  // ping-pong of a thousand round trips (a shared host) does not.
+  double test_s = 0;
 };
 
 // 1 - min / median of a stream's per-window GB/s (0 for fewer than two windows).

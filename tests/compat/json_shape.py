@@ -26,8 +26,10 @@ VOLATILE = {
 # Added after the shape was recorded; new optional fields a reader may ignore (bad_nodes:
 # validate's drain list, checked by tests/netns/cases.sh; launcher: world.launcher;
 # counters, counters_a, counters_b: the fabric counters that moved, which vary by machine
-# and run, checked by tests/lib/test_counters.cc and the netns lossy case).
-ADDED = {"railbench_commit", "updated_at", "launcher", "bad_nodes", "counters", "counters_a", "counters_b"}
+# and run, checked by tests/lib/test_counters.cc and the netns lossy case; burn_in:
+# --duration / --cycles only; test_s: validate's pair results, issue 16).
+ADDED = {"railbench_commit", "updated_at", "launcher", "bad_nodes", "counters", "counters_a", "counters_b", "burn_in",
+         "test_s"}
 
 
 def shape(value, key=None):

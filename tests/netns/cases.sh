@@ -4,7 +4,8 @@
 #   cases.sh CASE RAILBENCH
 # CASE: healthy, degraded, blackhole, down, inventory, flapping, lossy, delay (needs sch_netem:
 # run inside the soft-RoCE VM, whose kernel has it), two-node (a bad link between two
-# nodes: suspect at either end, nothing drained). Every case also checks the drain
+# nodes: suspect at either end, nothing drained), intermittent and steady (burn-ins:
+# a flapping link is the one intermittent link; a steady SU has none). Every case also checks the drain
 # list (--drain-list) and the JSON's bad_nodes. Exit 77 (ctest: skipped) when this
 # host cannot make network namespaces (not root, no iproute2).
 set -uo pipefail
@@ -38,14 +39,17 @@ fail() {
 }
 
 # validate under mpirun, with a hard deadline; leaves exit code, output, JSON and drain
-# list in $work. The drain list starts out stale: the run must replace it.
+# list in $work. The drain list starts out stale: the run must replace it. Options for
+# validate itself go in validate_args.
+validate_args=()
 run_validate() {  # run_validate DEADLINE CONFIG SLOTS [mpirun.sh options]
   local deadline=$1 config=$2 slots=$3 start
   shift 3
   start=$(date +%s)
   echo "node99" >"$work/drain.txt"
   timeout --kill-after=10 "$deadline" "$su/mpirun.sh" --slots "$slots" "$@" -- \
-    "$rb" validate --config "$config" --json "$work/v.json" --drain-list "$work/drain.txt" >"$work/out" 2>"$work/err"
+    "$rb" validate --config "$config" --json "$work/v.json" --drain-list "$work/drain.txt" "${validate_args[@]}" \
+    >"$work/out" 2>"$work/err"
   rc=$?
   elapsed=$(($(date +%s) - start))
   grep -v '^--\|^ *$' "$work/out"
@@ -108,6 +112,25 @@ assert sorted(bad["reasons"]) == sorted(bad["hosts"]), bad
 assert all(bad["reasons"][h] for h in bad["hosts"]), bad
 assert len(bad["suspect_links"]) == suspects, bad["suspect_links"]
 print("bad_nodes: hosts %s, suspect links %s" % (bad["hosts"], [(l["subject"], l["ends"]) for l in bad["suspect_links"]]))
+PY
+}
+
+# A copy of netns-4x2 for the burn-ins: phase 2 only (no cross-rail checks, no
+# collectives) and a short latency test, so the windows are short (~2 s) and the case
+# stays within two minutes.
+burn_in_config() {  # burn_in_config FILE
+  python3 - "$here/../../configs/netns-4x2.json" "$1" <<'PY'
+import json, re, sys
+text = re.sub(r"^\s*//.*$", "", open(sys.argv[1]).read(), flags=re.M)
+c = json.loads(text)
+c["name"] = "netns-4x2-burn-in"
+c["tests"].update({"cross_rail": False, "collectives": False, "lat_iters": 200})
+# 8 ranks busy-polling on 2 shared cores make a healthy link's window swing by up to 4x
+# when the host is loaded (CI runs other work beside): only a window in which a link all
+# but stopped (below 5% of its rail) counts here; the flap itself is seen by the NIC's
+# link-down counters, window by window.
+c["thresholds"]["burn_in_below_median"] = 0.05
+json.dump(c, open(sys.argv[2], "w"), indent=1)
 PY
 }
 
@@ -247,6 +270,64 @@ print("drops per (node, rail):", {k: v for k, v in sorted(drops.items()) if v})
 assert drops[(2, 1)] >= 100, drops
 assert all(v <= drops[(2, 1)] / 10 for k, v in drops.items() if k != (2, 1)), drops
 PY
+    ;;
+  intermittent | steady)
+    # validate burn-in (--duration / --cycles): phase 2 again and again in windows. In
+    # 'intermittent' node02 rail1 goes down for 5 s and up for 5 s from the end of the
+    # inventory on: it, and no other link, is intermittent (low in some windows, not
+    # all). 'steady': no fault, no link intermittent, the SU passes.
+    burn_in_config "$work/burn.json"
+    if [[ $case_name == intermittent ]]; then
+      (
+        for _ in $(seq 600); do
+          grep -q '^# phase 1 inventory' "$work/out" 2>/dev/null && exec "$su/fault.sh" flap node02 rail1 5
+          sleep 0.1
+        done
+      ) >/dev/null 2>&1 &
+      starter=$!
+      validate_args=(--duration 40s)
+      run_validate 150 "$work/burn.json" 2
+      kill "$starter" 2>/dev/null
+      wait "$starter" 2>/dev/null
+      "$su/fault.sh" clear >/dev/null
+    else
+      validate_args=(--cycles 6)
+      run_validate 150 "$work/burn.json" 2
+    fi
+    python3 - "$work/v.json" "$case_name" <<'PY' || fail "burn-in results"
+import json, sys
+doc, case = json.load(open(sys.argv[1])), sys.argv[2]
+b = doc["burn_in"]
+n = len(b["windows"])
+links = {l["link"]: l for l in b["links"]}
+flaky = sorted(k for k, l in links.items() if l["intermittent"])
+print(f"{n} windows, {len(links)} links, intermittent: {flaky}")
+for k, l in sorted(links.items()):
+    print(f"  {k}: low {l['low_windows']}/{len(l['values'])}, min {l['min']:.4f} median {l['median']:.4f} "
+          f"max {l['max']:.4f} GB/s, worst window {l.get('worst_window')} at +{l.get('worst_at_s', 0):.1f} s")
+assert len(links) == 8, sorted(links)
+assert all(len(l["values"]) == n for l in links.values())
+burn = [f for f in doc["findings"] if f["reason"].startswith("burn-in:")]
+went_down = sorted(k for k, l in links.items() if l["flagged_windows"])
+print(f"went down (NIC counters) in some window: {went_down}")
+if case == "steady":
+    assert n == 6, n
+    assert flaky == [] and burn == [] and went_down == [], (flaky, burn, went_down)
+else:
+    assert n >= 4, f"only {n} windows in 40 s"
+    assert flaky == ["node02 rail1"], flaky
+    assert went_down == ["node02 rail1"], went_down
+    assert [(f["severity"], f["kind"], f["subject"]) for f in burn] == [("FAIL", "intermittent", "node02 rail1 (leaf1)")], burn
+PY
+    if [[ $case_name == steady ]]; then
+      ((rc == 0)) || fail "a steady SU must pass its burn-in (exit $rc, verdict $(verdict))"
+    else
+      ((rc == 1)) || fail "an intermittent link must fail the SU (exit $rc)"
+      grep -q '^# node02 rail1 intermittent: [0-9]* of [0-9]* windows low: ' "$work/out" ||
+        fail "the intermittent link's line is missing"
+      expect_drain "node02"
+    fi
+    grep -q '^# burn-in summary: validate' "$work/out" || fail "no burn-in summary table"
     ;;
   delay)
     "$su/fault.sh" delay node02 rail0 25 || exit 77  # no netem: says so, skipped
