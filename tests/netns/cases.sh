@@ -10,25 +10,11 @@
 # host cannot make network namespaces (not root, no iproute2).
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-su="$here/../../scripts/netns-su"
 case_name=$1 rb=$2
+# shellcheck source=tests/netns/su_test_lib.sh
+source "$here/su_test_lib.sh"
 # One prefix per case, so a leftover of one case never meets another.
-export RB_SU_PREFIX="rbt${case_name:0:4}"
-export RB_SU_STATE="/run/railbench-netns-su/$RB_SU_PREFIX"
-
-if [[ $(id -u) -ne 0 ]] || ! command -v ip >/dev/null || ! ip netns add "$RB_SU_PREFIX-probe" 2>/dev/null; then
-  echo "SKIP: network namespaces need root and iproute2 on this host"
-  exit 77
-fi
-ip netns del "$RB_SU_PREFIX-probe"
-
-work=$(mktemp -d)
-cleanup() {
-  "$su/down.sh" >/dev/null 2>&1 || true
-  rm -rf "$work"
-}
-trap cleanup EXIT
-"$su/down.sh" >/dev/null 2>&1 || true
+rb_su_test_setup "rbt${case_name:0:4}"
 rails=2
 [[ $case_name == delay ]] && rails=1
 "$su/up.sh" --nodes 4 --rails "$rails" --rate 400 || { echo "FAIL: could not build the simulated SU"; exit 1; }

@@ -6,23 +6,10 @@
 #   csv_progress_case.sh RAILBENCH
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-su="$here/../../scripts/netns-su"
 rb=$1
-export RB_SU_PREFIX="rbtcsv"
-export RB_SU_STATE="/run/railbench-netns-su/$RB_SU_PREFIX"
-if [[ $(id -u) -ne 0 ]] || ! command -v ip >/dev/null || ! ip netns add "$RB_SU_PREFIX-probe" 2>/dev/null; then
-  echo "SKIP: network namespaces need root and iproute2 on this host"
-  exit 77
-fi
-ip netns del "$RB_SU_PREFIX-probe"
-work=$(mktemp -d)
-chmod 755 "$work"
-cleanup() {
-  "$su/down.sh" >/dev/null 2>&1 || true
-  rm -rf "$work"
-}
-trap cleanup EXIT
-"$su/down.sh" >/dev/null 2>&1 || true
+# shellcheck source=tests/netns/su_test_lib.sh
+source "$here/su_test_lib.sh"
+rb_su_test_setup rbtcsv
 "$su/up.sh" --nodes 4 --rails 2 --rate 400 || { echo "FAIL: could not build the simulated SU"; exit 1; }
 fail() {
   echo "FAIL: $*"
