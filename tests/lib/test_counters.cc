@@ -3,38 +3,21 @@
 // (wrap, reset, a counter that disappears) and the kind of each well-known name.
 #include <catch2/catch.hpp>
 
-#include <unistd.h>
-
 #include <filesystem>
-#include <fstream>
 #include <string>
 
 #include "lib/counters.h"
+#include "tests/support/temp_tree.h"
 
 using namespace railbench;
 namespace fs = std::filesystem;
 
 namespace {
 
-class FakeSysfs {
+// A fake /sys, written file by file.
+class FakeSysfs : public railbench::testing::TempTree {
  public:
-  FakeSysfs() {
-    std::string tmpl = (fs::temp_directory_path() / "railbench-counters-XXXXXX").string();
-    root_ = ::mkdtemp(tmpl.data());
-  }
-  ~FakeSysfs() {
-    std::error_code ec;
-    fs::remove_all(root_, ec);
-  }
-  const fs::path& root() const { return root_; }
-  void write(const fs::path& rel, const std::string& text) {
-    fs::create_directories((root_ / rel).parent_path());
-    std::ofstream(root_ / rel) << text << "\n";
-  }
-  void remove(const fs::path& rel) { fs::remove(root_ / rel); }
-
- private:
-  fs::path root_;
+  FakeSysfs() : TempTree("counters") {}
 };
 
 // A ConnectX port in RoCE mode: IB port counters, mlx5 hw_counters, the netdev named in

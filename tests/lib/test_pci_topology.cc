@@ -1,16 +1,13 @@
 // GPU -> NIC affinity on sysfs trees shaped like real nodes, built in a temp dir.
 #include <catch2/catch.hpp>
 
-#include <unistd.h>
-
-#include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <string>
 
 #include <fmt/format.h>
 
 #include "lib/pci_topology.h"
+#include "tests/support/temp_tree.h"
 
 using namespace railbench;
 namespace fs = std::filesystem;
@@ -19,39 +16,27 @@ namespace {
 
 // A fake /sys: devices/<pci path> directories with vendor/class/numa_node, and the
 // bus/pci/devices and class/{infiniband,net} links real sysfs has.
-class FakeSysfs {
+class FakeSysfs : public railbench::testing::TempTree {
  public:
-  FakeSysfs() {
-    std::string tmpl = (fs::temp_directory_path() / "railbench-sysfs-XXXXXX").string();
-    root_ = ::mkdtemp(tmpl.data());
-  }
-  ~FakeSysfs() {
-    std::error_code ec;
-    fs::remove_all(root_, ec);
-  }
-  const fs::path& root() const { return root_; }
+  FakeSysfs() : TempTree("sysfs") {}
 
   // `path` from the host bridge down, e.g. "pci0000:15/0000:15:01.0/0000:16:00.0/...".
   fs::path device(const std::string& path, unsigned vendor, unsigned cls, int numa) {
-    const fs::path dir = root_ / "devices" / path;
-    fs::create_directories(dir);
-    write(dir / "vendor", fmt::format("0x{:04x}", vendor));
-    write(dir / "class", fmt::format("0x{:06x}", cls));
-    write(dir / "numa_node", std::to_string(numa));
-    fs::create_directories(root_ / "bus/pci/devices");
-    fs::create_symlink(dir, root_ / "bus/pci/devices" / dir.filename());
+    const fs::path rel = fs::path("devices") / path;
+    const fs::path dir = root() / rel;
+    write(rel / "vendor", fmt::format("0x{:04x}", vendor));
+    write(rel / "class", fmt::format("0x{:06x}", cls));
+    write(rel / "numa_node", std::to_string(numa));
+    fs::create_directories(root() / "bus/pci/devices");
+    fs::create_symlink(dir, root() / "bus/pci/devices" / dir.filename());
     return dir;
   }
   void gpu(const std::string& path, int numa) { device(path, 0x10de, 0x030200, numa); }
   void nic(const std::string& cls_name, const std::string& name, const std::string& path, int numa) {
     const fs::path dir = device(path, 0x15b3, 0x020700, numa);
-    fs::create_directories(root_ / "class" / cls_name / name);
-    fs::create_symlink(dir, root_ / "class" / cls_name / name / "device");
+    fs::create_directories(root() / "class" / cls_name / name);
+    fs::create_symlink(dir, root() / "class" / cls_name / name / "device");
   }
-
- private:
-  static void write(const fs::path& p, const std::string& text) { std::ofstream(p) << text << "\n"; }
-  fs::path root_;
 };
 
 // HGX H100 as in a DGX H100: four PCIe switches, two per CPU socket, each with two
