@@ -65,12 +65,8 @@ namespace {
 class Writer {
  public:
   void u8(uint8_t v) { out_.push_back(v); }
-  void u32(uint32_t v) {
-    for (int i = 0; i < 4; ++i) out_.push_back(static_cast<uint8_t>(v >> (8 * i)));
-  }
-  void u64(uint64_t v) {
-    for (int i = 0; i < 8; ++i) out_.push_back(static_cast<uint8_t>(v >> (8 * i)));
-  }
+  void u32(uint32_t v) { little_endian(v); }
+  void u64(uint64_t v) { little_endian(v); }
   void i64(int64_t v) { u64(static_cast<uint64_t>(v)); }
   void bytes(const void* p, size_t n) {
     const auto* b = static_cast<const uint8_t*>(p);
@@ -83,6 +79,10 @@ class Writer {
   std::vector<uint8_t> take() { return std::move(out_); }
 
  private:
+  template <typename T>
+  void little_endian(T v) {
+    for (size_t i = 0; i < sizeof(T); ++i) out_.push_back(static_cast<uint8_t>(static_cast<uint64_t>(v) >> (8 * i)));
+  }
   std::vector<uint8_t> out_;
 };
 
@@ -100,26 +100,22 @@ class Reader {
     need(1, what);
     return in_[pos_++];
   }
-  uint32_t u32(const char* what) {
-    need(4, what);
-    uint32_t v = 0;
-    for (int i = 0; i < 4; ++i) v |= static_cast<uint32_t>(in_[pos_ + static_cast<size_t>(i)]) << (8 * i);
-    pos_ += 4;
-    return v;
-  }
-  uint64_t u64(const char* what) {
-    need(8, what);
-    uint64_t v = 0;
-    for (int i = 0; i < 8; ++i) v |= static_cast<uint64_t>(in_[pos_ + static_cast<size_t>(i)]) << (8 * i);
-    pos_ += 8;
-    return v;
-  }
+  uint32_t u32(const char* what) { return little_endian<uint32_t>(what); }
+  uint64_t u64(const char* what) { return little_endian<uint64_t>(what); }
   int64_t i64(const char* what) { return static_cast<int64_t>(u64(what)); }
   void pad8() { pos_ = std::min(in_.size(), (pos_ + 7) / 8 * 8); }
   size_t left() const { return in_.size() - pos_; }
   size_t pos() const { return pos_; }
 
  private:
+  template <typename T>
+  T little_endian(const char* what) {
+    need(sizeof(T), what);
+    uint64_t v = 0;
+    for (size_t i = 0; i < sizeof(T); ++i) v |= static_cast<uint64_t>(in_[pos_ + i]) << (8 * i);
+    pos_ += sizeof(T);
+    return static_cast<T>(v);
+  }
   const std::vector<uint8_t>& in_;
   std::string name_;
   size_t pos_ = 0;
