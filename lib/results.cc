@@ -379,26 +379,30 @@ void ResultsFile::write_json() {
   direct_ = is_special_file(path_);
   const std::string text = doc_.dump(2) + '\n';
   if (!direct_) {
-    write_renamed(text);
+    // Published before the rename: a signal from here on writes this document, which
+    // holds all a reader has seen (the one before may lack the newest results), and
+    // removes the temporary this rewrite leaves behind.
+    const std::string tmp = fmt::format("{}.tmp.{}", path_, random_suffix());
+    if (!finished_) publish_for_signals(tmp);
+    write_renamed(text, tmp);
   } else if (finished_) {
     write_direct(text);  // once: a device or fifo gets one document, not one per size
+  } else {
+    publish_for_signals("");
   }
-  if (!finished_) {
-    publish_for_signals();
-  } else if (published_) {
+  if (finished_ && published_) {
     publish_signal_document(nullptr);  // the verdict is written; a late signal leaves it
     published_ = false;
   }
 }
 
-void ResultsFile::write_renamed(const std::string& text) {
+void ResultsFile::write_renamed(const std::string& text, std::string tmp) {
   // Write beside the target and rename: a reader never sees half a file, and a crash
   // mid-write leaves the previous complete version. A fresh random name, created
   // exclusively and never through a symlink, so nothing planted there is followed.
-  std::string tmp;
   int fd = -1;
   for (int attempt = 0; attempt < 16 && fd < 0; ++attempt) {
-    tmp = fmt::format("{}.tmp.{}", path_, random_suffix());
+    if (attempt > 0) tmp = fmt::format("{}.tmp.{}", path_, random_suffix());
     fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
     if (fd < 0 && errno != EEXIST) break;
   }
@@ -453,11 +457,12 @@ void ResultsFile::fail_write(int err, const std::string& what) {
       kept ? "the file keeps the results written before, marked failed" : "the file keeps the results written before"));
 }
 
-void ResultsFile::publish_for_signals() {
+void ResultsFile::publish_for_signals(const std::string& pending_tmp) {
   auto d = std::make_unique<SignalDocument>();
   d->path = path_;
   d->rename = !direct_;
   d->tmp_path = fmt::format("{}.tmp.{}", path_, random_suffix());
+  d->pending_tmp = pending_tmp;
   json failed = doc_;
   failed["status"] = "failed";
   failed["error"] = kErrorSentinel;

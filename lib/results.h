@@ -120,10 +120,11 @@ class ResultsFile {
   void write_json();
   // "" when written (or nothing to write), else what went wrong.
   std::string write_csv();
-  void write_renamed(const std::string& text);
+  // `tmp`: the temporary's name, already published for the signal handlers.
+  void write_renamed(const std::string& text, std::string tmp);
   void write_direct(const std::string& text) const;
   [[noreturn]] void fail_write(int err, const std::string& what);
-  void publish_for_signals();
+  void publish_for_signals(const std::string& pending_tmp);
 
   std::string path_;
   bool direct_ = false;     // a device or fifo: written once, when the run ends

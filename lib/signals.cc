@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -31,6 +32,19 @@ std::atomic<const SignalDocument*> g_document{nullptr};
 std::atomic<int> g_rank{-1};
 std::atomic<bool> g_reported{false};
 std::atomic<int> g_entered{0};
+std::atomic<pid_t> g_main_tid{0};
+// add_signal_cleanup_path: fixed storage, so a handler reads it without allocating.
+constexpr int kCleanupPaths = 16;
+char g_cleanup[kCleanupPaths][256];
+std::atomic<int> g_cleanup_count{0};
+
+void remove_cleanup_paths() noexcept {
+  const int n = g_cleanup_count.load();
+  for (int i = 0; i < n && i < kCleanupPaths; ++i) ::unlink(g_cleanup[i]);
+}
+
+// How long a rank other than 0 waits before exiting on its launcher's signal (on_signal).
+constexpr long kLauncherLingerNs = 600'000'000;
 // Crash handlers run on their own stack: after a stack overflow there is none left.
 alignas(16) char g_alt_stack[64 * 1024];
 
@@ -193,8 +207,24 @@ void print_line(const char* what, bool crash, const SignalDocument* doc, bool wr
   w.flush();
 }
 
+pid_t current_tid() noexcept {
+  return static_cast<pid_t>(::syscall(SYS_gettid));
+}
+
 void on_signal(int sig, siginfo_t* info, void*) {
   const bool crash = is_crash(sig);
+  // A process-directed signal goes to any thread that does not block it. Handled here,
+  // the main thread would run on and could rename a newer "running" file over the
+  // verdict before _exit: pass it to the main thread, which stops where it is. (A crash
+  // belongs to the thread that faulted.)
+  if (const pid_t main_tid = g_main_tid.load(); !crash && main_tid > 0 && current_tid() != main_tid) {
+    const int saved_errno = errno;
+    if (::syscall(SYS_tgkill, ::getpid(), main_tid, sig) == 0) {
+      errno = saved_errno;
+      return;
+    }
+    errno = saved_errno;  // the main thread is gone (exiting): handle it here
+  }
   if (g_entered.exchange(1) != 0) {
     // Another thread is already writing the verdict and will end the process.
     if (crash) return restore_default_and_raise(sig);
@@ -206,6 +236,8 @@ void on_signal(int sig, siginfo_t* info, void*) {
   std::strcat(what, signal_name(sig));
   const SignalDocument* doc = g_document.load();
   const bool wrote = doc != nullptr && write_signal_document(*doc, what);
+  if (doc != nullptr && !doc->pending_tmp.empty()) ::unlink(doc->pending_tmp.c_str());
+  remove_cleanup_paths();
   // The launcher signals every rank when it ends a job: only rank 0 speaks for it. A
   // signal sent to one rank by someone else is that rank's to report.
   const bool sent_directly = info != nullptr && info->si_code <= 0 && info->si_pid != ::getppid();
@@ -214,12 +246,23 @@ void on_signal(int sig, siginfo_t* info, void*) {
     errno = saved_errno;
     return restore_default_and_raise(sig);
   }
+  if (!sent_directly && g_rank.load() > 0) {
+    // Open MPI's orted ends a job with SIGTERM to each local rank, sleeps, and sends
+    // SIGKILL when the sleep ends, and the first child to exit cuts that sleep short.
+    // A rank that exited at once would so kill rank 0 while it writes the verdict:
+    // the others linger a moment first (nanosleep is async-signal-safe).
+    timespec linger{0, kLauncherLingerNs};
+    while (::nanosleep(&linger, &linger) != 0 && errno == EINTR) {
+    }
+  }
   ::_exit(128 + sig);
 }
 
 }  // namespace
 
 void install_signal_handlers() {
+  pid_t none = 0;
+  g_main_tid.compare_exchange_strong(none, current_tid());
   static bool stack_installed = false;
   if (!stack_installed) {
     stack_t ss{};
@@ -237,6 +280,15 @@ void install_signal_handlers() {
   for (int s : kInterruptSignals) ::sigaction(s, &sa, nullptr);
   sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
   for (int s : kCrashSignals) ::sigaction(s, &sa, nullptr);
+}
+
+void add_signal_cleanup_path(const std::string& path) {
+  const int n = g_cleanup_count.load();
+  if (path.empty() || path.size() >= sizeof(g_cleanup[0]) || n >= kCleanupPaths) return;
+  for (int i = 0; i < n; ++i)
+    if (path == g_cleanup[i]) return;
+  std::memcpy(g_cleanup[n], path.c_str(), path.size() + 1);
+  g_cleanup_count.store(n + 1);  // published after the bytes: a handler sees whole paths
 }
 
 void set_signal_rank(int rank) {

@@ -133,17 +133,38 @@ std::vector<Suspect> check(const SuConfig& c, LinkId link, double tx, double rx,
   return out;
 }
 
+// A link's window spread without its pair tests with partners whose links went down:
+// those stalls are the partner's (its own link going down keeps them all).
+double own_spread(const LinkStats& l, const std::vector<LinkStats>& rail) {
+  if (l.downs > 0) return l.spread;
+  std::vector<double> kept;
+  for (const auto& [partner, spread] : l.spreads)
+    if (rail.at(partner).downs == 0) kept.push_back(spread);
+  return kept.empty() ? l.spread : median(kept);
+}
+
+// Trouble a link shows in its own figures, whoever its partners were: it went down, most
+// partners could not reach it, its bandwidth or latency fails a check, or its windows are
+// far less steady than the rail's. Such a link explains a pair test with it that did
+// not finish; its partner in that test is not to blame for it.
+bool own_trouble(const SuConfig& c, const std::vector<LinkStats>& rail, const LinkStats& l, const RailBaseline& b) {
+  if (l.pairs == 0) return false;
+  if (l.downs > 0 || unreachable(l)) return true;
+  if (!check(c, l.link, l.tx, l.rx, l.bidir, l.lat_p50, l.lat_p99, b).empty()) return true;
+  return unsteady(own_spread(l, rail), b.spread, b.spread_mad, c.thresholds);
+}
+
 // The signs of an intermittent link in its pair tests (its counters aside): pair tests
 // cut off with some partners (fewer than half: more is unreachable), unless the partner
-// has trouble of its own that explains it (went down, unreachable, or cut off with more
-// partners than this link); and windows far less steady than the rail's.
+// explains it (trouble of its own, see own_trouble, or cut off with more partners than
+// this link); and windows far less steady than the rail's.
 std::vector<Suspect> intermittent(const SuConfig& c, const std::vector<LinkStats>& rail, const LinkStats& l,
-                                  const RailBaseline& b) {
+                                  const RailBaseline& b, const std::vector<bool>& troubled) {
   std::vector<Suspect> out;
   int unexplained = 0;
   for (int p : l.failed_with) {
     const LinkStats& o = rail.at(p);
-    if (o.downs == 0 && !unreachable(o) && o.failed <= l.failed) ++unexplained;
+    if (!troubled.at(p) && o.failed <= l.failed) ++unexplained;
   }
   if (unexplained > 0) {
     out.push_back({l.link, FindingKind::intermittent,
@@ -152,12 +173,12 @@ std::vector<Suspect> intermittent(const SuConfig& c, const std::vector<LinkStats
                                l.failed, l.pairs),
                    static_cast<double>(l.pairs - l.failed), static_cast<double>(l.pairs), "partners"});
   }
-  if (unsteady(l.spread, b.spread, b.spread_mad, c.thresholds)) {
+  if (const double spread = own_spread(l, rail); unsteady(spread, b.spread, b.spread_mad, c.thresholds)) {
     out.push_back({l.link, FindingKind::intermittent,
                    fmt::format("unsteady: its slowest timed windows ran {:.0f}% below their median (the rail's "
                                "median link: {:.0f}%)",
-                               l.spread * 100, b.spread * 100),
-                   l.spread, b.spread, "spread"});
+                               spread * 100, b.spread * 100),
+                   spread, b.spread, "spread"});
   }
   return out;
 }
@@ -299,6 +320,7 @@ std::vector<std::vector<LinkStats>> link_stats(const SuConfig& config, int nodes
         continue;
       }
       Acc& a = acc[p.rail_a][node];
+      s.spreads.emplace_back(side == 0 ? p.node_b : p.node_a, p.bw_spread);
       a.tx.push_back(side == 0 ? p.bw_ab : p.bw_ba);
       a.rx.push_back(side == 0 ? p.bw_ba : p.bw_ab);
       a.bidir.push_back(p.bidir);
@@ -324,6 +346,8 @@ std::vector<Suspect> find_suspects(const SuConfig& config, const std::vector<std
   std::vector<Suspect> out;
   for (size_t r = 0; r < stats.size(); ++r) {
     const RailBaseline b = baseline(stats[r]);
+    std::vector<bool> troubled;
+    for (const auto& l : stats[r]) troubled.push_back(own_trouble(config, stats[r], l, b));
     for (const auto& l : stats[r]) {
       if (l.pairs == 0) continue;
       // Most of its partners could not be reached: the link, not the partners. Exactly
@@ -346,7 +370,7 @@ std::vector<Suspect> find_suspects(const SuConfig& config, const std::vector<std
       }
       const auto checked = check(config, l.link, l.tx, l.rx, l.bidir, l.lat_p50, l.lat_p99, b);
       found.insert(found.end(), checked.begin(), checked.end());
-      const auto flaky = intermittent(config, stats[r], l, b);
+      const auto flaky = intermittent(config, stats[r], l, b, troubled);
       found.insert(found.end(), flaky.begin(), flaky.end());
       if (found.empty()) continue;
       // One suspect per link. A link that went down leads: that explains the rest. Then

@@ -89,14 +89,15 @@ struct LinkId {
 struct LinkStats {
   LinkId link;
   int pairs = 0, failed = 0;
-  double tx = 0, rx = 0, bidir = 0;  // GB/s medians: sending, receiving, both at once
-  double lat_p50 = 0, lat_p99 = 0;   // us medians
-  double spread = 0;                 // median of its pairs' bw_spread
-  std::vector<int> failed_with;      // the partners of its pair tests that did not finish
-  int downs = 0;                     // link downs during the pair tests (before the re-tests)
-  int retest_downs = 0;              // ... during the re-tests
-  int late_downs = 0;                // ... after them (collectives)
-  long long carrier_changes = -1;    // counter deltas over the whole run; -1: not kept by the NIC
+  double tx = 0, rx = 0, bidir = 0;             // GB/s medians: sending, receiving, both at once
+  double lat_p50 = 0, lat_p99 = 0;              // us medians
+  double spread = 0;                            // median of its pairs' bw_spread
+  std::vector<int> failed_with;                 // the partners of its pair tests that did not finish
+  std::vector<std::pair<int, double>> spreads;  // (partner, bw_spread) of its finished pair tests
+  int downs = 0;                                // link downs during the pair tests (before the re-tests)
+  int retest_downs = 0;                         // ... during the re-tests
+  int late_downs = 0;                           // ... after them (collectives)
+  long long carrier_changes = -1;               // counter deltas over the whole run; -1: not kept by the NIC
   long long link_downed = -1;
   int total_downs() const { return downs + retest_downs + late_downs; }
 };

@@ -106,6 +106,7 @@ case $case_name in
     done
     done_before=$(windows "$work/r.json")
     ((done_before >= 2)) || fail "2 windows not written within 60 s"
+    rank_pids=$(pgrep -P "$mpirun_pid" -d ' ')
     kill -TERM "$mpirun_pid"
     for ((i = 0; i < 300; ++i)); do kill -0 "$launcher" 2>/dev/null || break; sleep 0.1; done
     kill -0 "$launcher" 2>/dev/null && fail "the job still runs 30 s after SIGTERM"
@@ -114,6 +115,17 @@ case $case_name in
     check_burn_in "$work/r.json" failed "$done_before" 100000
     python3 -c 'import json,sys; e=json.load(open(sys.argv[1]))["error"]; print("error:", e); assert "SIGTERM" in e' \
       "$work/r.json" || fail "the results file does not say SIGTERM ended the run"
+    # Neither the handler's temporary nor the one a rewrite had open is left behind.
+    leftovers=$(ls "$work"/r.json.tmp.* 2>/dev/null)
+    [[ -z $leftovers ]] || fail "temporary files left beside the results: $leftovers"
+    # Nor the shm provider's regions (/dev/shm/PID:N:N): they go when a rank ends on its
+    # signal, and stay when Open MPI's SIGKILL cuts it off (as it did before the other
+    # ranks waited for rank 0: lib/signals.h).
+    for pid in $rank_pids; do
+      regions=$(ls /dev/shm/"$pid":* 2>/dev/null)
+      [[ -z $regions ]] || fail "a signalled rank left its shm region: $regions"
+    done
+    [[ -n $rank_pids ]] || fail "no rank processes found under mpirun"
     ;;
   *) fail "unknown case '$case_name'" ;;
 esac

@@ -288,6 +288,15 @@ TEST_CASE("verdict: a pair cut off in one round but not another is the intermitt
   suspects = find_suspects(c, stats);
   REQUIRE(suspects.size() == 1);
   CHECK(suspects[0].link == LinkId{1, 1});
+  // The same when node03's own figures are bad (a lossy cable: slow with every partner):
+  // the pair test it did not finish is its, and node02 is not a suspect.
+  stats[1][1].downs = 0;
+  stats[1][2].rx = stats[1][2].tx = 0.016;
+  suspects = find_suspects(c, stats);
+  REQUIRE(suspects.size() == 1);
+  CHECK(suspects[0].link == LinkId{2, 1});
+  CHECK(suspects[0].kind == FindingKind::bandwidth);
+  CHECK_THAT(suspects[0].reason, Catch::Contains("reachable in one round, not in another"));
 }
 
 TEST_CASE("verdict: a link whose windows vary far more than its rail's is intermittent", "[validate][robustness]") {
@@ -311,6 +320,31 @@ TEST_CASE("verdict: a link whose windows vary far more than its rail's is interm
   REQUIRE(found.size() == 1);
   CHECK(found[0].severity == Severity::fail);
   CHECK_THAT(found[0].reason, Catch::Contains("unsteady again"));
+}
+
+TEST_CASE("verdict: stalls in pair tests with a partner that went down are the partner's, not unsteadiness",
+          "[validate][robustness]") {
+  const SuConfig c = su();
+  int k = 0;
+  const auto rail = all_pairs(c, [&](PairResult& p) {
+    p.bw_spread = 0.2 + 0.05 * (k++ % 4);
+    const auto pair_is = [&](int x, int y) {
+      return p.rail_a == 1 && std::min(p.node_a, p.node_b) == x && std::max(p.node_a, p.node_b) == y;
+    };
+    if (pair_is(0, 1)) p.bw_spread = 0.97;  // node02 rail1 went down during its test with node01
+    if (pair_is(0, 2)) p.bw_spread = 0.9;   // and node01 had one poor test of its own, with node03
+  });
+  auto stats = link_stats(c, 4, rail);
+  // Without the link-down counters, node01 rail1 is the unsteady one (two poor tests of three).
+  auto suspects = find_suspects(c, stats);
+  REQUIRE(suspects.size() == 1);
+  CHECK(suspects[0].link == LinkId{0, 1});
+  CHECK_THAT(suspects[0].reason, Catch::Contains("unsteady"));
+  // With them, the stall with node02 is node02's: node01's other tests are steady enough.
+  stats[1][1].downs = 2;
+  suspects = find_suspects(c, stats);
+  REQUIRE(suspects.size() == 1);
+  CHECK(suspects[0].link == LinkId{1, 1});
 }
 
 TEST_CASE("verdict: a link that went down after its pair tests is still named", "[validate][robustness]") {

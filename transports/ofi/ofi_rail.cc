@@ -5,14 +5,22 @@
 #include <rdma/fi_domain.h>
 #include <rdma/fi_endpoint.h>
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cctype>
 #include <cstring>
+#include <filesystem>
+#include <mutex>
 #include <random>
 #include <string_view>
+#include <vector>
 
 #include <fmt/format.h>
 
 #include "lib/errors.h"
+#include "lib/signals.h"
 
 namespace railbench::ofi {
 
@@ -39,6 +47,41 @@ uint64_t random_key_base(size_t key_bytes) {
   uint64_t mask = bits == 64 ? ~uint64_t{0} : (uint64_t{1} << bits) - 1;
   // Half the key space leaves room to count up without wrapping to FI_KEY_NOTAVAIL.
   return (r & (mask >> 1)) + 1;
+}
+
+// libfabric's shm provider names its region /dev/shm/<pid>:<n>:<n> after the process
+// and fails with EBUSY when that name exists. A rank killed before it closed its
+// endpoint leaves its region behind, and pids come round again (pid_max is 32768 on
+// many hosts). The regions named after this process's pid, owned by this user.
+std::vector<std::string> own_shm_regions() {
+  std::vector<std::string> out;
+  const std::string prefix = fmt::format("{}:", ::getpid());
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator("/dev/shm", ec)) {
+    const std::string name = e.path().filename().string();
+    if (!name.starts_with(prefix)) continue;
+    const std::string rest = name.substr(prefix.size());
+    const auto colon = rest.find(':');
+    const auto digits = [](std::string_view v) {
+      return !v.empty() && std::all_of(v.begin(), v.end(), [](unsigned char c) { return std::isdigit(c); });
+    };
+    if (colon == std::string::npos || !digits(std::string_view(rest).substr(0, colon)) ||
+        !digits(std::string_view(rest).substr(colon + 1)))
+      continue;
+    struct stat st {};
+    if (::lstat(e.path().c_str(), &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == ::geteuid())
+      out.push_back(e.path().string());
+  }
+  return out;
+}
+
+// Before this process's first shm endpoint: nothing of its own exists yet, so a region
+// with its pid is a dead process's, and would make fi_enable fail.
+void remove_stale_shm_regions() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    for (const auto& path : own_shm_regions()) ::unlink(path.c_str());
+  });
 }
 
 std::string setup_hint(const std::string& provider, const char* call, long long ret) {
@@ -121,12 +164,18 @@ void Rail::open_av(int world_size) {
 }
 
 void Rail::open_endpoint() {
+  const bool shm = provider.starts_with("shm");
+  if (shm) remove_stale_shm_regions();
   fid_ep* e = nullptr;
   if (int ret = fi_endpoint(domain.get(), info.get(), &e, nullptr); ret != 0) fail("fi_endpoint", ret);
   ep.reset(e);
   if (int ret = fi_ep_bind(ep.get(), &cq->fid, FI_TRANSMIT | FI_RECV); ret != 0) fail("fi_ep_bind(cq)", ret);
   if (int ret = fi_ep_bind(ep.get(), &av->fid, 0); ret != 0) fail("fi_ep_bind(av)", ret);
   if (int ret = fi_enable(ep.get()); ret != 0) fail("fi_enable", ret);
+  // A rank ended by a signal exits without closing the endpoint: its handler removes
+  // the region instead, so signalled runs do not fill /dev/shm.
+  if (shm)
+    for (const auto& path : own_shm_regions()) add_signal_cleanup_path(path);
 }
 
 void Rail::read_address() {
