@@ -1,9 +1,6 @@
 #include "bench/compare/output.h"
 
-#include <cerrno>
 #include <cmath>
-#include <cstring>
-#include <fstream>
 
 #include <fmt/format.h>
 
