@@ -13,3 +13,11 @@ rb_mpirun() {
     --mca btl self,vader,tcp --mca btl_tcp_if_include lo --mca oob_tcp_if_include lo \
     --mca pml ob1 "$@" </dev/null
 }
+
+# rb_mpirun_deadline SECONDS NP command...: rb_mpirun with a hard deadline (timeout, then
+# SIGKILL 10 s later): for tests, where a job must never hang. Exit 124: the deadline.
+rb_mpirun_deadline() {
+  local deadline=$1 np=$2
+  shift 2
+  timeout --kill-after=10 "$deadline" bash -c "$(declare -f rb_mpirun); rb_mpirun $np $(printf '%q ' "$@")"
+}

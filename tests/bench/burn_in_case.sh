@@ -74,8 +74,7 @@ PY
 
 case $case_name in
   cycles)
-    timeout --kill-after=10 120 bash -c "$(declare -f rb_mpirun); rb_mpirun 2 $(printf '%q ' "$rb" "${args[@]}") \
-      --cycles 3 --json $work/r.json" >"$work/out" 2>"$work/err"
+    rb_mpirun_deadline 120 2 "$rb" "${args[@]}" --cycles 3 --json "$work/r.json" >"$work/out" 2>"$work/err"
     rc=$?
     cat "$work/out"
     ((rc == 0)) || fail "exit $rc (124: the 120 s deadline)"

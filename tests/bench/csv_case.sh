@@ -14,8 +14,7 @@ deadline=${RAILBENCH_TEST_DEADLINE:-240}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-timeout --kill-after=10 "$deadline" bash -c "$(declare -f rb_mpirun); rb_mpirun $np $(printf '%q ' "$@") \
-  --json $work/r.json --csv $work/r.csv" >"$work/out" 2>"$work/err"
+rb_mpirun_deadline "$deadline" "$np" "$@" --json "$work/r.json" --csv "$work/r.csv" >"$work/out" 2>"$work/err"
 rc=$?
 cat "$work/out"
 if ((rc != 0)); then

@@ -21,8 +21,7 @@ trap 'rm -rf "$work"' EXIT
 
 if [[ $mode == expect-ok ]]; then
   json="$work/results.json"
-  timeout --kill-after=10 "$deadline" bash -c "$(declare -f rb_mpirun); rb_mpirun $np $(printf '%q ' "$@") --json $json" \
-    >"$work/out" 2>"$work/err"
+  rb_mpirun_deadline "$deadline" "$np" "$@" --json "$json" >"$work/out" 2>"$work/err"
   rc=$?
   cat "$work/out"
   if ((rc != 0)); then
@@ -35,8 +34,7 @@ if [[ $mode == expect-ok ]]; then
   echo "PASS"
 else
   start=$(date +%s)
-  timeout --kill-after=10 "$deadline" bash -c "$(declare -f rb_mpirun); rb_mpirun $np $(printf '%q ' "$@")" \
-    >"$work/out" 2>"$work/err"
+  rb_mpirun_deadline "$deadline" "$np" "$@" >"$work/out" 2>"$work/err"
   rc=$?
   elapsed=$(($(date +%s) - start))
   cat "$work/out" "$work/err"

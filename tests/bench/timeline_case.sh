@@ -21,8 +21,7 @@ if [[ $kind == sendrecv ]]; then
 else
   args=(allreduce -t ofi:tcp --rails lo -b 1M -e 1M -n 20 -w 2)
 fi
-timeout --kill-after=10 120 bash -c "$(declare -f rb_mpirun); rb_mpirun 2 $(printf '%q ' "$rb" "${args[@]}") \
-  --timeline $work/t.bin --json $work/r.json" >"$work/out" 2>"$work/err" || fail "the run failed (exit $?)"
+rb_mpirun_deadline 120 2 "$rb" "${args[@]}" --timeline "$work/t.bin" --json "$work/r.json" >"$work/out" 2>"$work/err" || fail "the run failed (exit $?)"
 cat "$work/out"
 [[ -s $work/t.bin ]] || fail "no timeline file"
 grep -q "^# timeline: $work/t.bin" "$work/out" || fail "no timeline summary in the output"

@@ -22,8 +22,7 @@ fail() {
 run() {
   local np=$1 out=$2
   shift 2
-  timeout --kill-after=10 120 bash -c "$(declare -f rb_mpirun); rb_mpirun $np $(printf '%q ' "$rb" "$@") --json $out" \
-    >"$work/run.out" 2>&1 || { cat "$work/run.out"; fail "railbench $* exited $?"; }
+  rb_mpirun_deadline 120 "$np" "$rb" "$@" --json "$out" >"$work/run.out" 2>&1 || { cat "$work/run.out"; fail "railbench $* exited $?"; }
 }
 
 # compare_rc WANT BASE NEW [options]: runs compare, prints its output, checks the exit code.

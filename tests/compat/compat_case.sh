@@ -10,8 +10,7 @@ shift 2
 [[ $1 == -- ]] && shift
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-timeout --kill-after=10 240 bash -c "$(declare -f rb_mpirun); rb_mpirun $np $(printf '%q ' "$@") --json $work/r.json" \
-  >"$work/out" 2>&1
+rb_mpirun_deadline 240 "$np" "$@" --json "$work/r.json" >"$work/out" 2>&1
 rc=$?
 if ((rc != 0)); then
   cat "$work/out"

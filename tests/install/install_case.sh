@@ -56,8 +56,8 @@ if [[ ${1:-} == --checks ]]; then
     echo "ok: validate --config su-h200-32x8-400g --plan (31 rounds of 16 disjoint node pairs)"
 
     rm -f kv.json
-    out=$(timeout --kill-after=10 120 bash -c "$(declare -f rb_mpirun); rb_mpirun 2 $(printf '%q' "$bin") kvcache \
-        -t ofi:shm --model llama-3.1-8b --tokens 40 --requests 2 -c --json kv.json" 2>&1) ||
+    out=$(rb_mpirun_deadline 120 2 "$bin" kvcache -t ofi:shm --model llama-3.1-8b --tokens 40 --requests 2 -c \
+      --json kv.json 2>&1) ||
       fail "$bin kvcache under mpirun exited $?: $out"
     python3 - "$commit" <<'PY' || fail "$bin kvcache: kv.json does not record the build"
 import json, sys

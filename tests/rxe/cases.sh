@@ -94,8 +94,8 @@ case $group in
     echo "=== rxe hw_counters move during a sendrecv"
     source "$here/../../scripts/lib/mpirun.sh"
     json=$(mktemp /tmp/rb-counters-XXXXXX.json)
-    timeout --kill-after=10 300 bash -c "$(declare -f rb_mpirun); rb_mpirun 2 $(printf '%q ' "$rb" sendrecv \
-      -t verbs --rails 2 -b 64K -e 64K -n 20 -w 2 --window 8 --bw-iters 2 --json "$json")"
+    rb_mpirun_deadline 300 2 "$rb" sendrecv -t verbs --rails 2 -b 64K -e 64K -n 20 -w 2 --window 8 --bw-iters 2 \
+      --json "$json"
     "$rb" info | sed -n '/^fabric counters/,$p'
     if python3 - "$json" <<'PY'; then echo "=== ok: rxe counters"; else
 import json, sys
