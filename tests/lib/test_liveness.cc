@@ -20,6 +20,7 @@
 #include "lib/errors.h"
 #include "lib/liveness.h"
 #include "lib/progress.h"
+#include "tests/support/free_port.h"
 #include "tests/support/loopback_world.h"
 #include "tests/transports/world.h"
 
@@ -31,18 +32,6 @@ using railbench::testing::LoopbackWorld;
 namespace {
 
 const std::vector<std::string> kNames = {"rank 0 (node-a)", "rank 1 (node-b)", "rank 2 (node-c)", "rank 3 (node-d)"};
-
-int free_tcp_port() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in sa{};
-  sa.sin_family = AF_INET;
-  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof(sa);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof(sa));
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&sa), &len);
-  ::close(fd);
-  return ntohs(sa.sin_port);
-}
 
 struct Responders {
   explicit Responders(int n) {
@@ -127,7 +116,7 @@ TEST_CASE("tcp bootstrap: a rank waiting on the root names the rank that never a
   // the root, used to blame the root: now it asks who answers.
   Responders r(3);
   r.all[2].reset();
-  const int port = free_tcp_port();
+  const int port = railbench::testing::free_tcp_port();
   const std::string root = fmt::format("127.0.0.1:{}", port);
   std::string root_error, rank1_error;
   std::thread root_thread([&] {

@@ -21,24 +21,13 @@
 #include "lib/clock.h"
 #include "lib/errors.h"
 #include "lib/rendezvous_frame.h"
+#include "tests/support/free_port.h"
 
 using namespace railbench;
 using namespace railbench::rendezvous;
 using Catch::Matchers::Contains;
 
 namespace {
-
-int free_port() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in sa{};
-  sa.sin_family = AF_INET;
-  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof(sa);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof(sa));
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&sa), &len);
-  ::close(fd);
-  return ntohs(sa.sin_port);
-}
 
 // A stranger: a plain socket to 127.0.0.1:port, retried while rank 0 starts listening.
 class Client {
@@ -183,7 +172,7 @@ TEST_CASE("rendezvous frames: magic, version, token, kind and exact length are c
 }
 
 TEST_CASE("rendezvous: strangers are closed and the job still completes", "[bootstrap][robustness]") {
-  const int port = free_port();
+  const int port = railbench::testing::free_tcp_port();
   Job job(port);
 
   Client garbage(port);
@@ -221,7 +210,7 @@ TEST_CASE("rendezvous: strangers are closed and the job still completes", "[boot
 }
 
 TEST_CASE("rendezvous: a rank of another job on the port is refused, naming the token", "[bootstrap][robustness]") {
-  const int port = free_port();
+  const int port = railbench::testing::free_tcp_port();
   Job job(port);
   const std::string root = fmt::format("127.0.0.1:{}", port);
   std::string other;
@@ -238,7 +227,7 @@ TEST_CASE("rendezvous: a rank of another job on the port is refused, naming the 
 }
 
 TEST_CASE("rendezvous: the same token with another world size is still a usage error", "[bootstrap][robustness]") {
-  const int port = free_port();
+  const int port = railbench::testing::free_tcp_port();
   const std::string root = fmt::format("127.0.0.1:{}", port);
   std::string root_error, rank_error;
   std::thread t0([&] {
@@ -259,7 +248,7 @@ TEST_CASE("rendezvous: the same token with another world size is still a usage e
 }
 
 TEST_CASE("rendezvous: a flood of silent connections does not keep the ranks out", "[bootstrap][robustness]") {
-  const int port = free_port();
+  const int port = railbench::testing::free_tcp_port();
   Job job(port);
   std::vector<std::unique_ptr<Client>> flood;
   for (int i = 0; i < 200; ++i) flood.push_back(std::make_unique<Client>(port));
@@ -275,7 +264,7 @@ TEST_CASE("rendezvous: a flood of silent connections does not keep the ranks out
 
 TEST_CASE("rendezvous: rank 0 binds the root's address, not every address", "[bootstrap][robustness]") {
   // 192.0.2.1 (TEST-NET-1) is nobody's address: the error names it and the override.
-  const int port = free_port();
+  const int port = railbench::testing::free_tcp_port();
   std::string error;
   try {
     make_tcp_bootstrap(0, 2, {fmt::format("192.0.2.1:{}", port)}, 1.0);
@@ -304,14 +293,14 @@ TEST_CASE("rendezvous: rank 0 binds the root's address, not every address", "[bo
   };
   // Debian names the host 127.0.1.1 in /etc/hosts: rank 0 listens there
   // (tests/rendezvous/bind_case.sh does it by name).
-  const std::string root = fmt::format("127.0.1.1:{}", free_port());
+  const std::string root = fmt::format("127.0.1.1:{}", railbench::testing::free_tcp_port());
   CHECK(pair({root}, {root}).empty());
 
   // With bind_any, a root host that is not this machine's still listens (on every address).
-  const int any_port = free_port();
+  const int any_port = railbench::testing::free_tcp_port();
   CHECK(pair({fmt::format("192.0.2.1:{}", any_port), "", true}, {fmt::format("127.0.0.1:{}", any_port)}).empty());
   // So does an explicit bind address.
-  const int addr_port = free_port();
+  const int addr_port = railbench::testing::free_tcp_port();
   CHECK(pair({fmt::format("192.0.2.1:{}", addr_port), "", false, "127.0.0.1"}, {fmt::format("127.0.0.1:{}", addr_port)})
             .empty());
 }
