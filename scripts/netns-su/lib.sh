@@ -4,7 +4,9 @@
 #   node NN         a network namespace rbsu-nodeNN with its own UTS name (hostname nodeNN)
 #   rail R          one veth per node, railR inside (10.X.R.NN/24), into bridge rbsu-leafR
 #   spine           namespace rbsu-spine, one leg into every leaf (10.X.R.254), forwarding,
-#                   so slot i -> slot j (i != j) crosses it as cross-rail traffic does
+#                   so slot i -> slot j (i != j) crosses it as cross-rail traffic does;
+#                   each leg is its leaf's uplink, shaped both ways to nodes x rate / F
+#                   (up.sh --oversubscription F, default 1)
 #   management      mgmt0 in every node (10.X.200.NN/24) on bridge rbsu-mgmt, which also has
 #                   10.X.200.254 in the root namespace: mpirun's out-of-band network
 # X is 100..199: up.sh starts from a hash of the prefix (RB_SU_PREFIX) and takes the

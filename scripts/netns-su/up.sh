@@ -1,26 +1,32 @@
 #!/usr/bin/env bash
 # Builds the simulated scalable unit (see lib.sh for its shape).
-#   up.sh [--nodes N] [--rails R] [--rate MBIT] [--mtu BYTES]
-# Defaults: 4 nodes x 2 rails at 400 Mb/s per link (a 1:1000 model of 400G NICs).
+#   up.sh [--nodes N] [--rails R] [--rate MBIT] [--mtu BYTES] [--oversubscription F]
+# Defaults: 4 nodes x 2 rails at 400 Mb/s per link (a 1:1000 model of 400G NICs), and
+# leaf uplinks of the leaf's whole downlink capacity (1:1; F = 2 halves them).
 # On any failure, everything already created is torn down again.
 here=$(cd "$(dirname "$0")" && pwd)
 source "$here/lib.sh"
 
-nodes=4 rails=2 rate=400 mtu=1500
+nodes=4 rails=2 rate=400 mtu=1500 oversub=1
 while (($#)); do
   case $1 in
+    --oversubscription) oversub=$2; shift 2 ;;
     --nodes) nodes=$2; shift 2 ;;
     --rails) rails=$2; shift 2 ;;
     --rate) rate=$2; shift 2 ;;
     --mtu) mtu=$2; shift 2 ;;
-    -h | --help) sed -n '2,5p' "$0"; exit 0 ;;
-    *) rb_su_die "unknown option '$1': use --nodes N --rails R --rate MBIT --mtu BYTES" ;;
+    -h | --help) sed -n '2,6p' "$0"; exit 0 ;;
+    *) rb_su_die "unknown option '$1': use --nodes N --rails R --rate MBIT --mtu BYTES --oversubscription F" ;;
   esac
 done
 [[ $nodes =~ ^[0-9]+$ ]] && ((nodes >= 2 && nodes <= 99)) || rb_su_die "--nodes $nodes: use 2..99"
 [[ $rails =~ ^[0-9]+$ ]] && ((rails >= 1 && rails <= 8)) || rb_su_die "--rails $rails: use 1..8"
 [[ $rate =~ ^[0-9]+$ ]] && ((rate >= 1)) || rb_su_die "--rate $rate: a whole number of Mb/s, e.g. 400"
 [[ $mtu =~ ^[0-9]+$ ]] && ((mtu >= 576 && mtu <= 9000)) || rb_su_die "--mtu $mtu: use 576..9000"
+[[ $oversub =~ ^[0-9]+(\.[0-9]+)?$ ]] && awk -v f="$oversub" 'BEGIN { exit !(f >= 1 && f <= 64) }' ||
+  rb_su_die "--oversubscription $oversub: a ratio of downlink to uplink capacity, 1..64 (1: non-blocking, 2: 2:1)"
+# Each leaf's uplink to the spine: the leaf's downlink capacity (nodes x rate) over F.
+uplink=$(awk -v n="$nodes" -v r="$rate" -v f="$oversub" 'BEGIN { u = int(n * r / f); print (u < 1 ? 1 : u) }')
 rb_su_require_root
 [[ -f $RB_SU_STATE/su.env ]] && rb_su_die "a simulated SU is already up ($RB_SU_STATE): run scripts/netns-su/down.sh first"
 if rb_su_net_in_use "$RB_SU_NET"; then
@@ -44,6 +50,8 @@ RB_SU_NODES=$nodes
 RB_SU_RAILS=$rails
 RB_SU_RATE=$rate
 RB_SU_MTU=$mtu
+RB_SU_OVERSUB=$oversub
+RB_SU_UPLINK=$uplink
 RB_SU_NET=$RB_SU_NET
 STATE
 
@@ -59,7 +67,9 @@ ip link add "$mgmt" type bridge
 ip addr add "$RB_SU_MGMT_NET.254/24" dev "$mgmt"
 ip link set "$mgmt" up
 
-# The spine: forwards between the rail subnets.
+# The spine: forwards between the rail subnets. Each leaf's leg into it is that leaf's
+# uplink, shaped both ways to the uplink rate: at F:1 the leaf's nodes together can
+# send F times more than fits through it.
 spine=$(rb_su_spine_ns)
 ip netns add "$spine"
 ip -n "$spine" link set lo up
@@ -71,6 +81,8 @@ for ((r = 0; r < rails; r++)); do
   ip link set "$port" master "$(rb_su_leaf $r)" mtu "$mtu" up
   ip -n "$spine" addr add "$RB_SU_RAIL_NET.$r.254/24" dev "leaf$r"
   ip -n "$spine" link set "leaf$r" mtu "$mtu" up
+  rb_su_shape "" "$port" "$uplink"       # leaf -> spine
+  rb_su_shape "$spine" "leaf$r" "$uplink" # spine -> leaf
 done
 
 for ((n = 1; n <= nodes; n++)); do
@@ -111,5 +123,6 @@ for ((n = 1; n <= nodes; n++)); do
   done
 done
 trap - ERR
-echo "netns-su: up: $nodes nodes x $rails rails at $rate Mb/s per link, MTU $mtu" \
+echo "netns-su: up: $nodes nodes x $rails rails at $rate Mb/s per link, MTU $mtu," \
+  "leaf uplinks $uplink Mb/s ($oversub:1)" \
   "(nodes $(rb_su_node_name 1)..$(rb_su_node_name "$nodes"), rails rail0..rail$((rails - 1)), management $RB_SU_MGMT_NET.0/24)"
