@@ -35,9 +35,16 @@ nlohmann::json to_json(const KvRecord& r);
 void print_kv_header(const RunContext& ctx);
 void print_kv_row(const RunContext& ctx, const KvRecord& r);
 
+// What the efficiency was measured through when that is not a NIC (libfabric's shm, tcp,
+// sockets or udp providers, soft-RoCE), in words for the what-if table's header; ""
+// for a hardware NIC. `provider` is Transport::provider() ("shm", "tcp;ofi_rxm", "rxe0").
+std::string host_transport_note(const std::string& provider);
+
 // For every preset x {4K, 32K, 128K} tokens x {400, 800, 1600} Gb/s: bytes / (line rate
-// x efficiency). Prints the table and returns it as JSON.
+// x efficiency). Prints the table and returns it as JSON. `provider` as for
+// host_transport_note: a host transport's efficiency is flagged in the header.
 nlohmann::json print_what_if(const RunContext& ctx, const std::vector<KvModel>& presets, int dtype_bytes,
-                             const std::string& kv_dtype, const std::string& mode, double efficiency);
+                             const std::string& kv_dtype, const std::string& mode, double efficiency,
+                             const std::string& provider);
 
 }  // namespace railbench

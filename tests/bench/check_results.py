@@ -90,6 +90,11 @@ def main():
         rows = doc.get("what_if", {}).get("rows", [])
         if len(rows) < 18 or any(r["ms_at_400gbps"] <= 0 for r in rows):
             fail(f"what_if table has {len(rows)} rows (expected >= 6 models x 3 token counts, positive times)")
+        # Every transport these tests run on is a host one (shm, tcp, rxe): the table says so.
+        w = doc["what_if"]
+        if w.get("measured_over") != doc["transport"]["provider"] or w.get("host_transport") is not True:
+            fail(f"what_if does not say it was measured over the host transport {doc['transport']['provider']}: "
+                 f"measured_over {w.get('measured_over')!r}, host_transport {w.get('host_transport')!r}")
     elif a.command == "sendrecv":
         expected = {(r, i, j) for r in range(a.rails) for i in range(a.ranks) for j in range(i + 1, a.ranks)}
         for res in results:
