@@ -99,14 +99,15 @@ pick_netdevs() {
     return 0
   fi
   local dev
-  dev=$(ip route show default | awk '{ for (i = 1; i < NF; i++) if ($i == "dev") { print $(i + 1); exit } }')
+  # awk reads to the end (no `exit`): an early exit would SIGPIPE ip, failing under pipefail.
+  dev=$(ip route show default | awk '!d { for (i = 1; i < NF; i++) if ($i == "dev") { d = $(i + 1); break } } END { print d }')
   [[ -n $dev ]] || die "no default route to pick an interface from: name one with --netdev IFACE"
   netdevs=("$dev")
 }
 
 # The rxe device already bound to NETDEV, if any ("link rxe0/1 state ... netdev eth0").
 rxe_on() {
-  rdma link show 2>/dev/null | awk -v nd="$1" '$0 ~ (" netdev " nd "( |$)") { split($2, a, "/"); print a[1]; exit }'
+  rdma link show 2>/dev/null | awk -v nd="$1" '!r && $0 ~ (" netdev " nd "( |$)") { split($2, a, "/"); r = a[1] } END { if (r != "") print r }'
 }
 
 do_add() {

@@ -58,7 +58,7 @@ rb_su_load_state() {
 }
 
 # Whether 10.X.200.254 (an SU's management address) is on any interface of this host.
-rb_su_net_in_use() { ip -o addr show | grep -q " $1.200.254/"; }
+rb_su_net_in_use() { ip -o addr show | grep " $1.200.254/" >/dev/null; }
 
 # Node number from a node name or number: node03 / 3 -> 3.
 rb_su_node_number() {

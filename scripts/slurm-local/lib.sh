@@ -24,8 +24,8 @@ rb_slurm_pids() {
   for pid in $(pgrep '^(slurmctld|slurmd|slurmstepd|munged|slurmscriptd)' 2>/dev/null); do
     state=$(awk '{print $3}' "/proc/$pid/stat" 2>/dev/null) || continue
     [[ -n $state && $state != Z ]] || continue
-    if { tr '\0' '\n' <"/proc/$pid/environ" | grep -qxF "RAILBENCH_SLURM_DIR=$dir"; } 2>/dev/null ||
-      { tr '\0' ' ' <"/proc/$pid/cmdline" | grep -qF "$dir/"; } 2>/dev/null ||
+    if { tr '\0' '\n' <"/proc/$pid/environ" | grep -xF "RAILBENCH_SLURM_DIR=$dir" >/dev/null; } 2>/dev/null ||
+      { tr '\0' ' ' <"/proc/$pid/cmdline" | grep -F "$dir/" >/dev/null; } 2>/dev/null ||
       [[ $(readlink "/proc/$pid/cwd" 2>/dev/null) == "$dir"/* ]]; then
       echo "$pid"
     fi

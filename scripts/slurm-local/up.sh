@@ -53,7 +53,7 @@ all_running() {
   done
 }
 if [[ -f $dir/shape && $(cat "$dir/shape") == "$shape" ]] && all_running &&
-  SLURM_CONF=$conf timeout 10 sinfo -h -o '%T %D' 2>/dev/null | grep -qx "idle $nodes"; then
+  SLURM_CONF=$conf timeout 10 sinfo -h -o '%T %D' 2>/dev/null | grep -x "idle $nodes" >/dev/null; then
   echo "slurm-local: already up ($shape, $dir): reusing it"
   exit 0
 fi

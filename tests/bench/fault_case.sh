@@ -30,7 +30,7 @@ rank_pids_with_rank() {
   for env_file in /proc/[0-9]*/environ; do
     pid=${env_file#/proc/}
     pid=${pid%/environ}
-    tr '\0' '\n' 2>/dev/null <"$env_file" | grep -qx "RAILBENCH_FAULT_CASE=$RAILBENCH_FAULT_CASE" || continue
+    tr '\0' '\n' 2>/dev/null <"$env_file" | grep -x "RAILBENCH_FAULT_CASE=$RAILBENCH_FAULT_CASE" >/dev/null || continue
     [[ $(readlink "/proc/$pid/exe" 2>/dev/null) == "$(readlink -f "$rb")" ]] || continue
     echo "$pid $(tr '\0' '\n' 2>/dev/null <"$env_file" | sed -n 's/^OMPI_COMM_WORLD_RANK=//p')"
   done

@@ -84,7 +84,7 @@ case $case_name in
     python3 -c 'import socket,sys,time; s=socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(); time.sleep(100)' "$port" &
     sleep 0.5
     env_for() { echo "RANK=$1 WORLD_SIZE=2 LOCAL_RANK=0 MASTER_ADDR=127.0.0.1 MASTER_PORT=$port TORCHELASTIC_RUN_ID=t$port"; }
-    "$rb" info 2>&1 | grep -q "launcher: none" || fail "info without variables does not say 'launcher: none'"
+    "$rb" info 2>&1 | grep "launcher: none" >/dev/null || fail "info without variables does not say 'launcher: none'"
     env $(env_for 1) "$rb" info >"$work/out_info" 2>&1
     grep -q "rendezvous: tcp 127.0.0.1:$((port + 1)) (MASTER_ADDR, MASTER_PORT+1" "$work/out_info" ||
       fail "info does not name the port above the agent's"

@@ -43,7 +43,7 @@ else
   if [[ -n $want_rc ]] && ((rc != want_rc)); then echo "FAIL: exit code $rc, expected $want_rc"; exit 1; fi
   lines=$(grep -c '^railbench: error:' "$work/err")
   if ((lines != 1)); then echo "FAIL: expected exactly one 'railbench: error:' line, got $lines"; exit 1; fi
-  if ! grep '^railbench: error:' "$work/err" | grep -Eq -- "$arg"; then
+  if ! grep '^railbench: error:' "$work/err" | grep -E -- "$arg" >/dev/null; then
     echo "FAIL: error line does not match /$arg/"
     exit 1
   fi

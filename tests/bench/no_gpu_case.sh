@@ -8,7 +8,7 @@ np=$1 regex=$2
 shift 2
 [[ $1 == -- ]] && shift
 rb=$1
-if "$rb" info 2>/dev/null | grep -Eq '^CUDA devices: [1-9]'; then
+if "$rb" info 2>/dev/null | grep -E '^CUDA devices: [1-9]' >/dev/null; then
   echo "SKIP: a CUDA device is visible here; the no-GPU error path does not apply"
   exit 77
 fi

@@ -33,7 +33,7 @@ set +e  # lib.sh sets -e; this test checks each step itself
 rb_su_load_state
 ((RB_SU_UPLINK == 4 * rate / oversub)) || fail "su.env records uplink $RB_SU_UPLINK Mb/s, expected $((4 * rate / oversub))"
 spine=$RB_SU_PREFIX-spine
-tc -n "$spine" class show dev leaf0 | grep -q "rate ${RB_SU_UPLINK}Mbit" ||
+tc -n "$spine" class show dev leaf0 | grep "rate ${RB_SU_UPLINK}Mbit" >/dev/null ||
   fail "the spine's leg into leaf0 is not shaped to the uplink rate: $(tc -n "$spine" class show dev leaf0)"
 
 # One flow: a receiver counting bytes, a sender writing for D seconds from a given

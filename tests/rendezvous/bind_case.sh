@@ -66,7 +66,7 @@ run_pair() {  # ROOT0 ROOT1 [VAR=value...]: both ranks must exit 0
 }
 
 if [[ -n $inner ]]; then
-  getent ahostsv4 "$inner" | grep -q '^127\.0\.1\.1 ' || fail "$inner does not resolve to 127.0.1.1 here"
+  getent ahostsv4 "$inner" | grep '^127\.0\.1\.1 ' >/dev/null || fail "$inner does not resolve to 127.0.1.1 here"
   port=$(free_port)
   also_refused=127.0.0.1 run_pair "$inner:$port" "$inner:$port"
   echo "ok: RAILBENCH_ROOT=$inner:$port with $inner -> 127.0.1.1 in /etc/hosts: the job ran"

@@ -253,7 +253,7 @@ EOF
   sleep 2
   mpirun_pid=""
   for p in $(pgrep -x mpirun); do  # ours: the one whose command line has our results file
-    tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null | grep -q -- "$work/r.json" && mpirun_pid=$p
+    tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null | grep -- "$work/r.json" >/dev/null && mpirun_pid=$p
   done
   [[ -n $mpirun_pid ]] || fail "validate's mpirun not found"
   kill -0 "$launcher" 2>/dev/null || fail "validate ended before it could be interrupted"

@@ -20,7 +20,7 @@ check() {
   local name=$1 rc=$2 err=$3 regex=$4
   local lines
   lines=$(grep -c '^railbench: error:' "$err")
-  if ((rc != 2)) || ((lines != 1)) || ! grep '^railbench: error:' "$err" | grep -Eq -- "$regex"; then
+  if ((rc != 2)) || ((lines != 1)) || ! grep '^railbench: error:' "$err" | grep -E -- "$regex" >/dev/null; then
     echo "FAIL: $name: exit $rc (want 2), $lines error line(s) (want 1 matching /$regex/):"
     head -c 2000 "$err"
     echo
