@@ -6,7 +6,9 @@
 #include <fmt/format.h>
 
 #include "bench/pair_test.h"
+#include "bench/validate/arp_probe.h"
 #include "bench/validate/burn_in_links.h"
+#include "bench/validate/cabling.h"
 #include "bench/validate/collectives.h"
 #include "bench/validate/counter_findings.h"
 #include "bench/validate/drain_list.h"
@@ -183,6 +185,77 @@ bool phase_inventory(ValidateState& s) {
                           blocking ? ": a NIC is missing or down, no traffic will run" : ""));
   publish_bad_nodes(s, false);
   return blocking;
+}
+
+// The Ethernet interface a rank's NIC sends on (the netdev under a RoCE port), or why
+// the cabling check cannot probe it.
+std::string cabling_port(const NicReport& nic, std::string& why) {
+  if (nic.kind == "netdev") return nic.nic;
+  if (nic.link_layer == "Ethernet" && !nic.netdev.empty()) return nic.netdev;
+  why = fmt::format("{} is not an Ethernet port (InfiniBand has no ARP; its cabling is not checked)", nic.nic);
+  return "";
+}
+
+// Phase 1b, before any traffic: does each NIC reach its own rail's leaf (cabling.h)?
+// Every rank probes from its port for every other node's address on every rail; the
+// reach matrix is gathered and judged on every rank, as the inventory is. Returns true
+// when a NIC is cabled to the wrong leaf: no traffic runs then, as for a down port. Its
+// pair tests would only name the crossed links unreachable (or, where a host answers
+// ARP for all its addresses on any port, measure paths that go away once the cables
+// are put right), and the other links are better judged after the re-cabling anyway.
+bool phase_cabling(ValidateState& s) {
+  constexpr auto kDeadline = std::chrono::milliseconds(300);
+  std::string why;
+  const std::string port = cabling_port(s.nics[s.my_node][s.my_slot], why);
+  const PortAddress mine = port.empty() ? PortAddress{} : read_port_address(port);
+  if (!port.empty() && mine.ipv4.empty()) why = fmt::format("{} has no IPv4 address to be asked for", port);
+  const auto all = s.ctx.bootstrap().all_gather_strings(json{{"ipv4", mine.ipv4}, {"mac", mine.mac}}.dump());
+  std::vector<ArpTarget> targets;
+  std::vector<std::pair<int, int>> target_port;  // (node, rail) of each target
+  for (int r = 0; r < s.ctx.size(); ++r) {
+    const json x = json::parse(all[r]);
+    if (s.L.node_of[r] == s.my_node || x.at("ipv4").get<std::string>().empty()) continue;
+    targets.push_back({x.at("ipv4").get<std::string>(), x.at("mac").get<std::string>()});
+    target_port.emplace_back(s.L.node_of[r], s.L.slot_of[r]);
+  }
+  std::vector<bool> answered;
+  if (why.empty()) why = arp_probe(port, targets, kDeadline, answered);
+  json heard = json::array();
+  for (size_t i = 0; i < answered.size(); ++i)
+    if (answered[i]) heard.push_back(json{target_port[i].first, target_port[i].second});
+  const auto reports = s.ctx.bootstrap().all_gather_strings(json{{"skipped", why}, {"heard", heard}}.dump());
+
+  ReachMatrix reach(s.nodes, std::vector<PortReach>(s.rails));
+  std::string skipped;
+  int probed = 0;
+  json out = json::array();
+  for (int r = 0; r < s.ctx.size(); ++r) {
+    const json x = json::parse(reports[r]);
+    PortReach& p = reach[s.L.node_of[r]][s.L.slot_of[r]];
+    p.answered.assign(s.rails, 0);
+    p.probed = x.at("skipped").get<std::string>().empty();
+    probed += p.probed;
+    if (!p.probed && skipped.empty()) skipped = x.at("skipped").get<std::string>();
+    for (const auto& h : x.at("heard")) p.answered.at(h.at(1).get<int>()) += 1;
+    out.push_back(json{{"node", s.L.node_names[s.L.node_of[r]]},
+                       {"rail", s.L.slot_of[r]},
+                       {"probed", p.probed},
+                       {"answered_per_rail", p.answered}});
+  }
+  auto found = judge_cabling(s.c, s.L.node_names, reach);
+  s.results.set("cabling", out);
+  if (probed < s.ctx.size()) {
+    s.ctx.print(
+        fmt::format("# cabling check: skipped on {} of {} port(s): {}", s.ctx.size() - probed, s.ctx.size(), skipped));
+  }
+  if (probed == 0) return false;
+  for (const auto& f : found) s.ctx.print(fmt::format("# cabling: {}: {}", f.subject, f.reason));
+  s.ctx.print(fmt::format("# phase 1 cabling check: {} port(s) probed (ARP, {} ms), {} finding(s){}", probed,
+                          kDeadline.count(), found.size(),
+                          found.empty() ? "" : ": a NIC reaches the wrong leaf, no traffic will run"));
+  s.findings.insert(s.findings.end(), found.begin(), found.end());
+  publish_bad_nodes(s, false);
+  return !found.empty();
 }
 
 // One rail per rank: its slot's NIC.
@@ -393,6 +466,7 @@ int validate_phases(RunContext& ctx, const SuConfig& c, const SuLayout& L, const
   try {
     const bool blocking = phase_inventory(s);
     if (blocking || run.inventory_only) return finish(s);
+    if (phase_cabling(s)) return finish(s);
 
     open_rail(s);
     PairTraffic traffic(s);

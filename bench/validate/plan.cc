@@ -79,6 +79,9 @@ std::vector<std::string> describe_plan(const SuConfig& c, const ValidatePlan& p)
   out.push_back(
       "# phase 1  inventory: every rank reads its NIC (exists, port up, speed, MTU, GID, link-down counters); no "
       "traffic");
+  out.push_back(
+      "#          cabling: each Ethernet/RoCE port ARPs for every other node's NIC on every rail (300 ms), "
+      "naming a NIC on the wrong leaf or two swapped");
   out.push_back(fmt::format(
       "# phase 2  rail checks: {} rounds of {} disjoint node pairs, all {} rails at once = {} pair tests; each: "
       "{} x {} B ping-pongs, {} windows of {} x {} each way and both ways",

@@ -205,6 +205,7 @@ const char* to_string(FindingKind k) {
     case FindingKind::intermittent: return "intermittent";
     case FindingKind::baseline: return "baseline";
     case FindingKind::counters: return "counters";
+    case FindingKind::cabling: return "cabling";
   }
   return "?";
 }
@@ -226,7 +227,7 @@ FindingKind parse_finding_kind(const std::string& word, const std::string& field
   return parse_word(word, field,
                     {FindingKind::inventory, FindingKind::unreachable, FindingKind::bandwidth,
                      FindingKind::bidirectional, FindingKind::latency, FindingKind::cross_rail, FindingKind::collective,
-                     FindingKind::intermittent, FindingKind::baseline, FindingKind::counters});
+                     FindingKind::intermittent, FindingKind::baseline, FindingKind::counters, FindingKind::cabling});
 }
 
 PairPhase parse_pair_phase(const std::string& word, const std::string& field) {

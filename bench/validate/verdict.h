@@ -32,13 +32,15 @@ enum class FindingKind {
   collective,
   intermittent,
   baseline,  // well below the link's own accepted figure (validate --baseline)
-  counters   // its NIC's error counters moved, or far more drops/retransmits than its rail's
+  counters,  // its NIC's error counters moved, or far more drops/retransmits than its rail's
+  cabling    // a NIC reaches another rail's leaf: cables swapped or on the wrong leaf (cabling.h)
 };
 enum class PairPhase { rail, cross, retest };  // rail checks, cross-rail spot checks, re-tests
 
-const char* to_string(Severity s);     // "FAIL", "WARN"
-const char* to_string(FindingKind k);  // "inventory", ..., "collective", "intermittent", "baseline", "counters"
-const char* to_string(PairPhase p);    // "rail", "cross", "retest"
+const char* to_string(Severity s);  // "FAIL", "WARN"
+const char* to_string(
+    FindingKind k);  // "inventory", ..., "collective", "intermittent", "baseline", "counters", "cabling"
+const char* to_string(PairPhase p);  // "rail", "cross", "retest"
 Severity parse_severity(const std::string& word, const std::string& field);
 FindingKind parse_finding_kind(const std::string& word, const std::string& field);
 PairPhase parse_pair_phase(const std::string& word, const std::string& field);

@@ -10,6 +10,8 @@
 #   fault.sh blackhole NODE RAIL         port unplugged from the leaf: link up, nothing passes
 #   fault.sh flap NODE RAIL PERIOD_S     a loose cable: port down for PERIOD_S, up for PERIOD_S, ...
 #                                        (a background loop, until clear or down.sh)
+#   fault.sh swap NODE RAILa RAILb       two cables swapped: the node's RAILa port into RAILb's leaf and
+#                                        RAILb's into RAILa's (links up; clearing either mends both)
 #   fault.sh clear [NODE RAIL]           mend one link, or every link
 #   fault.sh list                        the faults in place
 # NODE: node02 or 2; RAIL: rail1 or 1.
@@ -20,7 +22,7 @@ rb_su_load_state
 faults="$RB_SU_STATE/faults"
 touch "$faults"
 
-usage() { sed -n '2,15p' "$0" >&2; exit 2; }
+usage() { sed -n '2,17p' "$0" >&2; exit 2; }
 
 # The loop that flaps a link: sleeps in a child it can end at once, so a stopped loop
 # leaves nothing behind, and ends by itself when its pid file goes (down.sh).
@@ -39,8 +41,8 @@ flap_loop() {  # flap_loop PORT PERIOD_S PIDFILE
   done
 }
 
-mend() {  # mend N R
-  local n=$1 r=$2 ns port
+mend() {  # mend N R (and the rail it was swapped with, if it was)
+  local n=$1 r=$2 ns port other
   ns=$(rb_su_ns "$(rb_su_node_name "$n")")
   port=$(rb_su_port "$n" "$r")
   rb_su_stop_flap "$n" "$r"
@@ -48,7 +50,9 @@ mend() {  # mend N R
   ip link set "$port" up
   rb_su_shape "$ns" "rail$r" "$RB_SU_RATE"
   rb_su_shape "" "$port" "$RB_SU_RATE"
+  other=$(sed -n "s/^$n $r swapped with rail\([0-9]*\) .*/\1/p" "$faults")
   sed -i "/^$n $r /d" "$faults"
+  [[ -z $other ]] || mend "$n" "$other"
 }
 
 cmd=${1:-}
@@ -70,6 +74,22 @@ case $cmd in
       usage
     fi
     echo "netns-su: mended"
+    exit 0 ;;
+  swap)
+    (($# == 4)) || usage
+    n=$(rb_su_node_number "$2")
+    a=$(rb_su_rail_number "$3")
+    b=$(rb_su_rail_number "$4")
+    ((a != b)) || rb_su_die "swap needs two different rails, e.g. swap node03 rail0 rail1"
+    mend "$n" "$a"
+    mend "$n" "$b"
+    # Only the bridge each port is in changes: the links stay up at their rate, as
+    # two crossed cables do.
+    ip link set "$(rb_su_port "$n" "$a")" master "$(rb_su_leaf "$b")"
+    ip link set "$(rb_su_port "$n" "$b")" master "$(rb_su_leaf "$a")"
+    echo "$n $a swapped with rail$b (cabled to $(rb_su_leaf "$b"))" >>"$faults"
+    echo "$n $b swapped with rail$a (cabled to $(rb_su_leaf "$a"))" >>"$faults"
+    echo "netns-su: $(rb_su_node_name "$n") rail$a and rail$b: cables swapped"
     exit 0 ;;
   degrade | delay | lossy | down | blackhole | flap) ;;
   *) usage ;;

@@ -27,9 +27,10 @@ VOLATILE = {
 # validate's drain list, checked by tests/netns/cases.sh; launcher: world.launcher;
 # counters, counters_a, counters_b: the fabric counters that moved, which vary by machine
 # and run, checked by tests/lib/test_counters.cc and the netns lossy case; burn_in:
-# --duration / --cycles only; test_s: validate's pair results, issue 16).
+# --duration / --cycles only; test_s: validate's pair results, issue 16; cabling: validate's
+# cabling check, issue 17, checked by the netns healthy and swapped cases).
 ADDED = {"railbench_commit", "updated_at", "launcher", "bad_nodes", "counters", "counters_a", "counters_b", "burn_in",
-         "test_s"}
+         "test_s", "cabling"}
 
 
 def shape(value, key=None):

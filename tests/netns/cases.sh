@@ -5,7 +5,8 @@
 # CASE: healthy, degraded, blackhole, down, inventory, flapping, lossy, delay (needs sch_netem:
 # run inside the soft-RoCE VM, whose kernel has it), two-node (a bad link between two
 # nodes: suspect at either end, nothing drained), intermittent and steady (burn-ins:
-# a flapping link is the one intermittent link; a steady SU has none). Every case also checks the drain
+# a flapping link is the one intermittent link; a steady SU has none), swapped (node03's rail0
+# and rail1 cables crossed: named as a swap, not as two dead links). Every case also checks the drain
 # list (--drain-list) and the JSON's bad_nodes. Exit 77 (ctest: skipped) when this
 # host cannot make network namespaces (not root, no iproute2).
 set -uo pipefail
@@ -26,14 +27,15 @@ fail() {
 
 # validate under mpirun, with a hard deadline; leaves exit code, output, JSON and drain
 # list in $work. The drain list starts out stale: the run must replace it. Options for
-# validate itself go in validate_args.
-validate_args=()
+# validate itself go in validate_args; a command to launch mpirun.sh under (setpriv) in
+# launch_prefix.
+validate_args=() launch_prefix=()
 run_validate() {  # run_validate DEADLINE CONFIG SLOTS [mpirun.sh options]
   local deadline=$1 config=$2 slots=$3 start
   shift 3
   start=$(date +%s)
   echo "node99" >"$work/drain.txt"
-  timeout --kill-after=10 "$deadline" "$su/mpirun.sh" --slots "$slots" "$@" -- \
+  timeout --kill-after=10 "$deadline" "${launch_prefix[@]}" "$su/mpirun.sh" --slots "$slots" "$@" -- \
     "$rb" validate --config "$config" --json "$work/v.json" --drain-list "$work/drain.txt" "${validate_args[@]}" \
     >"$work/out" 2>"$work/err"
   rc=$?
@@ -147,6 +149,16 @@ PY
     ! named | grep intermittent >/dev/null || fail "a healthy link was called intermittent: $(named)"
     expect_drain ""
     grep -qF "# drain list: $work/drain.txt (empty: no node to drain)" "$work/out" || fail "the drain list line is missing"
+    # The cabling check heard every other node on each port's own rail and no other rail
+    # (a host answers ARP for all its addresses on any port; its MAC tells them apart).
+    python3 - "$work/v.json" <<'PY' || fail "the cabling check did not hear every port's own rail, and only it"
+import json, sys
+ports = json.load(open(sys.argv[1]))["cabling"]
+assert len(ports) == 8, ports
+for p in ports:
+    want = [3 if r == p["rail"] else 0 for r in range(2)]
+    assert p["probed"] and p["answered_per_rail"] == want, p
+PY
     # The JSON keeps the shape it had before the layout change (findings vary by run).
     python3 "$here/../compat/json_shape.py" "$work/v.json" --expect "$here/../compat/validate.shape.json" \
       --ignore findings || fail "validate's JSON changed shape"
@@ -165,6 +177,8 @@ PY
     run_validate 240 netns-4x2 2
     ((rc != 0)) || fail "an unreachable link must fail the SU"
     expect_blamed "node02 rail0" "unreachable"
+    # Link up and reaching nobody: dead, which the cabling check leaves to the pair tests.
+    ! named | grep -q cabling || fail "an unplugged port was called miscabled: $(named)"
     expect_drain "node02"
     has_key collectives && [[ $(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['collectives'])" "$work/v.json") == skipped* ]] ||
       fail "collectives should be skipped when pairs cannot talk"
@@ -174,6 +188,7 @@ PY
     run_validate 120 netns-4x2 2
     ((rc != 0)) || fail "a down port must fail the SU"
     expect_blamed "node04 rail1" "inventory"
+    ! named | grep -q cabling || fail "a down port was called miscabled: $(named)"
     ! has_key rail_pairs || fail "traffic ran although a port was down"
     expect_drain "node04"
     grep -qF "# bad nodes (drain): node04 (1 node(s))" "$work/out" || fail "the bad nodes line is missing"
@@ -316,6 +331,38 @@ PY
       expect_drain "node02"
     fi
     grep -q '^# burn-in summary: validate' "$work/out" || fail "no burn-in summary table"
+    ;;
+  swapped)
+    # node03's rail0 cable in leaf1 and its rail1 cable in leaf0: both links up, so the
+    # inventory passes; the cabling check must name the swap, once, on node03, and
+    # nothing may call those two good cables unreachable.
+    "$su/fault.sh" swap node03 rail0 rail1
+    "$su/fault.sh" list
+    run_validate 120 netns-4x2 2
+    ((rc == 1)) || fail "a swapped pair of cables must fail the SU (exit $rc)"
+    got=$(named | sort -u)
+    echo "named: ${got:-nothing}"
+    [[ $got == "FAIL cabling node03" ]] || fail "expected exactly the swap on node03, got: ${got:-nothing}"
+    grep -F "# cabling: node03: rail0 and rail1 appear swapped (rail0 reaches leaf1's nodes, rail1 reaches leaf0's)" \
+      "$work/out" || fail "the swap line is missing"
+    ! has_key rail_pairs || fail "traffic ran through the crossed cables"
+    python3 - "$work/v.json" <<'PY' || fail "the cabling results do not show the crossed ports"
+import json, sys
+ports = {(p["node"], p["rail"]): p["answered_per_rail"] for p in json.load(open(sys.argv[1]))["cabling"]}
+print("node03 heard per rail:", ports[("node03", 0)], ports[("node03", 1)])
+assert ports[("node03", 0)] == [0, 3] and ports[("node03", 1)] == [3, 0], ports
+assert ports[("node01", 0)] == [2, 1] and ports[("node01", 1)] == [1, 2], ports
+PY
+    expect_drain "node03"
+    "$su/fault.sh" clear >/dev/null
+    [[ $("$su/fault.sh" list) == no\ faults* ]] || fail "fault.sh clear left the swap in place"
+    # Without CAP_NET_RAW (dropped from the bounding set, so no rank has it) the check
+    # is skipped with one line saying why, and the mended SU passes.
+    launch_prefix=(setpriv --bounding-set -net_raw --)
+    run_validate 120 netns-4x2 2
+    grep -F "# cabling check: skipped on 8 of 8 port(s): needs CAP_NET_RAW" "$work/out" ||
+      fail "no line saying the cabling check was skipped for want of CAP_NET_RAW"
+    ((rc == 0)) || fail "the mended SU must pass (exit $rc)"
     ;;
   delay)
     "$su/fault.sh" delay node02 rail0 25 || exit 77  # no netem: says so, skipped
