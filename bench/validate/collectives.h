@@ -9,6 +9,7 @@
 #include "bench/run_context.h"
 #include "bench/validate/rank_layout.h"
 #include "bench/validate/su_config.h"
+#include "bench/validate/tenants.h"
 #include "bench/validate/verdict.h"
 
 namespace railbench {
@@ -16,5 +17,13 @@ namespace railbench {
 // Findings when busbw is below threshold or the collective failed (the error names the
 // peer that stopped answering). Returns the JSON "collectives" section.
 nlohmann::json run_collectives(RunContext& ctx, const SuConfig& c, const SuLayout& L, std::vector<Finding>& findings);
+
+// With tenants, in place of run_collectives (a world collective would cross tenants):
+// each tenant's all-reduce (rhd, over its own ranks) alone, busbw against the same
+// threshold; then, with tests.interference, each tenant's again while every other
+// tenant runs its own for longer (interference, tenants.h). Returns the JSON
+// "tenant_collectives" section.
+nlohmann::json run_tenant_collectives(RunContext& ctx, const SuConfig& c, const SuLayout& L, const TenantMap& tenants,
+                                      std::vector<Finding>& findings);
 
 }  // namespace railbench

@@ -87,7 +87,8 @@ void to_json(nlohmann::json& j, const NicReport& r) {
                      {"address", r.address},
                      {"present", r.present},
                      {"carrier_changes", r.counters.carrier_changes},
-                     {"link_downed", r.counters.link_downed}};
+                     {"link_downed", r.counters.link_downed},
+                     {"pkeys", r.pkeys}};
 }
 
 void from_json(const nlohmann::json& j, NicReport& r) {
@@ -104,6 +105,7 @@ void from_json(const nlohmann::json& j, NicReport& r) {
   r.present = j.value("present", std::vector<std::string>{});
   r.counters.carrier_changes = j.value("carrier_changes", -1LL);
   r.counters.link_downed = j.value("link_downed", -1LL);
+  r.pkeys = j.value("pkeys", std::vector<int>{});
 }
 
 LinkCounters read_link_counters(const NicReport& nic, const std::string& sysfs_root) {
@@ -170,6 +172,20 @@ NicReport probe_rdma_nic(const std::string& nic, int gid_index, const std::strin
   r.netdev = read_line(pdir / "gid_attrs/ndevs" / std::to_string(idx));
   if (r.link_layer == "Ethernet" && !r.netdev.empty()) {
     r.mtu = roce_active_mtu(read_int(fs::path(sysfs_root) / "class/net" / r.netdev / "mtu", 0));
+  }
+  if (r.link_layer == "InfiniBand") {
+    // Entries are named by index ("0", "1", ... "127"): in index order, empty ones skipped.
+    std::vector<std::pair<int, int>> table;
+    for (const auto& name : list_dir(pdir / "pkeys")) {
+      const std::string v = read_line(pdir / "pkeys" / name);
+      try {
+        const int key = std::stoi(v, nullptr, 0);
+        if ((key & 0x7fff) != 0) table.emplace_back(std::stoi(name), key);
+      } catch (...) {
+      }
+    }
+    std::sort(table.begin(), table.end());
+    for (const auto& [i, key] : table) r.pkeys.push_back(key);
   }
   r.counters = read_link_counters(r, sysfs_root);
   return r;

@@ -33,6 +33,9 @@ struct NicReport {
   std::string address;               // rdma: the GID used; netdev: its IPv4 address
   std::vector<std::string> present;  // NICs of this kind the host has (for the error)
   LinkCounters counters;             // at the inventory: the start of the run's count
+  // rdma on InfiniBand: the port's P_Key table (ports/P/pkeys/N), the empty (0) entries
+  // left out; bit 15 is full membership. Tenants' partitions are checked against it.
+  std::vector<int> pkeys;
 };
 
 void to_json(nlohmann::json& j, const NicReport& r);

@@ -1,7 +1,11 @@
 #include "bench/validate/phases.h"
 
 #include <algorithm>
+#include <chrono>
+#include <map>
 #include <memory>
+#include <thread>
+#include <tuple>
 
 #include <fmt/format.h>
 
@@ -16,6 +20,7 @@
 #include "bench/validate/pair_runner.h"
 #include "bench/validate/plan.h"
 #include "bench/validate/report.h"
+#include "bench/validate/tenants.h"
 #include "bench/validate/verdict.h"
 #include "lib/errors.h"
 
@@ -50,6 +55,7 @@ struct ValidateState {
   size_t rounds_total = 0, rounds_done = 0;
   double rail_spent_s = 0;  // seconds the rail-check rounds done so far took
   BurnInLog burn_in;        // --duration / --cycles: each link's figure per window of phase 2
+  TenantMap tenants;        // one tenant of every node unless the config has tenants
 };
 
 // "validate: phase 2 rail checks, round 7/31, 00:42 elapsed, ~01:15 left" as a step.
@@ -174,6 +180,8 @@ bool phase_inventory(ValidateState& s) {
   }
   bool blocking = false;
   auto inv = judge_inventory(c, s.L.node_names, nics, blocking);
+  const auto pkeys = judge_pkeys(c, s.L.node_names, s.tenants, nics);
+  inv.insert(inv.end(), pkeys.begin(), pkeys.end());
   s.findings.insert(s.findings.end(), inv.begin(), inv.end());
   json inv_json = json::array();
   for (int n = 0; n < s.nodes; ++n)
@@ -281,7 +289,10 @@ std::vector<PairResult> rail_pass(ValidateState& s, PairRunner& runner, bool fir
       s.rail_spent_s = std::chrono::duration<double>(Clock::now() - start).count();
     }
     note_phase(s, fmt::format("phase 2 rail checks{}, round {}/{}", window, k + 1, rounds.size()), true, true);
-    const int partner = peer_in_round(rounds[k], s.my_node);
+    // With tenants, a pair of two tenants rests: it is supposed to fail (the isolation
+    // phase probes it).
+    int partner = peer_in_round(rounds[k], s.my_node);
+    if (partner >= 0 && !s.tenants.same(partner, s.my_node)) partner = -1;
     const bool leader = s.my_node < partner;
     PairResult key{PairPhase::rail, std::min(s.my_node, partner), std::max(s.my_node, partner), s.my_slot, s.my_slot};
     auto got = runner.exchange(runner.run(key, partner >= 0 ? s.L.rank_of[partner][s.my_slot] : -1, leader));
@@ -332,12 +343,14 @@ void phase_rail_checks(ValidateState& s, PairRunner& runner) {
 void phase_cross_rail(ValidateState& s, PairRunner& runner) {
   if (!s.c.tests.cross_rail || s.rails <= 1) return;
   note_phase(s, "phase 3 cross-rail spot checks", true, true);
-  const bool first = s.my_node % 2 == 0;
-  const int partner = first ? s.my_node + 1 : s.my_node - 1;
+  // Node 2m with 2m+1, within the tenant when there are tenants.
+  const CrossPartner cp = cross_rail_partner(s.tenants, s.my_node);
+  const bool first = cp.first;
+  const int partner = cp.node;
   const int pslot = cross_partner_slot(s.my_slot, s.rails, first);
   PairResult key = first ? PairResult{PairPhase::cross, s.my_node, partner, s.my_slot, pslot}
                          : PairResult{PairPhase::cross, partner, s.my_node, pslot, s.my_slot};
-  s.cross_results = runner.exchange(runner.run(key, partner < s.nodes ? s.L.rank_of[partner][pslot] : -1, first));
+  s.cross_results = runner.exchange(runner.run(key, partner >= 0 ? s.L.rank_of[partner][pslot] : -1, first));
   s.results.set("cross_rail_pairs", s.cross_results);
   s.ctx.print(fmt::format("# phase 3 cross-rail spot checks: {} pair tests", s.cross_results.size()));
 }
@@ -347,7 +360,7 @@ void phase_retests(ValidateState& s, PairRunner& runner) {
   s.before_retests = gather_counters(s);
   const int went_down = count_downs(s, s.at_start, s.before_retests, &LinkStats::downs);
   const auto suspects = find_suspects(s.c, s.stats);
-  const auto retest_rounds = plan_retests(suspects, s.stats);
+  const auto retest_rounds = plan_retests(suspects, s.stats, s.tenants.on() ? s.tenants.of_node : std::vector<int>{});
   size_t retest_round = 0;
   for (const auto& round : retest_rounds) {
     note_phase(s, fmt::format("phase 4 re-tests, round {}/{}", ++retest_round, retest_rounds.size()), false, true);
@@ -375,10 +388,124 @@ void phase_retests(ValidateState& s, PairRunner& runner) {
   publish_bad_nodes(s, false);
 }
 
+// Phase 4b, with tenants: every cross-tenant node pair, on every rail and (2+ rails)
+// one rail over through the spine, must NOT get a message through within
+// tests.isolation_timeout_s. Each rank posts a receive from and a send to each of its
+// probe peers at once and waits out the deadline; a peer that did not answer is
+// abandoned (its operations stay posted until the transport closes), which is the
+// expected case. Probe rounds follow the circle schedule, so no node probes two nodes
+// at once; rounds with no cross-tenant pair are skipped.
+class IsolationTokens {
+ public:
+  explicit IsolationTokens(Transport& t)
+      : buf_(64), mr_(t.register_memory(buf_.data(), buf_.size(), MemoryKind::host)) {}
+  LocalSpan recv_slot(int i) const { return LocalSpan{mr_.get(), 8 * static_cast<size_t>(i), 8}; }
+  LocalSpan send_slot() const { return LocalSpan{mr_.get(), 32, 8}; }
+
+ private:
+  std::vector<std::byte> buf_;
+  std::unique_ptr<MemoryRegion> mr_;
+};
+
+void phase_isolation(ValidateState& s, const IsolationTokens& tokens) {
+  if (!s.tenants.on()) return;
+  if (!s.c.tests.isolation) {
+    s.ctx.print("# phase 4b isolation: off (tests.isolation false)");
+    return;
+  }
+  const auto rounds = isolation_rounds(s.tenants, s.nodes);
+  Progress& p = s.ctx.progress();
+  const double deadline = s.c.tests.isolation_timeout_s;
+  json mine = json::array();
+  size_t k = 0;
+  for (const Round& round : rounds) {
+    note_phase(s, fmt::format("phase 4b isolation, round {}/{}", ++k, rounds.size()), false, true);
+    s.ctx.bootstrap().barrier();  // every probe of a round starts together, none overlaps the last round's
+    const int partner = peer_in_round(round, s.my_node);
+    if (partner < 0) continue;
+    const bool lower = s.my_node < partner;
+    // Same rail, and (2+ rails) the lower node's slot s with the higher's slot s+1.
+    std::vector<int> peer_slots{s.my_slot};
+    if (s.rails > 1) peer_slots.push_back(cross_partner_slot(s.my_slot, s.rails, lower));
+    struct Probe {
+      int peer_slot, peer;
+      uint64_t recv, send;
+    };
+    std::vector<Probe> probes;
+    for (size_t i = 0; i < peer_slots.size(); ++i) {
+      const int peer = s.L.rank_of[partner][peer_slots[i]];
+      const uint64_t rid = p.recv(peer, 0, tokens.recv_slot(static_cast<int>(i)));
+      const uint64_t sid = p.send(peer, 0, tokens.send_slot());
+      probes.push_back({peer_slots[i], peer, rid, sid});
+    }
+    const auto start = Clock::now();
+    auto all_done = [&] {
+      return std::all_of(probes.begin(), probes.end(),
+                         [&](const Probe& q) { return p.done(q.recv) && p.done(q.send); });
+    };
+    while (!all_done() && seconds_between(start, Clock::now()) < deadline) {
+      if (p.poll_once() == 0) std::this_thread::sleep_for(std::chrono::microseconds(200));
+    }
+    const double waited = seconds_between(start, Clock::now());
+    for (const Probe& q : probes) {
+      const bool reached = p.done(q.recv);
+      if (!reached || !p.done(q.send)) p.abandon_peer(q.peer);
+      mine.push_back(json{{"node", s.my_node},
+                          {"rail", s.my_slot},
+                          {"peer_node", partner},
+                          {"peer_rail", q.peer_slot},
+                          {"reached", reached},
+                          {"seconds", waited}});
+    }
+  }
+  // Every rank's probes, merged per pair as the lower node's (a) and the higher's (b).
+  std::map<std::tuple<int, int, int, int>, IsolationProbe> merged;
+  for (const auto& text : s.ctx.bootstrap().all_gather_strings(mine.dump())) {
+    for (const auto& x : json::parse(text)) {
+      const int n = x.at("node").get<int>(), r = x.at("rail").get<int>();
+      const int pn = x.at("peer_node").get<int>(), pr = x.at("peer_rail").get<int>();
+      const bool a_side = n < pn;
+      const auto key = a_side ? std::tuple{n, r, pn, pr} : std::tuple{pn, pr, n, r};
+      IsolationProbe& probe = merged[key];
+      std::tie(probe.node_a, probe.rail_a, probe.node_b, probe.rail_b) = key;
+      (a_side ? probe.reached_a : probe.reached_b) = x.at("reached").get<bool>();
+      probe.seconds = std::max(probe.seconds, x.at("seconds").get<double>());
+    }
+  }
+  std::vector<IsolationProbe> probes;
+  json out = json::array();
+  for (const auto& [key, probe] : merged) {
+    probes.push_back(probe);
+    out.push_back(json{{"node_a", s.L.node_names[probe.node_a]},
+                       {"tenant_a", s.tenants.names[s.tenants.of_node[probe.node_a]]},
+                       {"rail_a", probe.rail_a},
+                       {"node_b", s.L.node_names[probe.node_b]},
+                       {"tenant_b", s.tenants.names[s.tenants.of_node[probe.node_b]]},
+                       {"rail_b", probe.rail_b},
+                       {"reached_a", probe.reached_a},
+                       {"reached_b", probe.reached_b},
+                       {"isolated", !probe.reached_a && !probe.reached_b}});
+  }
+  s.results.set("isolation", out);
+  auto found = judge_isolation(s.c, s.L.node_names, s.tenants, probes);
+  s.ctx.print(
+      fmt::format("# phase 4b isolation: {} cross-tenant probe(s) in {} round(s) ({:.1f} s deadline), {} "
+                  "breached",
+                  probes.size(), rounds.size(), deadline, found.size()));
+  s.findings.insert(s.findings.end(), found.begin(), found.end());
+  publish_bad_nodes(s, false);
+}
+
 // Phase 5: all-reduce and all-to-all over every rank, unless a pair could not talk.
 void phase_collectives(ValidateState& s, const PairRunner& runner) {
   if (!s.c.tests.collectives) {
     s.ctx.print("# phase 5 collectives: off (tests.collectives false)");
+  } else if (s.tenants.on() && runner.any_broken()) {
+    s.ctx.print("# phase 5 collectives per tenant: skipped, some pairs could not talk (they would only time out)");
+    s.results.set("tenant_collectives", "skipped: unreachable pairs");
+  } else if (s.tenants.on()) {
+    note_phase(s, "phase 5 collectives per tenant", false, true);
+    s.results.set("tenant_collectives", run_tenant_collectives(s.ctx, s.c, s.L, s.tenants, s.findings));
   } else if (runner.any_broken()) {
     s.ctx.print("# phase 5 collectives: skipped, some pairs could not talk (they would only time out)");
     s.results.set("collectives", "skipped: unreachable pairs");
@@ -455,7 +582,8 @@ int validate_phases(RunContext& ctx, const SuConfig& c, const SuLayout& L, const
                   .rails = c.num_rails(),
                   .stats = std::vector<std::vector<LinkStats>>(c.num_rails(), std::vector<LinkStats>(nodes)),
                   .plan = make_validate_plan(c),
-                  .burn_in = BurnInLog(c.thresholds.burn_in_below_median)};
+                  .burn_in = BurnInLog(c.thresholds.burn_in_below_median),
+                  .tenants = make_tenant_map(c, L.node_names)};
   s.rounds_total = s.plan.rounds.size();
   for (const auto& m : L.missing) {
     s.findings.push_back({Severity::fail, FindingKind::inventory, m,
@@ -470,9 +598,11 @@ int validate_phases(RunContext& ctx, const SuConfig& c, const SuLayout& L, const
 
     open_rail(s);
     PairTraffic traffic(s);
+    IsolationTokens isolation_tokens(s.ctx.transport());
     phase_rail_checks(s, traffic.runner());
     phase_cross_rail(s, traffic.runner());
     phase_retests(s, traffic.runner());
+    phase_isolation(s, isolation_tokens);
     phase_collectives(s, traffic.runner());
     return finish(s);
   } catch (const Error&) {

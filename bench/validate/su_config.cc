@@ -1,6 +1,9 @@
 #include "bench/validate/su_config.h"
 
+#include <algorithm>
+#include <cstdlib>
 #include <filesystem>
+#include <map>
 #include <set>
 
 #include <fmt/format.h>
@@ -172,11 +175,12 @@ void read_rails(const Reader& r, const json& doc, SuConfig& c) {
 // Every threshold is optional: a missing one keeps its default (su_config.h).
 void read_thresholds(const Reader& r, const json& j, SuThresholds& t) {
   const std::string w = "thresholds";
-  r.only(j, w,
-         {"bw_min_fraction", "bidir_min_fraction", "lat_p50_max_us", "lat_p99_max_us", "rel_bw_below_median",
-          "rel_lat_above_median", "rel_lat_min_us", "mad_k", "spread_above_median", "link_downs_fail",
-          "baseline_bw_below", "burn_in_below_median", "allreduce_busbw_min_fraction", "alltoall_busbw_min_fraction",
-          "counter_errors_fail", "counter_drops_warn", "counter_retransmits_warn", "counter_rail_factor"});
+  r.only(
+      j, w,
+      {"bw_min_fraction", "bidir_min_fraction", "lat_p50_max_us", "lat_p99_max_us", "rel_bw_below_median",
+       "rel_lat_above_median", "rel_lat_min_us", "mad_k", "spread_above_median", "link_downs_fail", "baseline_bw_below",
+       "burn_in_below_median", "allreduce_busbw_min_fraction", "alltoall_busbw_min_fraction", "counter_errors_fail",
+       "counter_drops_warn", "counter_retransmits_warn", "counter_rail_factor", "tenant_busbw_min_ratio"});
   t.bw_min_fraction = r.number(j, w, "bw_min_fraction", t.bw_min_fraction, 0, 1);
   t.bidir_min_fraction = r.number(j, w, "bidir_min_fraction", t.bidir_min_fraction, 0, 1);
   t.lat_p50_max_us = r.number(j, w, "lat_p50_max_us", t.lat_p50_max_us, 0, 1e7);
@@ -196,6 +200,7 @@ void read_thresholds(const Reader& r, const json& j, SuThresholds& t) {
   t.allreduce_busbw_min_fraction =
       r.number(j, w, "allreduce_busbw_min_fraction", t.allreduce_busbw_min_fraction, 0, 10);
   t.alltoall_busbw_min_fraction = r.number(j, w, "alltoall_busbw_min_fraction", t.alltoall_busbw_min_fraction, 0, 10);
+  t.tenant_busbw_min_ratio = r.number(j, w, "tenant_busbw_min_ratio", t.tenant_busbw_min_ratio, 0, 1);
 }
 
 // Every test setting is optional too; the sizes are checked against each other after.
@@ -203,7 +208,7 @@ void read_tests(const Reader& r, const json& j, SuTests& s) {
   const std::string w = "tests";
   r.only(j, w,
          {"bw_bytes", "bw_window", "bw_iters", "lat_bytes", "lat_iters", "collective_bytes", "collective_iters",
-          "cross_rail", "collectives", "pair_timeout_s"});
+          "cross_rail", "collectives", "pair_timeout_s", "isolation", "isolation_timeout_s", "interference"});
   s.bw_bytes = r.size(j, w, "bw_bytes", s.bw_bytes);
   s.bw_window = r.integer(j, w, "bw_window", s.bw_window, 1, 1024);
   s.bw_iters = r.integer(j, w, "bw_iters", s.bw_iters, 1, 100000);
@@ -214,12 +219,99 @@ void read_tests(const Reader& r, const json& j, SuTests& s) {
   s.cross_rail = r.boolean(j, w, "cross_rail", s.cross_rail);
   s.collectives = r.boolean(j, w, "collectives", s.collectives);
   s.pair_timeout_s = r.number(j, w, "pair_timeout_s", s.pair_timeout_s, 0.1, 3600);
+  s.isolation = r.boolean(j, w, "isolation", s.isolation);
+  s.isolation_timeout_s = r.number(j, w, "isolation_timeout_s", s.isolation_timeout_s, 0.1, 60);
+  s.interference = r.boolean(j, w, "interference", s.interference);
   if (s.bw_bytes == 0 || s.bw_bytes > (1ULL << 30)) r.fail("tests.bw_bytes", "use 1 byte .. 1G");
   if (s.lat_bytes == 0 || s.lat_bytes > s.bw_bytes) r.fail("tests.lat_bytes", "use 1 byte .. tests.bw_bytes");
   if (s.collective_bytes < 1024 || s.collective_bytes > (1ULL << 32)) r.fail("tests.collective_bytes", "use 1K .. 4G");
 }
 
+// "0x8001" or 32769: a 16-bit P_Key; bit 15 is the membership bit, the rest the key.
+int read_pkey(const Reader& r, const json& e, const std::string& where) {
+  const json& v = e.at("pkey");
+  long long key = -1;
+  if (v.is_number_unsigned()) {
+    key = v.get<long long>();
+  } else if (v.is_string()) {
+    const std::string t = v.get<std::string>();
+    char* end = nullptr;
+    key = std::strtoll(t.c_str(), &end, 0);
+    if (t.empty() || *end != '\0') key = -1;
+  }
+  if (key < 1 || key > 0xffff || (key & 0x7fff) == 0 || (key & 0x7fff) == 0x7fff) {
+    r.fail(where + ".pkey", fmt::format("expected a partition key such as \"0x8001\" (1..0x7ffe; 0x7fff is the default "
+                                        "partition, which every port holds), got {}",
+                                        cut_for_error(v.dump())));
+  }
+  return static_cast<int>(key & 0x7fff);
+}
+
+// tenants: {"a": "node[01-02]", "b": {"nodes": "node[03-04]", "pkey": "0x8002"}}. Every
+// node of the SU is in exactly one tenant, each tenant has two nodes or more (a tenant
+// of one has no pair to test), and there are two tenants or more.
+void read_tenants(const Reader& r, const json& j, SuConfig& c) {
+  if (!j.is_object() || j.size() < 2) {
+    r.fail("tenants",
+           "expected an object of 2 or more tenants, name -> hostlist, e.g. {\"a\": \"node[01-02]\", "
+           "\"b\": \"node[03-04]\"}; leave it out for a single-tenant SU");
+  }
+  std::map<std::string, std::string> owner;
+  for (const auto& [name, v] : j.items()) {
+    const std::string where = "tenants." + name;
+    if (name.empty() || name.size() > 32 || name.find_first_of(" \t,/") != std::string::npos)
+      r.fail(where, "a tenant name is 1..32 characters without spaces, commas or slashes");
+    SuTenant t;
+    t.name = name;
+    if (v.is_string()) {
+      t.nodes_expr = v.get<std::string>();
+    } else {
+      r.only(v, where, {"nodes", "pkey", "membership"});
+      t.nodes_expr = r.string(v, where, "nodes", "", true);
+      if (v.contains("pkey")) t.pkey = read_pkey(r, v, where);
+      const std::string m = r.string(v, where, "membership", "full");
+      if (m != "full" && m != "limited") r.fail(where + ".membership", "use \"full\" or \"limited\"");
+      if (m == "limited" && t.pkey < 0) r.fail(where + ".membership", "needs a pkey: membership is the P_Key's bit 15");
+      t.full_member = m == "full";
+    }
+    try {
+      t.nodes = expand_hostlist(t.nodes_expr, kMaxSuNodes);
+    } catch (const UsageError& e) {
+      r.fail(where, e.what());
+    }
+    if (t.nodes.size() < 2) r.fail(where, "has one node: a tenant needs 2 or more (its nodes are tested in pairs)");
+    for (const auto& n : t.nodes) {
+      if (std::find(c.nodes.begin(), c.nodes.end(), n) == c.nodes.end())
+        r.fail(where, fmt::format("node '{}' is not in the SU's nodes ({})", n, c.nodes_expr));
+      const auto [it, added] = owner.emplace(n, name);
+      if (!added) r.fail(where, fmt::format("node '{}' is also in tenant '{}': a node has one tenant", n, it->second));
+    }
+    c.tenants.push_back(std::move(t));
+  }
+  for (const auto& n : c.nodes) {
+    if (!owner.count(n))
+      r.fail("tenants", fmt::format("node '{}' is in no tenant: add it to one (a node outside every tenant would "
+                                    "have no partner to be tested with)",
+                                    n));
+  }
+  std::set<int> keys;
+  for (const auto& t : c.tenants) {
+    if (t.pkey >= 0 && !keys.insert(t.pkey).second)
+      r.fail("tenants." + t.name + ".pkey", fmt::format("0x{:04x} is another tenant's partition key too", t.pkey));
+  }
+}
+
 }  // namespace
+
+std::vector<int> SuConfig::tenant_of(const std::vector<std::string>& node_names) const {
+  if (tenants.empty()) return {};
+  std::vector<int> out(node_names.size(), -1);
+  for (size_t i = 0; i < node_names.size(); ++i)
+    for (size_t t = 0; t < tenants.size(); ++t)
+      for (const auto& n : tenants[t].nodes)
+        if (n == node_names[i]) out[i] = static_cast<int>(t);
+  return out;
+}
 
 bool SuConfig::rdma_nics() const {
   return transport == "verbs" || transport.rfind("verbs:", 0) == 0 || transport == "ofi:verbs";
@@ -237,13 +329,14 @@ SuConfig parse_su_config(const std::string& text, const std::string& path) {
   Reader r(path);
   r.only(doc, "",
          {"name", "description", "nodes", "gpus_per_node", "transport", "gid_index", "qps_per_peer", "rails",
-          "thresholds", "tests"});
+          "thresholds", "tests", "tenants"});
   SuConfig c;
   c.path = path;
   read_top_level(r, doc, c);
   read_rails(r, doc, c);
   if (doc.contains("thresholds")) read_thresholds(r, doc.at("thresholds"), c.thresholds);
   if (doc.contains("tests")) read_tests(r, doc.at("tests"), c.tests);
+  if (doc.contains("tenants")) read_tenants(r, doc.at("tenants"), c);
   return c;
 }
 

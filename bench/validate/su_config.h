@@ -57,6 +57,20 @@ struct SuThresholds {
   // collectives over every rank, busbw against the slowest rail's line rate
   double allreduce_busbw_min_fraction = 0.5;
   double alltoall_busbw_min_fraction = 0.4;
+  // tenants: a tenant's all-reduce busbw while the other tenants run theirs, over its
+  // busbw alone; below this the tenants are not isolated in performance.
+  double tenant_busbw_min_ratio = 0.8;
+};
+
+// A tenant of a multi-tenant SU: its nodes may reach each other and no other tenant's.
+struct SuTenant {
+  std::string name;
+  std::string nodes_expr;          // as the config writes it: "node[01-16]"
+  std::vector<std::string> nodes;  // expanded
+  // InfiniBand: the partition key the tenant's ports must hold (base, 15 bits), -1: not
+  // checked; full membership (bit 15 set) unless the config says "limited".
+  int pkey = -1;
+  bool full_member = true;
 };
 
 struct SuTests {
@@ -70,6 +84,12 @@ struct SuTests {
   bool cross_rail = true;  // slot i -> slot j spot checks through the spine
   bool collectives = true;
   double pair_timeout_s = 30;  // a pair without progress for this long is a failed link
+  // With tenants: cross-tenant reach must fail (a probe that gets an answer within
+  // isolation_timeout_s is a breach), and each tenant's all-reduce is timed alone and
+  // while the other tenants run theirs (interference).
+  bool isolation = true;
+  double isolation_timeout_s = 2;
+  bool interference = true;
 };
 
 // The most nodes one config may list (README "Limits"): the plan's pair schedule grows
@@ -88,6 +108,12 @@ struct SuConfig {
   std::vector<SuRail> rails;  // rails[i].gpu == i
   SuThresholds thresholds;
   SuTests tests;
+  std::vector<SuTenant> tenants;  // empty: one tenant, every node may reach every other
+
+  // The tenant (index into tenants) of each name in `node_names`; -1 for a node the
+  // config gives none (never, once parsed: every node must be in one). Empty when the
+  // SU has no tenants.
+  std::vector<int> tenant_of(const std::vector<std::string>& node_names) const;
 
   int num_rails() const { return static_cast<int>(rails.size()); }
   // The transport's kind of NIC name: "rdma" (verbs devices) or "netdev" (interfaces).

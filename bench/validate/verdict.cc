@@ -206,6 +206,8 @@ const char* to_string(FindingKind k) {
     case FindingKind::baseline: return "baseline";
     case FindingKind::counters: return "counters";
     case FindingKind::cabling: return "cabling";
+    case FindingKind::isolation: return "isolation";
+    case FindingKind::interference: return "interference";
   }
   return "?";
 }
@@ -227,7 +229,8 @@ FindingKind parse_finding_kind(const std::string& word, const std::string& field
   return parse_word(word, field,
                     {FindingKind::inventory, FindingKind::unreachable, FindingKind::bandwidth,
                      FindingKind::bidirectional, FindingKind::latency, FindingKind::cross_rail, FindingKind::collective,
-                     FindingKind::intermittent, FindingKind::baseline, FindingKind::counters, FindingKind::cabling});
+                     FindingKind::intermittent, FindingKind::baseline, FindingKind::counters, FindingKind::cabling,
+                     FindingKind::isolation, FindingKind::interference});
 }
 
 PairPhase parse_pair_phase(const std::string& word, const std::string& field) {
@@ -390,7 +393,9 @@ std::vector<Suspect> find_suspects(const SuConfig& config, const std::vector<std
 }
 
 std::vector<std::vector<Retest>> plan_retests(const std::vector<Suspect>& suspects,
-                                              const std::vector<std::vector<LinkStats>>& stats) {
+                                              const std::vector<std::vector<LinkStats>>& stats,
+                                              const std::vector<int>& tenant_of) {
+  auto same_tenant = [&](int a, int b) { return tenant_of.empty() || tenant_of.at(a) == tenant_of.at(b); };
   std::vector<std::vector<Retest>> rounds;
   std::set<std::pair<int, int>> bad;  // (rail, node)
   for (const auto& s : suspects) bad.insert({s.link.rail, s.link.node});
@@ -402,7 +407,7 @@ std::vector<std::vector<Retest>> plan_retests(const std::vector<Suspect>& suspec
     std::vector<const LinkStats*> good;
     for (const auto& l : stats[s.link.rail]) {
       if (l.link.node != s.link.node && l.pairs > 0 && 2 * l.failed < l.pairs &&
-          !bad.count({s.link.rail, l.link.node})) {
+          !bad.count({s.link.rail, l.link.node}) && same_tenant(l.link.node, s.link.node)) {
         good.push_back(&l);
       }
     }

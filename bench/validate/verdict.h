@@ -31,15 +31,17 @@ enum class FindingKind {
   cross_rail,
   collective,
   intermittent,
-  baseline,  // well below the link's own accepted figure (validate --baseline)
-  counters,  // its NIC's error counters moved, or far more drops/retransmits than its rail's
-  cabling    // a NIC reaches another rail's leaf: cables swapped or on the wrong leaf (cabling.h)
+  baseline,     // well below the link's own accepted figure (validate --baseline)
+  counters,     // its NIC's error counters moved, or far more drops/retransmits than its rail's
+  cabling,      // a NIC reaches another rail's leaf: cables swapped or on the wrong leaf (cabling.h)
+  isolation,    // tenants: one tenant reached another's node, or a port holds the wrong P_Key
+  interference  // tenants: a tenant's all-reduce slows while the others run theirs
 };
 enum class PairPhase { rail, cross, retest };  // rail checks, cross-rail spot checks, re-tests
 
 const char* to_string(Severity s);  // "FAIL", "WARN"
 const char* to_string(
-    FindingKind k);  // "inventory", ..., "collective", "intermittent", "baseline", "counters", "cabling"
+    FindingKind k);                  // "inventory", ..., "baseline", "counters", "cabling", "isolation", "interference"
 const char* to_string(PairPhase p);  // "rail", "cross", "retest"
 Severity parse_severity(const std::string& word, const std::string& field);
 FindingKind parse_finding_kind(const std::string& word, const std::string& field);
@@ -146,8 +148,11 @@ struct Retest {
   LinkId suspect;
   int partner = 0;
 };
+// `tenant_of` (per node; empty: one tenant): a partner is in the suspect's tenant, the
+// only nodes it may reach.
 std::vector<std::vector<Retest>> plan_retests(const std::vector<Suspect>& suspects,
-                                              const std::vector<std::vector<LinkStats>>& stats);
+                                              const std::vector<std::vector<LinkStats>>& stats,
+                                              const std::vector<int>& tenant_of = {});
 
 // The findings of the traffic phases: suspects confirmed by their re-test are FAIL,
 // those that passed it WARN, those without a possible partner FAIL naming both ends;
