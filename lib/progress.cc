@@ -221,6 +221,14 @@ uint64_t Progress::recv(int peer, int rail, const LocalSpan& dst) {
   return post(peer, OpKind::recv, [&](uint64_t id) { return t_.post_recv(peer, rail, dst, id); });
 }
 
+std::optional<uint64_t> Progress::try_send(int peer, int rail, const LocalSpan& src) {
+  return try_post(peer, OpKind::send, [&](uint64_t id) { return t_.post_send(peer, rail, src, id); });
+}
+
+std::optional<uint64_t> Progress::try_recv(int peer, int rail, const LocalSpan& dst) {
+  return try_post(peer, OpKind::recv, [&](uint64_t id) { return t_.post_recv(peer, rail, dst, id); });
+}
+
 uint64_t Progress::write(int peer, int rail, const LocalSpan& src, const RemoteSpan& dst) {
   return post(peer, OpKind::write, [&](uint64_t id) { return t_.post_write(peer, rail, src, dst, id); });
 }

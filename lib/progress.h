@@ -6,6 +6,7 @@
 
 #include <deque>
 #include <functional>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -33,6 +34,18 @@ class Progress {
   // Posts one operation through `post(wr_id) -> Status`, polling while the transport
   // answers retry. Returns the wr_id to wait on.
   template <class PostFn>
+  std::optional<uint64_t> try_post(int peer, OpKind kind, PostFn&& post_fn) {
+    const uint64_t id = next_id_;
+    reserve_slot(id, peer);
+    if (post_fn(id) != Status::ok) return std::nullopt;
+    ++next_id_;
+    slots_[id & kMask] = Slot{id, peer, kind, false, 0};
+    ++outstanding_;
+    ++outstanding_by_peer_[peer];
+    return id;
+  }
+
+  template <class PostFn>
   uint64_t post(int peer, OpKind kind, PostFn&& post_fn) {
     const uint64_t id = next_id_;
     reserve_slot(id, peer);
@@ -54,6 +67,12 @@ class Progress {
 
   uint64_t send(int peer, int rail, const LocalSpan& src);
   uint64_t recv(int peer, int rail, const LocalSpan& dst);
+  // One attempt to post, for probes of a peer that may be unreachable (validate's
+  // isolation phase): the wr_id, or nothing (nothing posted) when the transport answers
+  // retry or error right now, as libfabric's rxm does while it cannot connect. The
+  // caller decides how long to keep trying; a send that never posts is an answer.
+  std::optional<uint64_t> try_send(int peer, int rail, const LocalSpan& src);
+  std::optional<uint64_t> try_recv(int peer, int rail, const LocalSpan& dst);
   uint64_t write(int peer, int rail, const LocalSpan& src, const RemoteSpan& dst);
   uint64_t write_imm(int peer, int rail, const LocalSpan& src, const RemoteSpan& dst, uint32_t imm);
   uint64_t read(int peer, int rail, const LocalSpan& dst, const RemoteSpan& src);

@@ -103,7 +103,8 @@ void judge_counters(const SuConfig& config, const std::vector<std::string>& node
   };
   // What the findings found so far showed: said on each of them.
   for (Finding& f : findings) {
-    if (f.node < 0 || f.rail < 0) continue;
+    // A port in the wrong VLAN or partition is configuration: its counters say nothing.
+    if (f.node < 0 || f.rail < 0 || f.kind == FindingKind::isolation) continue;
     if (const LinkCounterDeltas* c = counters_of(f.node, f.rail))
       f.reason += fmt::format("; counters during its tests: {}", own_and_partners(*c));
   }

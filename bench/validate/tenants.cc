@@ -1,6 +1,8 @@
 #include "bench/validate/tenants.h"
 
 #include <algorithm>
+#include <map>
+#include <set>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -74,6 +76,36 @@ std::vector<Finding> judge_isolation(const SuConfig& config, const std::vector<s
     f.rail = p.rail_a;
     f.ends = {p.node_a, p.node_b};
     out.push_back(std::move(f));
+  }
+  // One port in another tenant's network (a switch port in the wrong VLAN or partition)
+  // breaches with the nodes of that network while no other port of its own tenant on
+  // its rail breaches at all: such a port that reached 2+ nodes is named on its own and
+  // blamed (its node is drained: it leaks into another tenant). When the tenants share
+  // one network, every port of a rail breaches alike, and none is singled out.
+  std::map<std::pair<int, int>, std::set<int>> reached;  // (node, rail) -> nodes of other tenants
+  for (const auto& p : probes) {
+    if (!p.reached_a && !p.reached_b) continue;
+    reached[{p.node_a, p.rail_a}].insert(p.node_b);
+    reached[{p.node_b, p.rail_b}].insert(p.node_a);
+  }
+  for (const auto& [port, others] : reached) {
+    if (others.size() < 2) continue;
+    bool alone = true;
+    for (const auto& [mate, mate_reached] : reached)
+      if (mate != port && mate.second == port.second && tenants.same(mate.first, port.first)) alone = false;
+    if (!alone) continue;
+    std::vector<std::string> names;
+    std::set<std::string> their;
+    for (int n : others) {
+      names.push_back(node_names.at(n));
+      their.insert(tenants.names.at(tenants.of_node.at(n)));
+    }
+    out.push_back({Severity::fail, FindingKind::isolation, link_name(config, node_names, {port.first, port.second}),
+                   fmt::format("in another tenant's network: {} reached {} (tenant {}), no other port of its tenant "
+                               "on this rail reached any: set this port's VLAN / partition back to tenant {}'s",
+                               tenants.who(node_names, port.first), fmt::join(names, ", "), fmt::join(their, ", "),
+                               tenants.names.at(tenants.of_node.at(port.first))),
+                   static_cast<double>(others.size()), 0, "nodes", port.first, port.second});
   }
   return out;
 }

@@ -12,6 +12,8 @@
 #                                        (a background loop, until clear or down.sh)
 #   fault.sh swap NODE RAILa RAILb       two cables swapped: the node's RAILa port into RAILb's leaf and
 #                                        RAILb's into RAILa's (links up; clearing either mends both)
+#   fault.sh breach NODE RAIL TENANT     (an SU built with --tenants) the port in TENANT's network, as a
+#                                        switch port in the wrong VLAN or partition: link up
 #   fault.sh clear [NODE RAIL]           mend one link, or every link
 #   fault.sh list                        the faults in place
 # NODE: node02 or 2; RAIL: rail1 or 1.
@@ -22,7 +24,7 @@ rb_su_load_state
 faults="$RB_SU_STATE/faults"
 touch "$faults"
 
-usage() { sed -n '2,17p' "$0" >&2; exit 2; }
+usage() { sed -n '2,19p' "$0" >&2; exit 2; }
 
 # The loop that flaps a link: sleeps in a child it can end at once, so a stopped loop
 # leaves nothing behind, and ends by itself when its pid file goes (down.sh).
@@ -46,7 +48,7 @@ mend() {  # mend N R (and the rail it was swapped with, if it was)
   ns=$(rb_su_ns "$(rb_su_node_name "$n")")
   port=$(rb_su_port "$n" "$r")
   rb_su_stop_flap "$n" "$r"
-  ip link set "$port" master "$(rb_su_leaf "$r")" 2>/dev/null || true
+  ip link set "$port" master "$(rb_su_node_leaf "$n" "$r")" 2>/dev/null || true
   ip link set "$port" up
   rb_su_shape "$ns" "rail$r" "$RB_SU_RATE"
   rb_su_shape "" "$port" "$RB_SU_RATE"
@@ -85,11 +87,25 @@ case $cmd in
     mend "$n" "$b"
     # Only the bridge each port is in changes: the links stay up at their rate, as
     # two crossed cables do.
-    ip link set "$(rb_su_port "$n" "$a")" master "$(rb_su_leaf "$b")"
-    ip link set "$(rb_su_port "$n" "$b")" master "$(rb_su_leaf "$a")"
-    echo "$n $a swapped with rail$b (cabled to $(rb_su_leaf "$b"))" >>"$faults"
-    echo "$n $b swapped with rail$a (cabled to $(rb_su_leaf "$a"))" >>"$faults"
+    ip link set "$(rb_su_port "$n" "$a")" master "$(rb_su_node_leaf "$n" "$b")"
+    ip link set "$(rb_su_port "$n" "$b")" master "$(rb_su_node_leaf "$n" "$a")"
+    echo "$n $a swapped with rail$b (cabled to $(rb_su_node_leaf "$n" "$b"))" >>"$faults"
+    echo "$n $b swapped with rail$a (cabled to $(rb_su_node_leaf "$n" "$a"))" >>"$faults"
     echo "netns-su: $(rb_su_node_name "$n") rail$a and rail$b: cables swapped"
+    exit 0 ;;
+  breach)
+    (($# == 4)) || usage
+    [[ -n ${RB_SU_TENANTS:-} ]] || rb_su_die "breach needs an SU with tenants: bring it up with up.sh --tenants a=1-2,b=3-4"
+    n=$(rb_su_node_number "$2")
+    r=$(rb_su_rail_number "$3")
+    t=$(rb_su_tenant_index "$4")
+    own=$(rb_su_tenant_of "$n")
+    ((t != own)) || rb_su_die "$(rb_su_node_name "$n") is in tenant '$4' already: name another tenant to breach into"
+    mend "$n" "$r"
+    ip link set "$(rb_su_port "$n" "$r")" master "$(rb_su_tenant_leaf "$r" "$t")"
+    what="isolation breached: in tenant $4's network on rail$r (link up)"
+    echo "$n $r $what" >>"$faults"
+    echo "netns-su: $(rb_su_node_name "$n") rail$r: $what"
     exit 0 ;;
   degrade | delay | lossy | down | blackhole | flap) ;;
   *) usage ;;
@@ -149,7 +165,7 @@ case $cmd in
     what="switch port down" ;;
   blackhole)
     ip link set "$port" nomaster
-    what="unplugged from $(rb_su_leaf "$r") (link up, no traffic)" ;;
+    what="unplugged from $(rb_su_node_leaf "$n" "$r") (link up, no traffic)" ;;
   flap)
     period=${4:-}
     [[ $period =~ ^[0-9]+(\.[0-9]+)?$ ]] && awk -v p="$period" 'BEGIN { exit !(p >= 0.1 && p <= 3600) }' ||

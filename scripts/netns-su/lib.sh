@@ -76,6 +76,48 @@ rb_su_rail_number() {
   echo "$r"
 }
 
+# Tenants (up.sh --tenants NAME=FIRST-LAST,...; RB_SU_TENANTS in su.env): every rail has
+# one leaf bridge per tenant (tenant T's nodes' ports on rail R in rb_su_tenant_leaf R T)
+# and every tenant its own spine namespace with a leg into each of its leaf bridges: a
+# VRF per tenant, so cross-rail routes stay inside a tenant too. (Separate bridges, not
+# one VLAN-filtering bridge: not every kernel has bridge VLAN filtering, this host's
+# does not.) Tenant indexes are 0-based, in the order --tenants names them.
+rb_su_tenant_leaf() { printf '%s-leaf%dt%d' "$RB_SU_PREFIX" "$1" "$2"; }  # rail R, tenant T
+rb_su_tenant_spine_ns() { printf '%s-spine-t%d' "$RB_SU_PREFIX" "$1"; }    # tenant T
+rb_su_tenant_names() {  # the tenants' names, one per line, in index order
+  local spec
+  local -a specs
+  IFS=, read -ra specs <<<"${RB_SU_TENANTS:-}"
+  for spec in "${specs[@]}"; do echo "${spec%%=*}"; done
+}
+rb_su_tenant_of() {  # rb_su_tenant_of N: node N's tenant index; nothing without tenants
+  local i=0 spec range
+  local -a specs
+  IFS=, read -ra specs <<<"${RB_SU_TENANTS:-}"
+  for spec in "${specs[@]}"; do
+    range=${spec#*=}
+    if (($1 >= ${range%-*} && $1 <= ${range#*-})); then
+      echo "$i"
+      return 0
+    fi
+    i=$((i + 1))
+  done
+}
+rb_su_tenant_index() {  # rb_su_tenant_index NAME: its index, or an error naming the tenants
+  local i=0 name
+  while read -r name; do
+    [[ $name == "$1" ]] && { echo "$i"; return 0; }
+    i=$((i + 1))
+  done < <(rb_su_tenant_names)
+  rb_su_die "no tenant '$1' in this SU (tenants: $(rb_su_tenant_names | paste -sd, -))"
+}
+# The leaf bridge node N's rail R port belongs in: its tenant's, or the rail's.
+rb_su_node_leaf() {
+  local t
+  t=$(rb_su_tenant_of "$1")
+  if [[ -n $t ]]; then rb_su_tenant_leaf "$2" "$t"; else rb_su_leaf "$2"; fi
+}
+
 # A flapping link's background loop (fault.sh flap) keeps its pid here.
 rb_su_flap_pidfile() { printf '%s/flap-%d-%d.pid' "$RB_SU_STATE" "$1" "$2"; }  # node N, rail R
 

@@ -144,6 +144,35 @@ TEST_CASE("tenants: a probe that got through is a breach naming both ends", "[te
   CHECK(judge_isolation(cfg, kNodes, m, {probes[0]}).empty());
 }
 
+TEST_CASE("tenants: one port in another tenant's network is singled out, a shared network is not", "[tenants]") {
+  const SuConfig cfg = parse_su_config(config(R"({"a": "n[1-2]", "b": "n[3-6]"})"));
+  const TenantMap m = make_tenant_map(cfg, kNodes);
+  // n2 rail1 in tenant b's network: it reaches n3..n6 on rail1 and through b's spine on
+  // rail0; each of them reaches only n2.
+  std::vector<IsolationProbe> probes;
+  for (int b = 2; b < 6; ++b) {
+    probes.push_back({1, b, 1, 1, true, true, 0.01});
+    probes.push_back({1, b, 1, 0, true, true, 0.01});
+    probes.push_back({0, b, 1, 1, false, false, 2.0});
+  }
+  const auto found = judge_isolation(cfg, kNodes, m, probes);
+  REQUIRE(found.size() == 8 + 1);
+  const Finding& port = found.back();
+  CHECK(port.node == 1);
+  CHECK(port.rail == 1);
+  CHECK(port.ends.empty());
+  CHECK_THAT(port.reason, Catch::Contains("n2 (tenant a) reached n3, n4, n5, n6 (tenant b)"));
+  CHECK_THAT(port.reason, Catch::Contains("back to tenant a's"));
+  // Tenants on one shared network: every port reaches every other tenant's nodes alike.
+  std::vector<IsolationProbe> shared;
+  for (int a = 0; a < 2; ++a)
+    for (int b = 2; b < 6; ++b)
+      for (int r = 0; r < 2; ++r) shared.push_back({a, b, r, r, true, true, 0.01});
+  const auto all = judge_isolation(cfg, kNodes, m, shared);
+  CHECK(all.size() == shared.size());
+  for (const auto& f : all) CHECK(f.node == -1);
+}
+
 TEST_CASE("tenants: InfiniBand P_Key tables read from sysfs and judged", "[tenants]") {
   const fs::path root = fs::temp_directory_path() / fmt::format("railbench-pkeys-{}", ::getpid());
   fs::remove_all(root);
