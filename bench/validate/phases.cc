@@ -12,6 +12,7 @@
 
 #include "bench/pair_test.h"
 #include "bench/validate/arp_probe.h"
+#include "bench/validate/bisection.h"
 #include "bench/validate/burn_in_links.h"
 #include "bench/validate/cabling.h"
 #include "bench/validate/collectives.h"
@@ -24,6 +25,7 @@
 #include "bench/validate/tenants.h"
 #include "bench/validate/verdict.h"
 #include "lib/errors.h"
+#include "lib/stats.h"
 
 namespace railbench {
 
@@ -87,6 +89,7 @@ class PairTraffic {
         runner_(s.ctx, test_, s.c) {}
 
   PairRunner& runner() { return runner_; }
+  PairTest& test() { return test_; }
 
  private:
   static std::vector<RemoteKey> peer_keys(RunContext& ctx, const MemoryRegion& mr) {
@@ -389,7 +392,101 @@ void phase_retests(ValidateState& s, PairRunner& runner) {
   publish_bad_nodes(s, false);
 }
 
-// Phase 4b, with tenants: every cross-tenant node pair, on every rail and (2+ rails)
+// Phase 4b (tests.bisection): the cuts of bisection.h, each rail at once, every pair of
+// a cut streaming both ways at once. Skipped when a pair could not talk (its streams
+// would only wait out the deadline) and with tenants (a cut would cross them). Returns
+// false when a stream failed: the transport's state with that peer is gone, and the
+// later traffic phases must not run.
+bool phase_bisection(ValidateState& s, const PairRunner& runner, PairTest& test) {
+  if (!s.c.tests.bisection) return true;
+  if (s.tenants.on()) {
+    s.ctx.print(
+        "# phase 4b bisection: not run with tenants (a cut would cross them; each tenant's all-reduce runs in "
+        "phase 5)");
+    return true;
+  }
+  if (runner.any_broken()) {
+    s.ctx.print("# phase 4b bisection: skipped, some pairs could not talk (they would only time out)");
+    s.results.set("bisection", "skipped: unreachable pairs");
+    return true;
+  }
+  const BisectionSplit split = bisection_split(s.nodes);
+  std::vector<BisectionCut> cuts{BisectionCut::rail};
+  if (s.rails > 1 && s.c.tests.bisection_cross_rail) cuts.push_back(BisectionCut::cross_rail);
+  const SuTests& t = s.c.tests;
+  json out = json::array();
+  std::vector<BisectionRail> measured;
+  for (const BisectionCut cut : cuts) {
+    note_phase(s, fmt::format("phase 4b bisection, {} cut", to_string(cut)), false, true);
+    // This rank's pair: node i of the first half (slot s) with node i of the second
+    // (slot s, or s+1 for the cross-rail cut; the second half's slot s meets the first
+    // half's slot s-1 then).
+    int peer = -1, peer_slot = s.my_slot;
+    bool first = false;
+    for (const auto& [a, b] : split.pairs) {
+      if (s.my_node != a && s.my_node != b) continue;
+      first = s.my_node == a;
+      if (cut == BisectionCut::cross_rail) peer_slot = cross_partner_slot(s.my_slot, s.rails, first);
+      peer = s.L.rank_of[first ? b : a][peer_slot];
+    }
+    std::string error;
+    double gbps = 0;
+    s.ctx.bootstrap().barrier();  // every pair starts together: the cut is loaded all at once
+    try {
+      if (peer >= 0) {
+        const auto windows = test.bidirectional(peer, 0, t.bw_bytes, t.bw_window, 1, t.bw_iters);
+        gbps = windows.empty() ? 0 : summarize(windows).p50;
+      }
+    } catch (const Error& e) {
+      error = e.what();
+    }
+    const json mine{{"node", s.my_node}, {"slot", s.my_slot}, {"first", first}, {"peer_slot", peer_slot},
+                    {"peer", peer},      {"gbps", gbps},      {"error", error}};
+    std::vector<std::vector<BisectionPair>> per_rail(s.rails);
+    std::string first_error;
+    for (const auto& text : s.ctx.bootstrap().all_gather_strings(mine.dump())) {
+      const json x = json::parse(text);
+      if (first_error.empty() && !x.at("error").get<std::string>().empty()) first_error = x.at("error");
+      if (!x.at("first").get<bool>() || x.at("peer").get<int>() < 0) continue;  // the first half keeps the figure
+      const int node = x.at("node").get<int>(), slot = x.at("slot").get<int>();
+      int other = -1;
+      for (const auto& [a, b] : split.pairs)
+        if (a == node) other = b;
+      per_rail[slot].push_back({node, other, slot, x.at("peer_slot").get<int>(), x.at("gbps").get<double>()});
+    }
+    if (!first_error.empty()) {
+      s.findings.push_back({Severity::fail, FindingKind::bisection, fmt::format("{} cut", to_string(cut)),
+                            "did not complete: " + first_error, 0, 1, ""});
+      s.ctx.print(fmt::format("# phase 4b bisection: the {} cut did not complete: {}", to_string(cut), first_error));
+      s.results.set("bisection", out);
+      return false;
+    }
+    for (int r = 0; r < s.rails; ++r) {
+      BisectionRail c = summarize_cut(s.c, cut, r, std::move(per_rail[r]));
+      out.push_back(to_json(s.c, s.L.node_names, c));
+      measured.push_back(std::move(c));
+    }
+  }
+  s.results.set("bisection", out);
+  s.ctx.print(fmt::format(
+      "# phase 4b bisection: nodes 1-{} against {}-{}{}, every pair both ways at once, per rail:", split.pairs.size(),
+      split.pairs.size() + 1, 2 * split.pairs.size(),
+      split.rests >= 0 ? fmt::format(" ({} sits out: odd count)", s.L.node_names[split.rests]) : ""));
+  const double need = s.c.thresholds.bisection_min_fraction;
+  for (const auto& c : measured) {
+    const std::string path = c.cut == BisectionCut::rail
+                                 ? fmt::format("rail{}", c.rail)
+                                 : fmt::format("rail{} -> rail{}", c.rail, cross_partner_slot(c.rail, s.rails, true));
+    s.ctx.print(fmt::format("#   {:<10} {:<16} {:>3} pairs  {:>8.3f} of {:>8.3f} GB/s = {:>5.1f}% (need {:.0f}%)  {}",
+                            to_string(c.cut), path, c.pairs.size(), c.achieved, c.ideal, 100 * c.fraction(), 100 * need,
+                            c.fraction() < need ? "FAIL" : "PASS"));
+  }
+  auto found = judge_bisection(s.c, s.L.node_names, measured);
+  s.findings.insert(s.findings.end(), found.begin(), found.end());
+  return true;
+}
+
+// Phase 4c, with tenants: every cross-tenant node pair, on every rail and (2+ rails)
 // one rail over through the spine, must NOT get a message through within
 // tests.isolation_timeout_s. Each rank posts a receive from and a send to each of its
 // probe peers at once and waits out the deadline; a peer that did not answer is
@@ -411,7 +508,7 @@ class IsolationTokens {
 void phase_isolation(ValidateState& s, const IsolationTokens& tokens) {
   if (!s.tenants.on()) return;
   if (!s.c.tests.isolation) {
-    s.ctx.print("# phase 4b isolation: off (tests.isolation false)");
+    s.ctx.print("# phase 4c isolation: off (tests.isolation false)");
     return;
   }
   const auto rounds = isolation_rounds(s.tenants, s.nodes);
@@ -420,7 +517,7 @@ void phase_isolation(ValidateState& s, const IsolationTokens& tokens) {
   json mine = json::array();
   size_t k = 0;
   for (const Round& round : rounds) {
-    note_phase(s, fmt::format("phase 4b isolation, round {}/{}", ++k, rounds.size()), false, true);
+    note_phase(s, fmt::format("phase 4c isolation, round {}/{}", ++k, rounds.size()), false, true);
     s.ctx.bootstrap().barrier();  // every probe of a round starts together, none overlaps the last round's
     const int partner = peer_in_round(round, s.my_node);
     if (partner < 0) continue;
@@ -492,7 +589,7 @@ void phase_isolation(ValidateState& s, const IsolationTokens& tokens) {
   const auto through =
       std::count_if(probes.begin(), probes.end(), [](const IsolationProbe& q) { return q.reached_a || q.reached_b; });
   s.ctx.print(
-      fmt::format("# phase 4b isolation: {} cross-tenant probe(s) in {} round(s) ({:.1f} s deadline), {} got "
+      fmt::format("# phase 4c isolation: {} cross-tenant probe(s) in {} round(s) ({:.1f} s deadline), {} got "
                   "through{}",
                   probes.size(), rounds.size(), deadline, through, through ? ": isolation breached" : ""));
   s.findings.insert(s.findings.end(), found.begin(), found.end());
@@ -605,6 +702,7 @@ int validate_phases(RunContext& ctx, const SuConfig& c, const SuLayout& L, const
     phase_rail_checks(s, traffic.runner());
     phase_cross_rail(s, traffic.runner());
     phase_retests(s, traffic.runner());
+    if (!phase_bisection(s, traffic.runner(), traffic.test())) return finish(s);
     phase_isolation(s, isolation_tokens);
     phase_collectives(s, traffic.runner());
     return finish(s);

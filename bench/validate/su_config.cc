@@ -175,12 +175,27 @@ void read_rails(const Reader& r, const json& doc, SuConfig& c) {
 // Every threshold is optional: a missing one keeps its default (su_config.h).
 void read_thresholds(const Reader& r, const json& j, SuThresholds& t) {
   const std::string w = "thresholds";
-  r.only(
-      j, w,
-      {"bw_min_fraction", "bidir_min_fraction", "lat_p50_max_us", "lat_p99_max_us", "rel_bw_below_median",
-       "rel_lat_above_median", "rel_lat_min_us", "mad_k", "spread_above_median", "link_downs_fail", "baseline_bw_below",
-       "burn_in_below_median", "allreduce_busbw_min_fraction", "alltoall_busbw_min_fraction", "counter_errors_fail",
-       "counter_drops_warn", "counter_retransmits_warn", "counter_rail_factor", "tenant_busbw_min_ratio"});
+  r.only(j, w,
+         {"bw_min_fraction",
+          "bidir_min_fraction",
+          "lat_p50_max_us",
+          "lat_p99_max_us",
+          "rel_bw_below_median",
+          "rel_lat_above_median",
+          "rel_lat_min_us",
+          "mad_k",
+          "spread_above_median",
+          "link_downs_fail",
+          "baseline_bw_below",
+          "burn_in_below_median",
+          "allreduce_busbw_min_fraction",
+          "alltoall_busbw_min_fraction",
+          "counter_errors_fail",
+          "counter_drops_warn",
+          "counter_retransmits_warn",
+          "counter_rail_factor",
+          "tenant_busbw_min_ratio",
+          "bisection_min_fraction"});
   t.bw_min_fraction = r.number(j, w, "bw_min_fraction", t.bw_min_fraction, 0, 1);
   t.bidir_min_fraction = r.number(j, w, "bidir_min_fraction", t.bidir_min_fraction, 0, 1);
   t.lat_p50_max_us = r.number(j, w, "lat_p50_max_us", t.lat_p50_max_us, 0, 1e7);
@@ -201,6 +216,7 @@ void read_thresholds(const Reader& r, const json& j, SuThresholds& t) {
       r.number(j, w, "allreduce_busbw_min_fraction", t.allreduce_busbw_min_fraction, 0, 10);
   t.alltoall_busbw_min_fraction = r.number(j, w, "alltoall_busbw_min_fraction", t.alltoall_busbw_min_fraction, 0, 10);
   t.tenant_busbw_min_ratio = r.number(j, w, "tenant_busbw_min_ratio", t.tenant_busbw_min_ratio, 0, 1);
+  t.bisection_min_fraction = r.number(j, w, "bisection_min_fraction", t.bisection_min_fraction, 0, 1);
 }
 
 // Every test setting is optional too; the sizes are checked against each other after.
@@ -208,7 +224,8 @@ void read_tests(const Reader& r, const json& j, SuTests& s) {
   const std::string w = "tests";
   r.only(j, w,
          {"bw_bytes", "bw_window", "bw_iters", "lat_bytes", "lat_iters", "collective_bytes", "collective_iters",
-          "cross_rail", "collectives", "pair_timeout_s", "isolation", "isolation_timeout_s", "interference"});
+          "cross_rail", "collectives", "pair_timeout_s", "isolation", "isolation_timeout_s", "interference",
+          "bisection", "bisection_cross_rail"});
   s.bw_bytes = r.size(j, w, "bw_bytes", s.bw_bytes);
   s.bw_window = r.integer(j, w, "bw_window", s.bw_window, 1, 1024);
   s.bw_iters = r.integer(j, w, "bw_iters", s.bw_iters, 1, 100000);
@@ -222,6 +239,8 @@ void read_tests(const Reader& r, const json& j, SuTests& s) {
   s.isolation = r.boolean(j, w, "isolation", s.isolation);
   s.isolation_timeout_s = r.number(j, w, "isolation_timeout_s", s.isolation_timeout_s, 0.1, 60);
   s.interference = r.boolean(j, w, "interference", s.interference);
+  s.bisection = r.boolean(j, w, "bisection", s.bisection);
+  s.bisection_cross_rail = r.boolean(j, w, "bisection_cross_rail", s.bisection_cross_rail);
   if (s.bw_bytes == 0 || s.bw_bytes > (1ULL << 30)) r.fail("tests.bw_bytes", "use 1 byte .. 1G");
   if (s.lat_bytes == 0 || s.lat_bytes > s.bw_bytes) r.fail("tests.lat_bytes", "use 1 byte .. tests.bw_bytes");
   if (s.collective_bytes < 1024 || s.collective_bytes > (1ULL << 32)) r.fail("tests.collective_bytes", "use 1K .. 4G");

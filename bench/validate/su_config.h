@@ -60,6 +60,9 @@ struct SuThresholds {
   // tenants: a tenant's all-reduce busbw while the other tenants run theirs, over its
   // busbw alone; below this the tenants are not isolated in performance.
   double tenant_busbw_min_ratio = 0.8;
+  // bisection (tests.bisection): a cut's pairs together, both ways at once, over pairs x 2
+  // x line rate; below this the fabric cannot carry every node at once.
+  double bisection_min_fraction = 0.8;
 };
 
 // A tenant of a multi-tenant SU: its nodes may reach each other and no other tenant's.
@@ -90,6 +93,10 @@ struct SuTests {
   bool isolation = true;
   double isolation_timeout_s = 2;
   bool interference = true;
+  // The bisection phase (bisection.h): off unless asked for; with 2+ rails it also runs
+  // the cross-rail cut (through the spine) unless bisection_cross_rail is false.
+  bool bisection = false;
+  bool bisection_cross_rail = true;
 };
 
 // The most nodes one config may list (README "Limits"): the plan's pair schedule grows

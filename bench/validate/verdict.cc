@@ -208,6 +208,7 @@ const char* to_string(FindingKind k) {
     case FindingKind::cabling: return "cabling";
     case FindingKind::isolation: return "isolation";
     case FindingKind::interference: return "interference";
+    case FindingKind::bisection: return "bisection";
   }
   return "?";
 }
@@ -230,7 +231,7 @@ FindingKind parse_finding_kind(const std::string& word, const std::string& field
                     {FindingKind::inventory, FindingKind::unreachable, FindingKind::bandwidth,
                      FindingKind::bidirectional, FindingKind::latency, FindingKind::cross_rail, FindingKind::collective,
                      FindingKind::intermittent, FindingKind::baseline, FindingKind::counters, FindingKind::cabling,
-                     FindingKind::isolation, FindingKind::interference});
+                     FindingKind::isolation, FindingKind::interference, FindingKind::bisection});
 }
 
 PairPhase parse_pair_phase(const std::string& word, const std::string& field) {

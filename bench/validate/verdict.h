@@ -31,18 +31,18 @@ enum class FindingKind {
   cross_rail,
   collective,
   intermittent,
-  baseline,     // well below the link's own accepted figure (validate --baseline)
-  counters,     // its NIC's error counters moved, or far more drops/retransmits than its rail's
-  cabling,      // a NIC reaches another rail's leaf: cables swapped or on the wrong leaf (cabling.h)
-  isolation,    // tenants: one tenant reached another's node, or a port holds the wrong P_Key
-  interference  // tenants: a tenant's all-reduce slows while the others run theirs
+  baseline,      // well below the link's own accepted figure (validate --baseline)
+  counters,      // its NIC's error counters moved, or far more drops/retransmits than its rail's
+  cabling,       // a NIC reaches another rail's leaf: cables swapped or on the wrong leaf (cabling.h)
+  isolation,     // tenants: one tenant reached another's node, or a port holds the wrong P_Key
+  interference,  // tenants: a tenant's all-reduce slows while the others run theirs
+  bisection      // every pair of a cut between two halves of the nodes at once fell short (bisection.h)
 };
 enum class PairPhase { rail, cross, retest };  // rail checks, cross-rail spot checks, re-tests
 
-const char* to_string(Severity s);  // "FAIL", "WARN"
-const char* to_string(
-    FindingKind k);                  // "inventory", ..., "baseline", "counters", "cabling", "isolation", "interference"
-const char* to_string(PairPhase p);  // "rail", "cross", "retest"
+const char* to_string(Severity s);     // "FAIL", "WARN"
+const char* to_string(FindingKind k);  // "inventory", ..., "cabling", "isolation", "interference", "bisection"
+const char* to_string(PairPhase p);    // "rail", "cross", "retest"
 Severity parse_severity(const std::string& word, const std::string& field);
 FindingKind parse_finding_kind(const std::string& word, const std::string& field);
 PairPhase parse_pair_phase(const std::string& word, const std::string& field);

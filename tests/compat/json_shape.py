@@ -31,9 +31,10 @@ VOLATILE = {
 # cabling check, issue 17, checked by the netns healthy and swapped cases; pkeys: an
 # InfiniBand port's P_Key table in validate's inventory, isolation and tenant_collectives:
 # validate with tenants, issue 17, checked by tests/validate/test_tenants.cc and the netns
-# tenants case).
+# tenants case; bisection: validate's tests.bisection, checked by the netns bisection case).
 ADDED = {"railbench_commit", "updated_at", "launcher", "bad_nodes", "counters", "counters_a", "counters_b", "burn_in",
-         "test_s", "cabling", "pkeys", "isolation", "tenant_collectives"}
+         "test_s", "cabling", "pkeys", "isolation", "tenant_collectives",
+         "bisection"}
 
 
 def shape(value, key=None):

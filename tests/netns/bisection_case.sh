@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# validate's bisection phase (tests.bisection) on the simulated SU, 4 nodes x 2 rails at
+# 400 Mb/s: node01-02 against node03-04, every pair both ways at once on every rail.
+#   1:1 spine: both cuts (same rail, and rail s -> s+1 through the spine) near line rate
+#   2:1 spine: the same-rail cut still near line rate, the cross-rail cut about half
+#              (each leaf's uplink carries four 400 Mb/s flows in 800 Mb/s), a FAIL
+#              naming the cut and draining no node (a cut is the fabric's)
+#   bisection_case.sh RAILBENCH
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+source "$here/su_test_lib.sh"
+rb=$1
+rb_su_test_setup rbtbis
+
+fail() {
+  echo "FAIL: $*"
+  [[ -f $work/out ]] && cat "$work/out" "$work/err"
+  exit 1
+}
+
+# netns-4x2 with the bisection phase on.
+sed 's/  "tests": {/  "tests": {\n    "bisection": true,/' "$here/../../configs/netns-4x2.json" >"$work/bisection.json"
+grep '"bisection": true' "$work/bisection.json" >/dev/null || fail "could not enable tests.bisection in the config"
+
+run_validate() {  # run_validate NAME: JSON to $work/NAME.json, exit code in $rc
+  timeout --kill-after=10 240 "$su/mpirun.sh" -- "$rb" validate --config "$work/bisection.json" \
+    --json "$work/$1.json" >"$work/out" 2>"$work/err"
+  rc=$?
+  grep -E '^# (phase 4b|  |verdict)|bisection' "$work/out"
+  ((rc == 124 || rc == 137)) && fail "validate hung until the deadline"
+  [[ -s $work/$1.json ]] || fail "no results file"
+}
+
+# fractions FILE: "cut rail fraction" per line
+fractions() {
+  python3 -c 'import json,sys
+for c in json.load(open(sys.argv[1]))["bisection"]: print(c["cut"], c["rail"], round(c["fraction"], 3))' "$1"
+}
+
+for oversub in 1 2; do
+  echo "== spine at $oversub:1"
+  "$su/down.sh" >/dev/null
+  "$su/up.sh" --nodes 4 --rails 2 --rate 400 --oversubscription $oversub >/dev/null || fail "up.sh failed"
+  run_validate "o$oversub"
+  fractions "$work/o$oversub.json" | tee "$work/f$oversub"
+  [[ $(wc -l <"$work/f$oversub") == 4 ]] || fail "expected 4 cuts (2 rails x rail, cross-rail)"
+  while read -r cut rail fraction; do
+    if [[ $cut == rail || $oversub == 1 ]]; then
+      awk -v f="$fraction" 'BEGIN { exit !(f >= 0.7) }' ||
+        fail "at $oversub:1 the $cut cut of rail $rail carried only $fraction of its ideal"
+    else
+      awk -v f="$fraction" 'BEGIN { exit !(f >= 0.3 && f <= 0.65) }' ||
+        fail "at 2:1 the cross-rail cut of rail $rail carried $fraction, not about half"
+    fi
+  done <"$work/f$oversub"
+done
+((rc == 1)) || fail "the 2:1 run did not FAIL on its cross-rail cut (exit $rc)"
+python3 - "$work/o2.json" "$work/o1.json" <<'PY' || fail "the findings"
+import json, sys
+two, one = (json.load(open(f)) for f in sys.argv[1:])
+assert one["verdict"] == "PASS", one["findings"]
+cuts = [f for f in two["findings"] if f["kind"] == "bisection"]
+assert len(cuts) == 2 and all("cross-rail cut" in f["subject"] for f in cuts), two["findings"]
+assert all(f["kind"] == "bisection" for f in two["findings"]), two["findings"]
+assert two["bad_nodes"]["hosts"] == [], two["bad_nodes"]
+PY
+echo "PASS: bisection at 1:1 $(awk '{print $3}' "$work/f1" | paste -sd/), at 2:1 $(awk '{print $3}' "$work/f2" | paste -sd/)"
