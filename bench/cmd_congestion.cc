@@ -1,5 +1,5 @@
 // railbench congestion: GPCNeT's method on a rail-optimized SU. A victim pair measures
-// 8 B ping-pong latency and one-way bandwidth alone, then again while every other rank
+// 8 B ping-pong latency, one-way bandwidth and an 8 B all-reduce alone, then again while every other rank
 // runs an aggressor pattern (incast, all-to-all, cross-rail pairs), and each percentile
 // is compared as GPCNeT's congestion impact factor. The victim pair is placed on one
 // leaf (one slot, so one rail) or across the spine (two slots), from the rank layout.
@@ -16,6 +16,7 @@
 #include "bench/congestion/placement.h"
 #include "bench/pair_test.h"
 #include "bench/run_context.h"
+#include "collectives/group_ops.h"
 #include "lib/gpu.h"
 #include "lib/results.h"
 #include "lib/sizes.h"
@@ -56,7 +57,7 @@ std::vector<std::string> split_list(const std::string& s) {
 
 // What the victim pair's leader measured in one phase.
 struct VictimSamples {
-  std::vector<double> latency_us, bw_gbps;
+  std::vector<double> latency_us, bw_gbps, allreduce_us;
 };
 
 // What one aggressor rank did in a run (plain data: all-gathered as bytes).
@@ -105,8 +106,8 @@ class CongestionBench {
   std::vector<Pattern> patterns_;
   int iters_ = 1000, warmup_ = 100;
   size_t bw_bytes_ = 0, agg_bytes_ = 0;
-  std::unique_ptr<gpu::Buffer> src_, dst_, tokens_, ctl_;
-  std::unique_ptr<MemoryRegion> src_mr_, dst_mr_, tok_mr_, ctl_mr_;
+  std::unique_ptr<gpu::Buffer> src_, dst_, tokens_, ctl_, ar_, ar_scratch_;
+  std::unique_ptr<MemoryRegion> src_mr_, dst_mr_, tok_mr_, ctl_mr_, ar_mr_, ar_scratch_mr_;
   std::unique_ptr<PairTest> test_;
 };
 
@@ -189,6 +190,11 @@ void CongestionBench::allocate() {
     dst_mr_ = t.register_memory(dst_->data(), dst_->size(), MemoryKind::host);
     tok_mr_ = t.register_memory(tokens_->data(), tokens_->size(), MemoryKind::host);
     ctl_mr_ = t.register_memory(ctl_->data(), ctl_->size(), MemoryKind::host);
+    // The victims' small all-reduce: two f32 (8 B), reduced in place, and its scratch.
+    ar_ = std::make_unique<gpu::Buffer>(MemoryKind::host, 64);
+    ar_scratch_ = std::make_unique<gpu::Buffer>(MemoryKind::host, 64);
+    ar_mr_ = t.register_memory(ar_->data(), ar_->size(), MemoryKind::host);
+    ar_scratch_mr_ = t.register_memory(ar_scratch_->data(), ar_scratch_->size(), MemoryKind::host);
   });
   const uint64_t go = 1, stop = 0;
   std::memcpy(ctl_->data() + kGo, &go, 8);
@@ -210,6 +216,15 @@ VictimSamples CongestionBench::measure_victims(const Placement& pl) {
   s.latency_us = test_->latency(peer, 0, 8, warmup_, iters_, leader);
   uint64_t wrong = 0;
   s.bw_gbps = test_->stream(peer, 0, bw_bytes_, opt_.window, 2, opt_.bw_iters, a, 1, &wrong);
+  // GPCNeT's third victim: a small (8 B) all-reduce over the victims, each iteration
+  // timed on its own; the leader keeps its times (the two finish together).
+  const Group group{{a, b}, leader ? 0 : 1};
+  const Vec v{ar_mr_.get(), 0, 2};
+  for (int i = 0; i < warmup_ + iters_; ++i) {
+    const auto t0 = Clock::now();
+    rhd_allreduce(ctx_.progress(), group, 1, v, DataType::f32, ReduceOp::sum, ar_scratch_mr_.get());
+    if (i >= warmup_ && leader) s.allreduce_us.push_back(seconds_between(t0, Clock::now()) * 1e6);
+  }
   if (leader)
     ctx_.progress().wait(ctx_.progress().send(pl.aggressors.front(), 0, tok(kDoneOut)),
                          "the victims' done token to the aggressor leader");
@@ -342,6 +357,7 @@ void CongestionBench::report(ResultsFile& results, const Placement& pl, Pattern 
   const Metric metrics[] = {
       {"latency", "us", Better::lower, isolated.latency_us, congested.latency_us},
       {"bandwidth", "GB/s", Better::higher, isolated.bw_gbps, congested.bw_gbps},
+      {"allreduce", "us", Better::lower, isolated.allreduce_us, congested.allreduce_us},
   };
   for (const Metric& m : metrics) {
     const Tail iso = tail_of(m.iso, m.better), con = tail_of(m.con, m.better);
@@ -405,6 +421,7 @@ int CongestionBench::run() {
       fmt::format("# latency: 8 B ping-pong RTT/2 (us), {} iterations; bandwidth: {} B x {} per window, one "
                   "direction, {} windows (GB/s);",
                   iters_, bw_bytes_, opt_.window, opt_.bw_iters));
+  ctx_.print("# allreduce: 8 B (2 x f32) over the victim pair, per iteration (us), as many as the latency;");
   ctx_.print(
       "# impact = congested / isolated (latency), isolated / congested (bandwidth: p99, p99.9 are the low "
       "tail); above 1 is worse");
@@ -422,6 +439,7 @@ int CongestionBench::run() {
       }
       auto iso_lat = ctx_.bootstrap().all_gather_vectors(iso.latency_us);
       auto iso_bw = ctx_.bootstrap().all_gather_vectors(iso.bw_gbps);
+      auto iso_ar = ctx_.bootstrap().all_gather_vectors(iso.allreduce_us);
       for (Pattern pattern : patterns_) {
         ctx_.status().update(fmt::format("congestion: {} victims under {}", to_string(pl.path), to_string(pattern)));
         ctx_.bootstrap().barrier();
@@ -436,10 +454,11 @@ int CongestionBench::run() {
         const AggressorLoad load = gather_load(pl, mine);
         auto con_lat = ctx_.bootstrap().all_gather_vectors(con.latency_us);
         auto con_bw = ctx_.bootstrap().all_gather_vectors(con.bw_gbps);
+        auto con_ar = ctx_.bootstrap().all_gather_vectors(con.allreduce_us);
         const int a = pl.victims.first;
         if (ctx_.is_root()) {
-          report(results, pl, pattern, VictimSamples{iso_lat[a], iso_bw[a]}, VictimSamples{con_lat[a], con_bw[a]},
-                 load);
+          report(results, pl, pattern, VictimSamples{iso_lat[a], iso_bw[a], iso_ar[a]},
+                 VictimSamples{con_lat[a], con_bw[a], con_ar[a]}, load);
         }
       }
     }

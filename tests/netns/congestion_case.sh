@@ -63,7 +63,8 @@ import json, sys
 d = json.load(open(sys.argv[1]))
 assert d["status"] == "complete", d["status"]
 rows = d["results"]
-assert len(rows) == 2 * 3 * 2, len(rows)  # placements x aggressors x metrics
+assert len(rows) == 2 * 3 * 3, len(rows)  # placements x aggressors x metrics
+assert sorted({r["metric"] for r in rows}) == ["allreduce", "bandwidth", "latency"], rows
 for r in rows:
     for k in ("isolated", "congested", "impact"):
         assert set(r[k]) >= {"p50", "p99", "p99_9"}, (k, r[k])
@@ -73,9 +74,12 @@ for r in rows:
 PY
 spine_bw=$(impact "$work/oversub2.json" cross-spine cross-rail bandwidth p99)
 spine_lat=$(impact "$work/oversub2.json" cross-spine cross-rail latency p99)
-echo "2:1 cross-spine victim under cross-rail aggressors: bandwidth impact p99 $spine_bw, latency impact p99 $spine_lat"
+spine_ar=$(impact "$work/oversub2.json" cross-spine cross-rail allreduce p99)
+echo "2:1 cross-spine victim under cross-rail aggressors: bandwidth impact p99 $spine_bw, latency impact p99" \
+  "$spine_lat, 8 B all-reduce impact p99 $spine_ar"
 at_least "$spine_bw" 1.3 || fail "at 2:1 the cross-spine victim's bandwidth impact is $spine_bw (< 1.3)"
 at_least "$spine_lat" 3 || fail "at 2:1 the cross-spine victim's latency impact is $spine_lat (< 3)"
+at_least "$spine_ar" 3 || fail "at 2:1 the cross-spine victim's all-reduce impact is $spine_ar (< 3)"
 for agg in cross-rail alltoall incast; do
   for pct in p50 p99; do
     leaf=$(impact "$work/oversub2.json" same-leaf $agg bandwidth $pct)
