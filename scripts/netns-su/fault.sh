@@ -12,6 +12,8 @@
 #                                        (a background loop, until clear or down.sh)
 #   fault.sh swap NODE RAILa RAILb       two cables swapped: the node's RAILa port into RAILb's leaf and
 #                                        RAILb's into RAILa's (links up; clearing either mends both)
+#   fault.sh miscable NODE RAIL LEAFRAIL one cable on the wrong leaf: the node's RAIL port into LEAFRAIL's
+#                                        leaf (link up), as a cable plugged into the next switch
 #   fault.sh breach NODE RAIL TENANT     (an SU built with --tenants) the port in TENANT's network, as a
 #                                        switch port in the wrong VLAN or partition: link up
 #   fault.sh clear [NODE RAIL]           mend one link, or every link
@@ -24,7 +26,7 @@ rb_su_load_state
 faults="$RB_SU_STATE/faults"
 touch "$faults"
 
-usage() { sed -n '2,19p' "$0" >&2; exit 2; }
+usage() { sed -n '2,21p' "$0" >&2; exit 2; }
 
 # The loop that flaps a link: sleeps in a child it can end at once, so a stopped loop
 # leaves nothing behind, and ends by itself when its pid file goes (down.sh).
@@ -92,6 +94,18 @@ case $cmd in
     echo "$n $a swapped with rail$b (cabled to $(rb_su_node_leaf "$n" "$b"))" >>"$faults"
     echo "$n $b swapped with rail$a (cabled to $(rb_su_node_leaf "$n" "$a"))" >>"$faults"
     echo "netns-su: $(rb_su_node_name "$n") rail$a and rail$b: cables swapped"
+    exit 0 ;;
+  miscable)
+    (($# == 4)) || usage
+    n=$(rb_su_node_number "$2")
+    r=$(rb_su_rail_number "$3")
+    l=$(rb_su_rail_number "$4")
+    ((r != l)) || rb_su_die "miscable needs another rail's leaf, e.g. miscable node02 rail1 rail0"
+    mend "$n" "$r"
+    ip link set "$(rb_su_port "$n" "$r")" master "$(rb_su_node_leaf "$n" "$l")"
+    what="cabled to $(rb_su_node_leaf "$n" "$l"), rail$l's leaf (link up)"
+    echo "$n $r $what" >>"$faults"
+    echo "netns-su: $(rb_su_node_name "$n") rail$r: $what"
     exit 0 ;;
   breach)
     (($# == 4)) || usage

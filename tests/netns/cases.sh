@@ -6,7 +6,8 @@
 # run inside the soft-RoCE VM, whose kernel has it), two-node (a bad link between two
 # nodes: suspect at either end, nothing drained), intermittent and steady (burn-ins:
 # a flapping link is the one intermittent link; a steady SU has none), swapped (node03's rail0
-# and rail1 cables crossed: named as a swap, not as two dead links). Every case also checks the drain
+# and rail1 cables crossed: named as a swap, not as two dead links; then node02's rail1
+# cable alone on leaf0: named as on the wrong leaf). Every case also checks the drain
 # list (--drain-list) and the JSON's bad_nodes. Exit 77 (ctest: skipped) when this
 # host cannot make network namespaces (not root, no iproute2).
 set -uo pipefail
@@ -356,6 +357,18 @@ PY
     expect_drain "node03"
     "$su/fault.sh" clear >/dev/null
     [[ $("$su/fault.sh" list) == no\ faults* ]] || fail "fault.sh clear left the swap in place"
+    # One cable on the wrong leaf (node02's rail1 port in leaf0, its rail0 where it
+    # belongs): that one link is named, with the leaf it reaches and where it belongs.
+    "$su/fault.sh" miscable node02 rail1 rail0
+    run_validate 120 netns-4x2 2
+    ((rc == 1)) || fail "a cable on the wrong leaf must fail the SU (exit $rc)"
+    got=$(named | sort -u)
+    echo "named: ${got:-nothing}"
+    [[ $got == "FAIL cabling node02 rail1 (leaf1)" ]] || fail "expected exactly node02 rail1's cable, got: ${got:-nothing}"
+    grep -F "cabled to leaf0 (expected leaf1): it reaches leaf0's nodes and none of leaf1's; move the cable to leaf1" \
+      "$work/out" || fail "the wrong-leaf line is missing"
+    expect_drain "node02"
+    "$su/fault.sh" clear >/dev/null
     # Without CAP_NET_RAW (dropped from the bounding set, so no rank has it) the check
     # is skipped with one line saying why, and the mended SU passes.
     launch_prefix=(setpriv --bounding-set -net_raw --)
