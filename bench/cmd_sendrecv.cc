@@ -21,10 +21,11 @@ using nlohmann::json;
 namespace {
 
 struct SendRecvOptions {
-  std::string verb = "send";  // send, write, read
-  int window = 64;            // messages in flight per bandwidth iteration
-  int bw_iters = 20;          // timed bandwidth iterations (windows) per direction
-  bool all_pairs = false;     // print every pair at every size
+  std::string verb = "send";           // send, write, read
+  std::string write_latency = "auto";  // poll (ib_write_lat), imm, auto: poll on host memory
+  int window = 64;                     // messages in flight per bandwidth iteration
+  int bw_iters = 20;                   // timed bandwidth iterations (windows) per direction
+  bool all_pairs = false;              // print every pair at every size
 };
 
 // Windows larger than this many bytes add time, not information: big messages
@@ -75,6 +76,12 @@ void print_header(const RunContext& ctx, const SendRecvOptions& opt, size_t npai
   ctx.print(
       "# latency: ping-pong RTT/2 per iteration (read: full round trip); bandwidth: GB/s (1e9 B/s), median "
       "over windows");
+  if (opt.verb == "write") {
+    ctx.print(opt.write_latency == "poll"
+                  ? "# write latency: the responder polls the last byte of its buffer (as perftest's ib_write_lat)"
+                  : "# write latency: write-with-immediate, the responder waits for its completion (not "
+                    "ib_write_lat's method: --write-latency poll)");
+  }
   ctx.print("#");
   if (per_pair) {
     ctx.print(fmt::format("# {:>10} {:>4} {:>9} {:>9} {:>9} {:>10} {:>10} {:>10} {:>10} {:>7}", "size", "rail", "pair",
@@ -172,10 +179,11 @@ class SendRecvBench {
 
   RunContext ctx_;
   const CommonOptions& common_;
-  const SendRecvOptions& opt_;
+  SendRecvOptions opt_;  // a copy: resolve() settles --write-latency auto
   Sweep sweep_;
   BurnInPlan burn_in_;
   Verb verb_ = Verb::send;
+  WriteLatency write_latency_ = WriteLatency::poll;
   std::unique_ptr<gpu::Buffer> src_, dst_, tokens_;
   std::unique_ptr<MemoryRegion> src_mr_, dst_mr_, tok_mr_;
   std::unique_ptr<PairTest> test_;
@@ -191,6 +199,7 @@ void SendRecvBench::resolve() {
     sweep_ = make_sweep(common_, SweepDefaults{"8", "4M", 1000, 100});
     burn_in_ = make_burn_in_plan(common_.duration, common_.cycles);
     verb_ = parse_verb(opt_.verb);
+    if (opt_.write_latency != "auto") parse_write_latency(opt_.write_latency);  // bad input before connecting
     if (opt_.window < 1) throw UsageError(fmt::format("--window {} must be 1 or more", opt_.window));
     if (opt_.bw_iters < 1) throw UsageError(fmt::format("--bw-iters {} must be 1 or more", opt_.bw_iters));
     if (sweep_.sizes.front() == 0) throw UsageError("sendrecv sizes must be 1 byte or more: use -b 1 or larger");
@@ -205,6 +214,16 @@ void SendRecvBench::resolve() {
                       "--verb send",
                       t.name(), t.provider()));
     }
+    if (opt_.write_latency == "auto") {
+      // Polling a byte needs the buffer where the CPU can read it.
+      opt_.write_latency = ctx_.memory_kind() == MemoryKind::cuda ? "imm" : "poll";
+    } else if (parse_write_latency(opt_.write_latency) == WriteLatency::poll &&
+               ctx_.memory_kind() == MemoryKind::cuda) {
+      throw UsageError(
+          "--write-latency poll reads the last byte of the buffer on the CPU, and --mem cuda puts it in GPU "
+          "memory: use --write-latency imm (or auto) with GPU memory");
+    }
+    write_latency_ = parse_write_latency(opt_.write_latency);
     if (verb_ == Verb::read && !c.read) {
       throw UnsupportedError(
           fmt::format("--verb read needs RDMA read, which {} ({}) lacks: use --verb send", t.name(), t.provider()));
@@ -234,7 +253,7 @@ void SendRecvBench::allocate() {
     buffers.peer_src.push_back(RemoteKey::deserialize(blob));
   for (const auto& blob : ctx_.bootstrap().all_gather_v(dst_mr_->remote_key().serialize()))
     buffers.peer_dst.push_back(RemoteKey::deserialize(blob));
-  test_ = std::make_unique<PairTest>(ctx_.progress(), buffers, verb_, common_.check);
+  test_ = std::make_unique<PairTest>(ctx_.progress(), buffers, verb_, common_.check, write_latency_);
   rounds_ = circle_schedule(ctx_.size());
 }
 
@@ -319,6 +338,8 @@ int SendRecvBench::run() {
               {"bw_iters", opt_.bw_iters},
               {"rounds", rounds_.size()},
               {"pairs_per_rail", npairs}};
+  // How a write latency was taken (poll as ib_write_lat, or imm); no key for the other verbs.
+  if (verb_ == Verb::write) config["write_latency"] = opt_.write_latency;
   ResultsFile results(ctx_.is_root() ? common_.json_path : "", ctx_.results_header(config));
   ctx_.add_csv(results);
   print_header(ctx_, opt_, npairs, per_pair);
@@ -383,6 +404,10 @@ const bool registered = register_subcommand(Subcommand{
       add_common_options(sub, common);
       add_burn_in_options(sub, common);
       sub.add_option("--verb", opt->verb, "send (two-sided), write (RDMA write) or read (RDMA read)")
+          ->capture_default_str();
+      sub.add_option("--write-latency", opt->write_latency,
+                     "--verb write latency method: poll (the responder polls the buffer's last byte, as "
+                     "ib_write_lat), imm (write-with-immediate completion), auto (poll unless --mem cuda)")
           ->capture_default_str();
       sub.add_option("--window", opt->window, "Messages in flight per bandwidth iteration")->capture_default_str();
       sub.add_option("--bw-iters", opt->bw_iters, "Timed bandwidth windows per direction")->capture_default_str();

@@ -33,8 +33,23 @@ const char* to_string(Verb v) {
   return "unknown";
 }
 
-PairTest::PairTest(Progress& progress, const PairBuffers& buffers, Verb verb, bool check)
-    : p_(progress), b_(buffers), verb_(verb), check_(check), rank_(progress.transport().rank()) {}
+WriteLatency parse_write_latency(const std::string& s) {
+  if (s == "poll") return WriteLatency::poll;
+  if (s == "imm") return WriteLatency::imm;
+  throw UsageError(fmt::format("unknown --write-latency '{}': use poll (as ib_write_lat) or imm", s));
+}
+
+const char* to_string(WriteLatency w) {
+  return w == WriteLatency::poll ? "poll" : "imm";
+}
+
+PairTest::PairTest(Progress& progress, const PairBuffers& buffers, Verb verb, bool check, WriteLatency write_latency)
+    : p_(progress),
+      b_(buffers),
+      verb_(verb),
+      check_(check),
+      write_latency_(write_latency),
+      rank_(progress.transport().rank()) {}
 
 void PairTest::wait_ids(const std::vector<uint64_t>& ids, const char* what) {
   for (uint64_t id : ids) p_.wait(id, what);
@@ -76,6 +91,7 @@ std::vector<double> PairTest::latency(int peer, int rail, size_t bytes, int warm
   std::vector<double> samples;
   samples.reserve(static_cast<size_t>(iters));
   const int total = warmup + iters;
+  const Progress::LatencyScope spin(p_);
   auto record = [&](int it, Clock::time_point t0, Clock::time_point t1, double divisor) {
     const double s = seconds_between(t0, t1);
     if (longest_rtt_s) *longest_rtt_s = std::max(*longest_rtt_s, s);
@@ -100,6 +116,9 @@ std::vector<double> PairTest::latency(int peer, int rail, size_t bytes, int warm
         p_.send(peer, rail, src(bytes));
       }
     }
+  } else if (verb_ == Verb::write && write_latency_ == WriteLatency::poll) {
+    write_poll_latency(peer, rail, bytes, total, leader,
+                       [&](int it, Clock::time_point t0, Clock::time_point t1) { record(it, t0, t1, 2.0); });
   } else if (verb_ == Verb::write) {
     const RemoteSpan to{&b_.peer_dst[peer], 0};
     for (int it = 0; it < total; ++it) {
@@ -130,6 +149,41 @@ std::vector<double> PairTest::latency(int peer, int rail, size_t bytes, int warm
   }
   p_.wait_all("ping-pong completions");
   return samples;
+}
+
+// perftest's ib_write_lat: each side writes `bytes` into the other's buffer and learns
+// of the other's write from its last byte, polled in memory: an RC queue pair (and
+// libfabric's RMA) places a write's bytes in order, so the last one arriving means all
+// have. Iteration i carries the value i % 255 + 1: consecutive values differ and none is
+// the zero both buffers start from. The writes' own completions are reaped in passing.
+void PairTest::write_poll_latency(int peer, int rail, size_t bytes, int total, bool leader,
+                                  const std::function<void(int, Clock::time_point, Clock::time_point)>& record) {
+  auto* seen = reinterpret_cast<uint8_t*>(b_.dst->at(bytes - 1));
+  auto* mark = reinterpret_cast<uint8_t*>(b_.src->at(bytes - 1));
+  __atomic_store_n(seen, uint8_t{0}, __ATOMIC_RELEASE);
+  // Neither side may write before the other has cleared its last byte: the follower
+  // clears, then says so; the leader cleared before it waits.
+  if (leader) {
+    p_.wait(p_.recv(peer, rail, recv_token()), "the write-latency peer's ready token");
+  } else {
+    p_.wait(p_.send(peer, rail, send_token()), "the write-latency ready token");
+  }
+  const RemoteSpan to{&b_.peer_dst[peer], 0};
+  for (int it = 0; it < total; ++it) {
+    const auto v = static_cast<uint8_t>(it % 255 + 1);
+    auto arrived = [seen, v] { return __atomic_load_n(seen, __ATOMIC_ACQUIRE) == v; };
+    if (leader) {
+      const auto t0 = Clock::now();
+      *mark = v;
+      p_.write(peer, rail, src(bytes), to);
+      p_.wait_for(arrived, peer, "a ping-pong write reply (its last byte, as ib_write_lat)");
+      record(it, t0, Clock::now());
+    } else {
+      p_.wait_for(arrived, peer, "a ping-pong write (its last byte, as ib_write_lat)");
+      *mark = v;
+      p_.write(peer, rail, src(bytes), to);
+    }
+  }
 }
 
 std::vector<double> PairTest::stream(int peer, int rail, size_t bytes, int window, int warmup, int iters, int from,

@@ -4,8 +4,11 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <string>
 #include <vector>
 
+#include "lib/clock.h"
 #include "lib/progress.h"
 #include "lib/transport.h"
 
@@ -14,6 +17,15 @@ namespace railbench {
 enum class Verb : uint8_t { send, write, read };
 Verb parse_verb(const std::string& s);  // throws UsageError
 const char* to_string(Verb v);
+
+// How a write ping-pong sees the peer's write arrive. `poll` is perftest's ib_write_lat:
+// the responder polls the last byte of its buffer for the new value, so no completion
+// queue and no posted receive is on the critical path (host memory only). `imm` is a
+// write-with-immediate whose completion the target waits for (any memory, and what a
+// GPU-memory write needs).
+enum class WriteLatency : uint8_t { poll, imm };
+WriteLatency parse_write_latency(const std::string& s);  // throws UsageError
+const char* to_string(WriteLatency w);
 
 // Registered buffers and every rank's remote keys, shared by all pair tests.
 struct PairBuffers {
@@ -26,7 +38,9 @@ struct PairBuffers {
 
 class PairTest {
  public:
-  PairTest(Progress& progress, const PairBuffers& buffers, Verb verb, bool check);
+  // `write_latency` poll needs src and dst in host-visible memory (not MemoryKind::cuda).
+  PairTest(Progress& progress, const PairBuffers& buffers, Verb verb, bool check,
+           WriteLatency write_latency = WriteLatency::imm);
 
   // Ping-pong; the leader returns one sample per timed iteration in microseconds:
   // RTT/2 for send and write (as perftest), the whole round trip for read. `longest_rtt_s`
@@ -58,11 +72,14 @@ class PairTest {
   // receive completes only once its peer sends, so a larger window goes in chunks.
   int chunk(int window) const;
   void wait_ids(const std::vector<uint64_t>& ids, const char* what);
+  void write_poll_latency(int peer, int rail, size_t bytes, int total, bool leader,
+                          const std::function<void(int, Clock::time_point, Clock::time_point)>& record);
 
   Progress& p_;
   PairBuffers b_;
   Verb verb_;
   bool check_;
+  WriteLatency write_latency_;
   int rank_;
 };
 

@@ -73,6 +73,21 @@ void RunContext::close_transport() noexcept {
   timeline_.reset();  // after the transport, whose wrapper writes into its recorder
 }
 
+// Ranks that share a kernel share its CPUs, whatever their host names say (the netns
+// SU's "nodes" are namespaces of one machine): the kernel's boot id tells them apart.
+bool RunContext::has_own_core() {
+  std::string boot_id;
+  if (std::FILE* f = std::fopen("/proc/sys/kernel/random/boot_id", "r")) {
+    char buf[64] = {};
+    if (std::fgets(buf, sizeof(buf), f)) boot_id = buf;
+    std::fclose(f);
+  }
+  const auto all = bootstrap_.all_gather_strings(boot_id.empty() ? hosts_[rank_] : boot_id);
+  const auto sharing = std::count(all.begin(), all.end(), all[rank_]);
+  const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  return cpus > 0 && sharing <= cpus;
+}
+
 bool RunContext::all_on_one_host() const {
   return num_hosts() == 1;
 }
@@ -159,6 +174,7 @@ void RunContext::open_transport() {
   for (int r = 0; r < size_; ++r) names.push_back(peer_name(r));
   progress_ = std::make_unique<Progress>(*transport_, options_.timeout_s, std::move(names));
   progress_->set_liveness_probe(liveness_->hook());
+  progress_->set_own_core(has_own_core());
 
   counters_ = std::make_unique<FabricCounters>(*transport_, !options_.no_counters);
   json rails = json::array();

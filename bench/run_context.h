@@ -105,6 +105,9 @@ class RunContext {
   void add_csv(ResultsFile& results) const;
 
  private:
+  // No more ranks on this machine than online CPUs (collective: every rank calls it).
+  bool has_own_core();
+
   CommonOptions options_;
   std::string command_;
   Bootstrap& bootstrap_;

@@ -1,6 +1,7 @@
 #include "lib/progress.h"
 
 #include <sched.h>
+#include <time.h>
 
 #include <algorithm>
 
@@ -15,7 +16,8 @@ Progress::Progress(Transport& transport, double timeout_s, std::vector<std::stri
       slots_(kSlots),
       outstanding_by_peer_(static_cast<size_t>(std::max(transport.world_size(), 1)), 0),
       abandoned_(static_cast<size_t>(std::max(transport.world_size(), 1)), false),
-      batch_(64) {}
+      batch_(64),
+      cpu_driven_nic_(transport.caps().cpu_driven_nic) {}
 
 std::string Progress::peer_name(int peer) const {
   if (peer >= 0 && static_cast<size_t>(peer) < peer_names_.size()) return peer_names_[peer];
@@ -114,7 +116,12 @@ void Progress::wait_until(Pred pred, const char* what, int focus_peer) {
   // completion, yield on every idle poll: with more ranks than cores the rank we wait
   // for needs this core, and counting polls instead of time is no good, since one poll
   // costs 50 ns on shm and microseconds of syscalls on tcp.
-  constexpr auto kSpin = std::chrono::microseconds(20);
+  // A latency test with a core per rank spins far longer (LatencyScope).
+  // Not on a CPU-driven NIC: there the kernel's share of the transfer (rxe's softirq
+  // work, deferred to a kernel thread under load) waits for a spinning rank's time slice
+  // to end, up to a scheduler tick (4 ms) per message.
+  const auto kSpin =
+      latency_ && own_core_ && !cpu_driven_nic_ ? std::chrono::microseconds(1'000'000) : std::chrono::microseconds(20);
   // 32 idle polls take microseconds; a gap this long means this process was stopped
   // (SIGSTOP, a debugger). That time is not the peers' silence: it does not count.
   constexpr double kStoppedGap_s = 1.0;
@@ -139,8 +146,26 @@ void Progress::wait_until(Pred pred, const char* what, int focus_peer) {
       if (seconds_between(idle_since, now) >= timeout_s_) fail_timeout(what, focus_peer);
       yielding = now - idle_since > kSpin;
     }
-    if (yielding) sched_yield();
+    if (yielding) nap_or_yield(seconds_between(idle_since, last_check));
   }
+}
+
+void Progress::nap_or_yield(double idle_s) {
+  // On a CPU-driven NIC (soft-RoCE) a long wait sleeps: the transfer needs these cores.
+  // The nap grows with the wait (1/32 of it, 20 us to 500 us), so it adds about 3% to
+  // the wait it ends; never inside a latency test, whose every microsecond counts.
+  constexpr double kNapAfter_s = 200e-6, kNapMin_s = 20e-6, kNapMax_s = 500e-6;
+  if (cpu_driven_nic_ && !latency_ && idle_s > kNapAfter_s) {
+    const double nap = std::clamp(idle_s / 32, kNapMin_s, kNapMax_s);
+    timespec ts{0, static_cast<long>(nap * 1e9)};
+    nanosleep(&ts, nullptr);
+    return;
+  }
+  sched_yield();
+}
+
+void Progress::wait_for(const std::function<bool()>& ready, int peer, const char* what) {
+  wait_until([&] { return ready(); }, what, peer);
 }
 
 void Progress::fail_timeout(const char* what, int focus_peer) {

@@ -102,6 +102,36 @@ class Progress {
 
   // Polls the transport once; returns how many completions it handled.
   size_t poll_once();
+
+  // Waits until `ready()` (a plain memory check, e.g. the last byte of a buffer a peer
+  // writes into, as perftest's ib_write_lat responder does), driving progress meanwhile
+  // (software providers move RMA data only inside poll). The deadline and the error are
+  // every other wait's; `peer` is who was expected to write.
+  // (A small lambda fits std::function's own storage: nothing is allocated.)
+  void wait_for(const std::function<bool()>& ready, int peer, const char* what);
+
+  // Whether this rank has a core of its own (no more ranks on its host than CPUs), told
+  // by the launcher's side (RunContext). Unknown: assume not.
+  void set_own_core(bool own) { own_core_ = own; }
+  bool own_core() const { return own_core_; }
+
+  // Inside a latency test a wait must not yield the CPU: a sched_yield costs a system
+  // call (microseconds under a VM's emulation), which a ping-pong then measures. While a
+  // LatencyScope lives, a rank with a core of its own spins for up to a second before it
+  // yields; a rank that shares its core with others still yields after 20 us, or the
+  // peer it waits for would not run, and so does one on a CPU-driven NIC (soft-RoCE),
+  // whose transfer runs on the same cores.
+  class LatencyScope {
+   public:
+    explicit LatencyScope(Progress& p) : p_(p), saved_(p.latency_) { p_.latency_ = true; }
+    ~LatencyScope() { p_.latency_ = saved_; }
+    LatencyScope(const LatencyScope&) = delete;
+    LatencyScope& operator=(const LatencyScope&) = delete;
+
+   private:
+    Progress& p_;
+    bool saved_;
+  };
   size_t outstanding() const { return outstanding_; }
 
  private:
@@ -123,6 +153,8 @@ class Progress {
   template <class Pred>
   void wait_until(Pred pred, const char* what, int focus_peer);
   [[noreturn]] void fail_timeout(const char* what, int focus_peer);
+  // An idle poll's pause, `idle_s` into a wait: a yield, or a short sleep (see .cc).
+  void nap_or_yield(double idle_s);
   std::string peer_name(int peer) const;
   // The liveness probe's findings, "" without a probe or when every rank answered.
   std::string suspects() const;
@@ -139,6 +171,9 @@ class Progress {
   double stalled_s_ = 0;  // seconds this rank was seen stopped (SIGSTOP) inside waits
   uint64_t next_id_ = 1;
   size_t outstanding_ = 0;
+  bool own_core_ = false;
+  bool latency_ = false;
+  bool cpu_driven_nic_ = false;  // caps().cpu_driven_nic: long waits sleep (nap_or_yield)
 };
 
 }  // namespace railbench

@@ -59,6 +59,11 @@ struct Capabilities {
   // receive never completes before its peer sends: callers that post a window of
   // receives first post it in chunks of at most this many. 0: no fixed limit.
   size_t max_outstanding = 0;
+  // The "NIC" is this host's CPU (soft-RoCE rxe, siw): the transfer runs in the kernel on
+  // the same cores as the ranks, so a rank that spins through a long wait takes the
+  // cycles its own transfer needs. Progress then sleeps through long waits (never
+  // inside a latency test), as perftest's bandwidth server does.
+  bool cpu_driven_nic = false;
 };
 
 // One NIC / libfabric domain / verbs port.

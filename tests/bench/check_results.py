@@ -96,6 +96,10 @@ def main():
             fail(f"what_if does not say it was measured over the host transport {doc['transport']['provider']}: "
                  f"measured_over {w.get('measured_over')!r}, host_transport {w.get('host_transport')!r}")
     elif a.command == "sendrecv":
+        # A write latency says how it was measured; the other verbs have no method to name.
+        method = doc["config"].get("write_latency")
+        if (doc["config"]["verb"] == "write") != (method in ("poll", "imm")):
+            fail(f"config.write_latency {method!r} for verb {doc['config']['verb']}")
         expected = {(r, i, j) for r in range(a.rails) for i in range(a.ranks) for j in range(i + 1, a.ranks)}
         for res in results:
             got = {(p["rail"], p["a"], p["b"]) for p in res["pairs"]}

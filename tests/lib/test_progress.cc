@@ -14,6 +14,7 @@ using namespace railbench;
 using Catch::Matchers::Contains;
 using railbench::testing::Fault;
 using railbench::testing::Hold;
+using railbench::testing::LoopbackOptions;
 using railbench::testing::LoopbackWorld;
 using railbench::testing::PostKind;
 
@@ -204,4 +205,50 @@ TEST_CASE("an operation posted to an abandoned peer does not stay outstanding fo
   p.abandon_peer(1);
   CHECK_THROWS_AS(p.write(1, 0, w.local(0, 0, 8), w.remote(1, 0)), TransportError);
   CHECK_NOTHROW(p.wait_all("nothing"));
+}
+
+TEST_CASE("wait_for sees a peer's write land in memory, and its deadline names the writer", "[progress]") {
+  LoopbackWorld w(2);
+  Progress p0(w.t(0), 0.1, kNames), p1(w.t(1), 0.1, kNames);
+  auto* last = reinterpret_cast<volatile uint8_t*>(w.at(1, 7));
+  *last = 0;
+  std::memset(w.at(0, 0), 0x5a, 8);
+  p0.write(1, 0, w.local(0, 0, 8), w.remote(1, 0));
+  // The target polls memory only; its wait drives both ends' progress as a ping-pong's
+  // would (the loopback moves data inside poll).
+  p1.wait_for(
+      [&] {
+        p0.poll_once();
+        return *last == 0x5a;
+      },
+      0, "the write's last byte");
+  CHECK(std::memcmp(w.at(1, 0), w.at(0, 0), 8) == 0);
+  p0.wait_all("the write's completion");
+  *last = 0;
+  const std::string what = error_of<TimeoutError>([&] { p1.wait_for([&] { return *last != 0; }, 0, "a reply"); });
+  CHECK_THAT(what, Contains("waiting for a reply from rank 0 (node-a)"));
+}
+
+namespace {
+double thread_cpu_s() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+}  // namespace
+
+TEST_CASE("On a CPU-driven NIC a long wait sleeps, leaving the cores to the transfer", "[progress]") {
+  LoopbackWorld w(2, LoopbackOptions{.cpu_driven_nic = true});  // as verbs over rxe reports it
+  w.fabric->inject(
+      {.op = PostKind::write, .rank = 0, .peer = 1, .hold = Hold::delay, .delay = std::chrono::milliseconds(200)});
+  Progress p(w.t(0), 5, kNames);
+  const uint64_t id = p.write(1, 0, w.local(0, 0, 8), w.remote(1, 0));
+  const double cpu0 = thread_cpu_s();
+  const auto t0 = Clock::now();
+  p.wait(id, "the delayed write");
+  const double wall = seconds_between(t0, Clock::now()), cpu = thread_cpu_s() - cpu0;
+  INFO("waited " << wall << " s, on the CPU " << cpu << " s");
+  CHECK(wall >= 0.19);
+  // A spinning (or yielding) wait is on the CPU the whole time; napping, a few percent.
+  CHECK(cpu < 0.3 * wall);
 }

@@ -51,6 +51,7 @@ LoopbackFabric::Impl::Impl(int world_size, const LoopbackOptions& o) : n(world_s
   caps.ordered_writes = o.ordered_writes;
   caps.max_msg_size = o.max_msg_size;
   caps.max_outstanding = o.max_outstanding;
+  caps.cpu_driven_nic = o.cpu_driven_nic;
 }
 
 // The first rule that picks the post decides. A post answered retry is expected back

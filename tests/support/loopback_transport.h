@@ -66,6 +66,7 @@ struct LoopbackOptions {
   // caps().max_outstanding; when set, a receive posted while this many wait unmatched
   // on its (peer, rail) answers retry, as a real provider's full receive queue does.
   size_t max_outstanding = 0;
+  bool cpu_driven_nic = false;  // caps().cpu_driven_nic: Progress sleeps through long waits
 };
 
 class LoopbackFabric {

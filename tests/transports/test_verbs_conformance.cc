@@ -125,6 +125,8 @@ TEST_CASE("verbs: write, write-with-imm and read; write-with-imm leaves posted r
           seen[v] = true;
         }
         expect(!p.done(token), "the receive was consumed by a write-with-imm");
+        // Both ranks have looked before either sends the token the receive is for.
+        b.barrier();
         for (uint64_t id : ids) p.wait(id, "writes");
         size_t bad = 0;
         for (size_t i = 0; i < bytes; ++i) bad += dst[i] != static_cast<uint8_t>(i * 13 + peer + 1);

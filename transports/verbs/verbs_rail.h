@@ -126,6 +126,9 @@ class Rail {
 
   // Fixed at setup.
   ibv_device_attr device_attr{};
+  // A device the kernel emulates on this host's CPUs: soft-RoCE (rxe, vendor id
+  // 0xffffff) or soft-iWARP (siw, 0x626d74, "bmt").
+  bool software_device() const { return device_attr.vendor_id == 0xffffff || device_attr.vendor_id == 0x626d74; }
   ibv_port_attr port_attr{};
   bool ethernet = false;
   bool use_grh = false;

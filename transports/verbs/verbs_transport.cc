@@ -41,7 +41,9 @@ VerbsTransport::VerbsTransport(const PortChoice& ports, const VerbsOptions& opti
   caps_.ordered_writes = channels_ == 1;
   caps_.max_msg_size = SIZE_MAX;
   caps_.inject_size = SIZE_MAX;
+  caps_.cpu_driven_nic = !rails_.empty();
   for (const auto& r : rails_) {
+    caps_.cpu_driven_nic = caps_.cpu_driven_nic && r->software_device();
     caps_.max_msg_size = std::min(caps_.max_msg_size, r->max_msg_size);
     caps_.inject_size = std::min<size_t>(caps_.inject_size, r->max_inline);
     // What one queue pair granted; with several per peer, posts may all land on one.
