@@ -237,6 +237,10 @@ uint64_t Progress::write_imm(int peer, int rail, const LocalSpan& src, const Rem
   return post(peer, OpKind::write, [&](uint64_t id) { return t_.post_write_imm(peer, rail, src, dst, imm, id); });
 }
 
+uint64_t Progress::write_batch(int peer, int rail, std::span<const WriteSpan> ops, std::optional<uint32_t> imm) {
+  return post(peer, OpKind::write, [&](uint64_t id) { return t_.post_write_batch(peer, rail, ops, imm, id); });
+}
+
 uint64_t Progress::read(int peer, int rail, const LocalSpan& dst, const RemoteSpan& src) {
   return post(peer, OpKind::read, [&](uint64_t id) { return t_.post_read(peer, rail, dst, src, id); });
 }

@@ -76,6 +76,9 @@ class Progress {
   uint64_t write(int peer, int rail, const LocalSpan& src, const RemoteSpan& dst);
   uint64_t write_imm(int peer, int rail, const LocalSpan& src, const RemoteSpan& dst, uint32_t imm);
   uint64_t read(int peer, int rail, const LocalSpan& dst, const RemoteSpan& src);
+  // One batched write (Transport::post_write_batch): one id for every span in `ops`,
+  // which must stay valid only for the call. With `imm`, the last write carries it.
+  uint64_t write_batch(int peer, int rail, std::span<const WriteSpan> ops, std::optional<uint32_t> imm = {});
 
   // Non-blocking: has `wr_id` completed? (does not drive progress)
   bool done(uint64_t wr_id) const;

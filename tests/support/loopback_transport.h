@@ -66,6 +66,7 @@ struct LoopbackOptions {
   // caps().max_outstanding; when set, a receive posted while this many wait unmatched
   // on its (peer, rail) answers retry, as a real provider's full receive queue does.
   size_t max_outstanding = 0;
+  size_t max_batch = 64;  // caps().max_batch: writes one post_write_batch may hold
 };
 
 class LoopbackFabric {
