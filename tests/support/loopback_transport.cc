@@ -175,8 +175,7 @@ bool LoopbackTransport::check_remote(Op& op, const RemoteSpan& remote) noexcept 
   return true;
 }
 
-// Every span is checked before anything goes on the wire, so an error posts nothing;
-// the rules decide once for the whole batch, as for one post.
+// Every span is checked before anything goes on the wire, so an error posts nothing.
 Status LoopbackTransport::post_write_batch(int peer, int rail, std::span<const WriteSpan> ops,
                                            std::optional<uint32_t> imm, uint64_t wr_id) noexcept {
   const char* what = "batched write";
@@ -204,8 +203,10 @@ Status LoopbackTransport::post_write_batch(int peer, int rail, std::span<const W
     total += op.length;
     batch.push_back(op);
   }
-  const PostKind kind = imm ? PostKind::write_imm : PostKind::write;
-  const loopback::Decision d = f_.decide(kind, rank_, peer, rail);
+  // Fault rules see a batch as one write (its kind, whether or not it carries an
+  // immediate): a hold applies to its first op, which holds the rest behind it on the
+  // FIFO wire, and a fault to its last, which reports the batch.
+  const loopback::Decision d = f_.decide(PostKind::write, rank_, peer, rail);
   if (d.status == Status::retry) return Status::retry;
   if (d.status == Status::error) {
     return refuse(
@@ -213,12 +214,12 @@ Status LoopbackTransport::post_write_batch(int peer, int rail, std::span<const W
   }
   for (size_t i = 0; i < batch.size(); ++i) {
     Op& op = batch[i];
-    op.fault = d.fault;
-    op.hold = d.hold;
+    op.silent = i + 1 < batch.size();
+    op.fault = op.silent ? Fault::none : d.fault;
+    op.hold = i == 0 ? d.hold : Hold::none;
     op.rule = d.rule;
     op.release_at = Clock::now() + d.delay;
     op.imm_mark = f_.imms_on_other_rails(op.dst, op.rail);
-    op.silent = i + 1 < batch.size();
     op.batch_last = !op.silent;
     op.batch_bytes = total;
     f_.enqueue(op);
