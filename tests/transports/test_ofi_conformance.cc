@@ -147,24 +147,34 @@ TEST_CASE("ofi: thousands of batched writes in a row, through Progress, deliver 
         const RemoteKey peer_dst = RemoteKey::deserialize(b.all_gather_v(dmr->remote_key().serialize())[peer]);
         std::vector<WriteSpan> ops;
         const size_t max_batch = t->caps().max_batch;
-        for (size_t at = 0; at < words; at += max_batch) {
-          ops.clear();
-          for (size_t i = at; i < std::min(words, at + max_batch); ++i)
-            ops.push_back(WriteSpan{LocalSpan{smr.get(), i * 8, 8}, RemoteSpan{&peer_dst, (words - 1 - i) * 8}});
-          p.write_batch(peer, 0, ops);
-        }
-        p.wait_all("batched writes");
-        // Both ranks keep polling until both are done: the target's progress matters.
         std::vector<uint8_t> tok(8);
         auto tmr = t->register_memory(tok.data(), 8, MemoryKind::host);
-        auto r = p.recv(peer, 0, LocalSpan{tmr.get(), 0, 4});
-        p.send(peer, 0, LocalSpan{tmr.get(), 4, 4});
-        p.wait(r, "end of the batched writes");
-        p.wait_all("end of the batched writes");
-        size_t wrong = 0;
-        for (size_t i = 0; i < words; ++i)
-          wrong += dst[words - 1 - i] != (uint64_t{1} << 40) * static_cast<uint64_t>(peer + 1) + i;
-        expect(wrong == 0, fmt::format("{} of {} words wrong", wrong, words));
+        // Word i lands at word words - 1 - i. Once the sources run forward and the
+        // destinations backward, then the other way round: a chunk's local iovecs merge
+        // in the first pass, its remote ones in the second.
+        for (bool sources_forward : {true, false}) {
+          std::fill(dst.begin(), dst.end(), 0);
+          b.barrier();
+          for (size_t at = 0; at < words; at += max_batch) {
+            ops.clear();
+            for (size_t k = at; k < std::min(words, at + max_batch); ++k) {
+              const size_t i = sources_forward ? k : words - 1 - k;
+              ops.push_back(WriteSpan{LocalSpan{smr.get(), i * 8, 8}, RemoteSpan{&peer_dst, (words - 1 - i) * 8}});
+            }
+            p.write_batch(peer, 0, ops);
+          }
+          p.wait_all("batched writes");
+          // Both ranks keep polling until both are done: the target's progress matters.
+          auto r = p.recv(peer, 0, LocalSpan{tmr.get(), 0, 4});
+          p.send(peer, 0, LocalSpan{tmr.get(), 4, 4});
+          p.wait(r, "end of the batched writes");
+          p.wait_all("end of the batched writes");
+          size_t wrong = 0;
+          for (size_t i = 0; i < words; ++i)
+            wrong += dst[words - 1 - i] != (uint64_t{1} << 40) * static_cast<uint64_t>(peer + 1) + i;
+          expect(wrong == 0, fmt::format("{} of {} words wrong (sources {})", wrong, words,
+                                         sources_forward ? "forward" : "backward"));
+        }
       });
     }
   }

@@ -41,8 +41,8 @@ inline uint8_t pattern(int rank, size_t offset) {
 }
 
 // Polls until this rank's batch `wr_id` completed and the peer's too (finished >=
-// goal) and, with `want_imm`, the peer's immediate has arrived, then 20 ms more so a second completion for the same wr_id would show up.
-// Returns the immediate a peer's batch delivered, if any.
+// goal) and, with `want_imm`, the peer's immediate has arrived, then 20 ms more so a second completion for the same
+// wr_id would show up. Returns the immediate a peer's batch delivered, if any.
 inline std::optional<uint32_t> reap(Transport& t, uint64_t wr_id, size_t bytes, std::atomic<int>& finished, int goal,
                                     bool want_imm, const std::string& what) {
   std::vector<Completion> cs(64);
@@ -102,8 +102,8 @@ inline void expect_write_batch_contract(Transport& t, Bootstrap& b, std::atomic<
       total += length(i);
     }
     const bool with_imm = n == max_batch && t.caps().write_with_imm;
-    const std::optional<uint32_t> imm = with_imm ? std::optional<uint32_t>(0xBA7C0000u + static_cast<uint32_t>(n))
-                                                 : std::nullopt;
+    const std::optional<uint32_t> imm =
+        with_imm ? std::optional<uint32_t>(0xBA7C0000u + static_cast<uint32_t>(n)) : std::nullopt;
     const uint64_t wr_id = 0xB000 + n;
     const std::string what = fmt::format("a batch of {} write(s){}", n, with_imm ? " with an immediate" : "");
     Status s = Status::retry;

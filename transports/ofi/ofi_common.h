@@ -48,17 +48,18 @@ struct OpContext {
   bool in_flight = false;        // taken from the pool and not yet completed
   const void* region = nullptr;  // the local region (OfiMemoryRegion) it reads or writes
 
-  // Batched writes (post_write_batch) post one fi_writemsg per chunk of up to kMaxIov
-  // spans, each with a context of its own. `batch` points at the first chunk's context
-  // (the lead), which keeps the caller's wr_id, the batch's bytes in `length`, how many
-  // chunks have yet to finish and whether one failed; it goes back to the pool last.
+  // Batched writes (post_write_batch) post one fi_writemsg per chunk of spans (up to
+  // kMaxIov local and kMaxIov remote iovecs), each with a context of its own. `batch` points at the first chunk's
+  // context (the lead), which keeps the caller's wr_id, the batch's bytes in `length`, how many chunks have yet to
+  // finish and whether one failed; it goes back to the pool last.
   static constexpr size_t kMaxIov = 4;
   OpContext* batch = nullptr;
   uint32_t batch_pending = 0;
   bool batch_failed = false;
   // The chunk's fi_writemsg arguments, kept so poll() can post it later when the
   // provider answered -FI_EAGAIN partway through the batch.
-  size_t iov_count = 0;
+  size_t iov_count = 0;  // local iovecs
+  size_t rma_count = 0;  // remote iovecs (as many bytes, not always as many entries)
   iovec iov[kMaxIov]{};
   void* desc[kMaxIov]{};
   fi_rma_iov rma[kMaxIov]{};

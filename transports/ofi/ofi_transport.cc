@@ -79,6 +79,11 @@ class OfiTransport final : public TransportBase {
   // of a batch with others outstanding), or a failed operation written to `c`.
   enum class ErrorRead : uint8_t { none, absorbed, completion };
   ErrorRead read_error(Rail& rail, Completion& c) noexcept;
+  // A chunk of a batch starts with one span; append() adds the next when it fits (see
+  // post_write_batch), false when it starts the next chunk.
+  static void start_chunk(OpContext& ctx, const Prepared& p, const LocalSpan& src) noexcept;
+  static bool append(const Rail& rail, size_t max_msg, OpContext& ctx, const Prepared& p,
+                     const LocalSpan& src) noexcept;
   // fi_writemsg for one chunk of a batch, from what its context kept.
   static ssize_t post_chunk(Rail& rail, OpContext* ctx) noexcept;
   // One chunk of a batch finished (completed, failed, or will never be posted). When it
@@ -293,8 +298,8 @@ Status OfiTransport::post_read(int peer, int rail, const LocalSpan& dst, const R
   return finish("fi_read", p, ret);
 }
 
-// A batch is cut into chunks of up to batch_iov spans (one region each, at most
-// max_msg_size bytes), each one fi_writemsg with several local and remote iovecs: shm
+// A batch is cut into chunks (one region each, at most max_msg_size bytes, up to
+// batch_iov local and batch_iov remote iovecs; see append()), each one fi_writemsg: shm
 // serves such a write with one command and one process_vm_readv, so the per-write cost
 // is paid once per chunk. All chunks but the last carry FI_MORE. Every chunk produces a
 // CQ entry (the endpoint is not bound with FI_SELECTIVE_COMPLETION, which would change
@@ -325,50 +330,37 @@ Status OfiTransport::post_write_batch(int peer, int rail, std::span<const WriteS
   Rail& r = *rails_[rail];
   const size_t max_msg = r.info->ep_attr->max_msg_size;
   // Pass 1: check every span and count the chunks, before anything is taken or posted.
-  size_t chunks = 0, in_chunk = 0, chunk_bytes = 0, total = 0;
-  const MemoryRegion* chunk_mr = nullptr;
+  // A scratch context runs the same packing as pass 2.
+  size_t chunks = 0, total = 0;
+  OpContext scratch;
   for (const WriteSpan& w : ops) {
     Prepared p;
     if (Status s = check(what, OpKind::write, peer, rail, w.src, &w.dst, p); s != Status::ok) return s;
-    if (in_chunk == 0 || in_chunk == r.batch_iov || w.src.mr != chunk_mr || w.src.length > max_msg - chunk_bytes) {
+    if (chunks == 0 || !append(r, max_msg, scratch, p, w.src)) {
       ++chunks;
-      in_chunk = 0;
-      chunk_bytes = 0;
-      chunk_mr = w.src.mr;
+      start_chunk(scratch, p, w.src);
     }
-    ++in_chunk;
-    chunk_bytes += w.src.length;
     total += w.src.length;
   }
   if (!r.deferred.empty() || r.tx_pool.available() < chunks) return Status::retry;
   // Pass 2: fill one context per chunk. The first chunk's is the lead.
   OpContext* lead = nullptr;
   OpContext* ctx = nullptr;
-  for (size_t i = 0; i < ops.size(); ++i) {
-    const WriteSpan& w = ops[i];
+  for (const WriteSpan& w : ops) {
     Prepared p;
     check(what, OpKind::write, peer, rail, w.src, &w.dst, p);
-    if (ctx == nullptr || ctx->iov_count == r.batch_iov || ctx->region != w.src.mr ||
-        w.src.length > max_msg - ctx->length) {
-      ctx = r.tx_pool.take();
-      ctx->wr_id = wr_id;
-      ctx->peer = peer;
-      ctx->op = OpKind::write;
-      ctx->length = 0;
-      ctx->region = w.src.mr;
-      ctx->iov_count = 0;
-      ctx->addr = p.addr;
-      ctx->data = 0;
-      ctx->flags = FI_COMPLETION | FI_MORE;
-      if (lead == nullptr) lead = ctx;
-      ctx->batch = lead;
-      r.deferred.push_back(ctx);  // the chunks in order; cleared below once posted
-    }
-    const size_t k = ctx->iov_count++;
-    ctx->iov[k] = iovec{p.buf, w.src.length};
-    ctx->desc[k] = p.desc;
-    ctx->rma[k] = fi_rma_iov{p.remote_addr, w.src.length, p.key};
-    ctx->length += w.src.length;
+    if (ctx != nullptr && append(r, max_msg, *ctx, p, w.src)) continue;
+    ctx = r.tx_pool.take();
+    ctx->wr_id = wr_id;
+    ctx->peer = peer;
+    ctx->op = OpKind::write;
+    ctx->addr = p.addr;
+    ctx->data = 0;
+    ctx->flags = FI_COMPLETION | FI_MORE;
+    start_chunk(*ctx, p, w.src);
+    if (lead == nullptr) lead = ctx;
+    ctx->batch = lead;
+    r.deferred.push_back(ctx);  // the chunks in order; cleared below once posted
   }
   ctx->flags &= ~FI_MORE;
   if (imm) {
@@ -409,6 +401,44 @@ Status OfiTransport::post_write_batch(int peer, int rail, std::span<const WriteS
   return Status::ok;
 }
 
+void OfiTransport::start_chunk(OpContext& ctx, const Prepared& p, const LocalSpan& src) noexcept {
+  ctx.region = src.mr;
+  ctx.length = src.length;
+  ctx.iov_count = ctx.rma_count = 1;
+  ctx.iov[0] = iovec{p.buf, src.length};
+  ctx.desc[0] = p.desc;
+  ctx.rma[0] = fi_rma_iov{p.remote_addr, src.length, p.key};
+}
+
+// The local and the remote iovecs of one fi_writemsg are two independent lists of the
+// same total length, so a span that continues the previous one on either side extends
+// that side's last entry instead of taking a new one: sources packed in one region
+// (or destinations) let a chunk carry more than iov_limit spans. Spans stay in order,
+// and each byte still goes where its span says.
+bool OfiTransport::append(const Rail& rail, size_t max_msg, OpContext& ctx, const Prepared& p,
+                          const LocalSpan& src) noexcept {
+  if (ctx.region != src.mr || src.length > max_msg - ctx.length) return false;
+  iovec& last_local = ctx.iov[ctx.iov_count - 1];
+  fi_rma_iov& last_remote = ctx.rma[ctx.rma_count - 1];
+  const bool join_local = static_cast<std::byte*>(last_local.iov_base) + last_local.iov_len == p.buf;
+  const bool join_remote = last_remote.key == p.key && last_remote.addr + last_remote.len == p.remote_addr;
+  if ((!join_local && ctx.iov_count == rail.batch_iov) || (!join_remote && ctx.rma_count == rail.batch_iov))
+    return false;
+  if (join_local) {
+    last_local.iov_len += src.length;
+  } else {
+    ctx.iov[ctx.iov_count] = iovec{p.buf, src.length};
+    ctx.desc[ctx.iov_count++] = p.desc;
+  }
+  if (join_remote) {
+    last_remote.len += src.length;
+  } else {
+    ctx.rma[ctx.rma_count++] = fi_rma_iov{p.remote_addr, src.length, p.key};
+  }
+  ctx.length += src.length;
+  return true;
+}
+
 ssize_t OfiTransport::post_chunk(Rail& rail, OpContext* ctx) noexcept {
   fi_msg_rma msg{};
   msg.msg_iov = ctx->iov;
@@ -416,7 +446,7 @@ ssize_t OfiTransport::post_chunk(Rail& rail, OpContext* ctx) noexcept {
   msg.iov_count = ctx->iov_count;
   msg.addr = ctx->addr;
   msg.rma_iov = ctx->rma;
-  msg.rma_iov_count = ctx->iov_count;
+  msg.rma_iov_count = ctx->rma_count;
   msg.context = ctx;
   msg.data = ctx->data;
   return fi_writemsg(rail.ep.get(), &msg, ctx->flags);
