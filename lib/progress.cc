@@ -114,7 +114,6 @@ void Progress::wait_until(Pred pred, const char* what, int focus_peer) {
   // completion, yield on every idle poll: with more ranks than cores the rank we wait
   // for needs this core, and counting polls instead of time is no good, since one poll
   // costs 50 ns on shm and microseconds of syscalls on tcp.
-  constexpr auto kSpin = std::chrono::microseconds(20);
   // 32 idle polls take microseconds; a gap this long means this process was stopped
   // (SIGSTOP, a debugger). That time is not the peers' silence: it does not count.
   constexpr double kStoppedGap_s = 1.0;
@@ -139,8 +138,12 @@ void Progress::wait_until(Pred pred, const char* what, int focus_peer) {
       if (seconds_between(idle_since, now) >= timeout_s_) fail_timeout(what, focus_peer);
       yielding = now - idle_since > kSpin;
     }
-    if (yielding) sched_yield();
+    if (yielding) yield_cpu();
   }
+}
+
+void Progress::yield_cpu() {
+  sched_yield();
 }
 
 void Progress::fail_timeout(const char* what, int focus_peer) {
