@@ -20,8 +20,8 @@
 // land in list order, and an immediate, when given, rides on the last one, so it never
 // overtakes the data. A write of the batch that fails completes the batch with
 // status error. What it saves is per-write cost: verbs chains the work requests into
-// one ibv_post_send with one signaled; ofi packs up to iov_limit spans into each
-// fi_writemsg and posts them with FI_MORE.
+// one ibv_post_send with one signaled; ofi packs the spans into fi_writemsg calls of up
+// to iov_limit local and remote iovecs each, posted with FI_MORE.
 //
 // A throw on the data path would unwind through a caller mid-batch with operations in
 // flight that nobody then polls; noexcept turns such a bug into an immediate abort.
