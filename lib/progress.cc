@@ -120,7 +120,7 @@ void Progress::wait_until(Pred pred, const char* what, int focus_peer) {
   // Not on a CPU-driven NIC: there the kernel's share of the transfer (rxe's softirq
   // work, deferred to a kernel thread under load) waits for a spinning rank's time slice
   // to end, up to a scheduler tick (4 ms) per message.
-  const auto kSpin =
+  const auto spin_for =
       latency_ && own_core_ && !cpu_driven_nic_ ? std::chrono::microseconds(1'000'000) : std::chrono::microseconds(20);
   // 32 idle polls take microseconds; a gap this long means this process was stopped
   // (SIGSTOP, a debugger). That time is not the peers' silence: it does not count.
@@ -144,7 +144,7 @@ void Progress::wait_until(Pred pred, const char* what, int focus_peer) {
       }
       last_check = now;
       if (seconds_between(idle_since, now) >= timeout_s_) fail_timeout(what, focus_peer);
-      yielding = now - idle_since > kSpin;
+      yielding = now - idle_since > spin_for;
     }
     if (yielding) nap_or_yield(seconds_between(idle_since, last_check));
   }
@@ -161,11 +161,15 @@ void Progress::nap_or_yield(double idle_s) {
     nanosleep(&ts, nullptr);
     return;
   }
-  sched_yield();
+  yield_cpu();
 }
 
 void Progress::wait_for(const std::function<bool()>& ready, int peer, const char* what) {
   wait_until([&] { return ready(); }, what, peer);
+}
+
+void Progress::yield_cpu() {
+  sched_yield();
 }
 
 void Progress::fail_timeout(const char* what, int focus_peer) {
@@ -260,6 +264,10 @@ uint64_t Progress::write(int peer, int rail, const LocalSpan& src, const RemoteS
 
 uint64_t Progress::write_imm(int peer, int rail, const LocalSpan& src, const RemoteSpan& dst, uint32_t imm) {
   return post(peer, OpKind::write, [&](uint64_t id) { return t_.post_write_imm(peer, rail, src, dst, imm, id); });
+}
+
+uint64_t Progress::write_batch(int peer, int rail, std::span<const WriteSpan> ops, std::optional<uint32_t> imm) {
+  return post(peer, OpKind::write, [&](uint64_t id) { return t_.post_write_batch(peer, rail, ops, imm, id); });
 }
 
 uint64_t Progress::read(int peer, int rail, const LocalSpan& dst, const RemoteSpan& src) {

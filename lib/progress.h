@@ -4,6 +4,7 @@
 // completes, so a long transfer that keeps moving never times out.
 #pragma once
 
+#include <chrono>
 #include <deque>
 #include <functional>
 #include <optional>
@@ -50,12 +51,20 @@ class Progress {
     const uint64_t id = next_id_;
     reserve_slot(id, peer);
     Clock::time_point idle_since = Clock::now();
+    bool yielding = false;
     for (uint32_t spins = 0;; ++spins) {
       Status s = post_fn(id);
       if (s == Status::ok) break;
       if (s == Status::error) fail_post(peer, kind);
-      if (poll_once() > 0) idle_since = Clock::now();
+      if (poll_once() > 0) {
+        idle_since = Clock::now();
+        yielding = false;
+      } else if ((spins & 31) == 31) {
+        yielding = Clock::now() - idle_since > kSpin;
+      }
       if ((spins & 255) == 255) check_post_deadline(idle_since, peer, kind);
+      // As in wait_until: a full queue waits on the peer, which may need this core.
+      if (yielding) yield_cpu();
     }
     ++next_id_;
     Slot& slot = slots_[id & kMask];
@@ -76,6 +85,9 @@ class Progress {
   uint64_t write(int peer, int rail, const LocalSpan& src, const RemoteSpan& dst);
   uint64_t write_imm(int peer, int rail, const LocalSpan& src, const RemoteSpan& dst, uint32_t imm);
   uint64_t read(int peer, int rail, const LocalSpan& dst, const RemoteSpan& src);
+  // One batched write (Transport::post_write_batch): one id for every span in `ops`,
+  // which must stay valid only for the call. With `imm`, the last write carries it.
+  uint64_t write_batch(int peer, int rail, std::span<const WriteSpan> ops, std::optional<uint32_t> imm = {});
 
   // Non-blocking: has `wr_id` completed? (does not drive progress)
   bool done(uint64_t wr_id) const;
@@ -136,6 +148,10 @@ class Progress {
 
  private:
   static constexpr uint64_t kSlots = 1 << 16;  // most operations in flight at once
+  // How long a wait (or a post that keeps answering retry) spins without any completion
+  // before it yields the core on every idle poll.
+  static constexpr auto kSpin = std::chrono::microseconds(20);
+  static void yield_cpu();
   static constexpr uint64_t kMask = kSlots - 1;
 
   struct Slot {

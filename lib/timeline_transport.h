@@ -52,6 +52,12 @@ class TimelineTransport final : public Transport {
   Status post_read(int peer, int rail, const LocalSpan& dst, const RemoteSpan& src, uint64_t wr_id) noexcept override {
     return inner_->post_read(peer, rail, dst, src, wr_id);
   }
+  // A batch's bytes are recorded when its one completion comes back (its bytes are the
+  // batch's sum), like a single write's.
+  Status post_write_batch(int peer, int rail, std::span<const WriteSpan> ops, std::optional<uint32_t> imm,
+                          uint64_t wr_id) noexcept override {
+    return inner_->post_write_batch(peer, rail, ops, imm, wr_id);
+  }
   Status post_collective(const CollectiveOp& op, uint64_t wr_id) noexcept override {
     return inner_->post_collective(op, wr_id);
   }

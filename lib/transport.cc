@@ -114,4 +114,13 @@ Status Transport::post_collective(const CollectiveOp&, uint64_t) noexcept {
   return Status::error;
 }
 
+Status Transport::post_write_batch(int peer, int rail, std::span<const WriteSpan> ops, std::optional<uint32_t> imm,
+                                   uint64_t wr_id) noexcept {
+  // A pure interface has no error text of its own to set: transports whose caps() say
+  // max_batch > 1 override this.
+  if (ops.size() != 1) return Status::error;
+  if (imm) return post_write_imm(peer, rail, ops[0].src, ops[0].dst, *imm, wr_id);
+  return post_write(peer, rail, ops[0].src, ops[0].dst, wr_id);
+}
+
 }  // namespace railbench

@@ -10,6 +10,19 @@
 //   Control path (constructors, connect, connect_all, register_memory, local_address,
 //     rail_info) may throw railbench::Error subclasses (UsageError, TransportError,
 //     UnsupportedError, ...) whose message says what was wrong and what to do.
+// Batched writes (post_write_batch): a list of local/remote spans to one (peer, rail),
+// posted as ONE operation that completes with ONE Completion (the caller's wr_id, op
+// write, bytes the sum) once every write in it has landed, as NIXL posts a prepared
+// descriptor list. Same contract as every post: ok (the whole batch is accepted),
+// retry (nothing was posted) or error (nothing was posted). A batch holds at most
+// caps().max_batch writes (callers split longer lists; a longer one is an error), and
+// each write at most caps().max_msg_size bytes. With caps().ordered_writes the writes
+// land in list order, and an immediate, when given, rides on the last one, so it never
+// overtakes the data. A write of the batch that fails completes the batch with
+// status error. What it saves is per-write cost: verbs chains the work requests into
+// one ibv_post_send with one signaled; ofi packs the spans into fi_writemsg calls of up
+// to iov_limit local and remote iovecs each, posted with FI_MORE.
+//
 // A throw on the data path would unwind through a caller mid-batch with operations in
 // flight that nobody then polls; noexcept turns such a bug into an immediate abort.
 //
@@ -27,6 +40,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -64,6 +78,9 @@ struct Capabilities {
   // cycles its own transfer needs. Progress then sleeps through long waits (never
   // inside a latency test), as perftest's bandwidth server does.
   bool cpu_driven_nic = false;
+  // Writes one post_write_batch may hold; 1 for a transport without a batch form of its
+  // own, 0 without one-sided writes.
+  size_t max_batch = 0;
 };
 
 // One NIC / libfabric domain / verbs port.
@@ -141,6 +158,12 @@ struct RemoteSpan {
   size_t offset = 0;
 };
 
+// One write of a batch (post_write_batch): src.length bytes from src to dst.
+struct WriteSpan {
+  LocalSpan src;
+  RemoteSpan dst;
+};
+
 // Traffic one channel (a verbs queue pair, an ofi endpoint) carried, so a run can show
 // that connections really were spread, e.g. over --qps-per-peer queue pairs.
 struct ChannelCounters {
@@ -201,6 +224,13 @@ class Transport {
                                 uint64_t wr_id) noexcept = 0;
   virtual Status post_read(int peer, int rail, const LocalSpan& dst, const RemoteSpan& src,
                            uint64_t wr_id) noexcept = 0;
+  // Writes every span of `ops` (1..caps().max_batch of them) to `peer` on `rail` as one
+  // operation: one Completion with `wr_id` when all have landed (see the file comment).
+  // With `imm`, the last write is a write-with-imm carrying it (caps().write_with_imm).
+  // The default serves a batch of one through post_write/post_write_imm and answers
+  // error for more: transports with a batch form override it.
+  virtual Status post_write_batch(int peer, int rail, std::span<const WriteSpan> ops, std::optional<uint32_t> imm,
+                                  uint64_t wr_id) noexcept;
 
   // A whole collective run inside the transport (caps().native_collectives, e.g. NCCL).
   // Completes through poll() with op == OpKind::collective.

@@ -29,6 +29,15 @@ class TransportBase : public Transport {
   int rank() const override { return rank_; }
   int world_size() const override { return world_size_; }
   std::string last_error() const override { return std::string(last_error_.data(), last_error_size_); }
+  // For transports without a batch form (caps().max_batch <= 1): a batch of one goes
+  // through post_write/post_write_imm, a longer one is refused with a reason.
+  Status post_write_batch(int peer, int rail, std::span<const WriteSpan> ops, std::optional<uint32_t> imm,
+                          uint64_t wr_id) noexcept override {
+    if (ops.size() == 1) return Transport::post_write_batch(peer, rail, ops, imm, wr_id);
+    set_error("batched write of {} to peer {} on rail {}: provider {} takes 1..{} write(s) per batch", ops.size(), peer,
+              rail, provider_, caps_.max_batch);
+    return Status::error;
+  }
 
  protected:
   TransportBase(int rank, int world_size) : rank_(rank), world_size_(world_size) {}

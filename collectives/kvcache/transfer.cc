@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cstring>
+#include <optional>
+#include <span>
 
 #include <fmt/format.h>
 
@@ -274,6 +276,7 @@ struct KvTransfer::Impl::Prefill {
   std::vector<std::vector<char>> acked;
   std::vector<std::vector<Clock::time_point>> started;
   std::vector<uint64_t> unordered_ids, wait_ids;
+  std::vector<std::vector<WriteSpan>> rail_ops;  // post_writes' batches per rail, reused
   Clock::time_point first = Clock::time_point::max(), last = Clock::time_point::min();
   size_t done = 0;
 };
@@ -307,26 +310,39 @@ void KvTransfer::Impl::Prefill::start(size_t q, int j) {
   post_writes(peer, copies, src, key, req);
 }
 
-// The immediate must not overtake the data. Writes on one rail land in post order
-// (caps().ordered_writes), so each rail's last write carries the immediate and the
-// decode rank waits for one per rail. Otherwise every other write must complete before
-// the one that carries it.
+// Each rail's copies go out as batched writes (Transport::post_write_batch) of at most
+// caps().max_batch, the rails taken in turn one batch each so that they run together:
+// one post and one completion per batch instead of per block. The immediate must not
+// overtake the data. Writes on one rail land in post order (caps().ordered_writes), so
+// each rail's last batch carries the immediate on its last write and the decode rank
+// waits for one per rail. Otherwise every other write must complete before the one
+// that carries it, which goes alone.
 void KvTransfer::Impl::Prefill::post_writes(int peer, const std::vector<KvCopy>& copies, const MemoryRegion* src,
                                             const RemoteKey* key, uint32_t req) {
   Progress& p = m.p;
-  std::vector<size_t> last_on_rail(static_cast<size_t>(m.o.rails), copies.size());
-  for (size_t i = 0; i < copies.size(); ++i) last_on_rail[static_cast<size_t>(copies[i].rail)] = i;
-  unordered_ids.clear();
-  for (size_t i = 0; i + 1 < copies.size(); ++i) {
+  const size_t max_batch = std::max<size_t>(p.transport().caps().max_batch, 1);
+  const size_t batched = ordered ? copies.size() : copies.size() - 1;
+  rail_ops.resize(static_cast<size_t>(m.o.rails));
+  for (auto& ops : rail_ops) ops.clear();
+  for (size_t i = 0; i < batched; ++i) {
     const KvCopy& c = copies[i];
-    const LocalSpan from{src, c.src, c.len};
-    if (ordered && last_on_rail[static_cast<size_t>(c.rail)] == i) {
-      p.write_imm(peer, c.rail, from, RemoteSpan{key, c.dst}, req);
-      continue;
-    }
-    const uint64_t id = p.write(peer, c.rail, from, RemoteSpan{key, c.dst});
-    if (!ordered) unordered_ids.push_back(id);
+    rail_ops[static_cast<size_t>(c.rail)].push_back(WriteSpan{LocalSpan{src, c.src, c.len}, RemoteSpan{key, c.dst}});
   }
+  unordered_ids.clear();
+  for (size_t at = 0, left = batched; left > 0; at += max_batch) {
+    for (int rail = 0; rail < m.o.rails; ++rail) {
+      const auto& ops = rail_ops[static_cast<size_t>(rail)];
+      if (at >= ops.size()) continue;
+      const size_t n = std::min(max_batch, ops.size() - at);
+      const bool final_batch = at + n == ops.size();
+      const auto batch = std::span<const WriteSpan>(ops).subspan(at, n);
+      const uint64_t id =
+          p.write_batch(peer, rail, batch, ordered && final_batch ? std::optional<uint32_t>(req) : std::nullopt);
+      if (!ordered) unordered_ids.push_back(id);
+      left -= n;
+    }
+  }
+  if (ordered) return;
   for (uint64_t id : unordered_ids) p.wait(id, "KV block writes before the completion write");
   const KvCopy& c = copies.back();
   p.write_imm(peer, c.rail, LocalSpan{src, c.src, c.len}, RemoteSpan{key, c.dst}, req);

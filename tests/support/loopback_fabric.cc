@@ -52,6 +52,7 @@ LoopbackFabric::Impl::Impl(int world_size, const LoopbackOptions& o) : n(world_s
   caps.max_msg_size = o.max_msg_size;
   caps.max_outstanding = o.max_outstanding;
   caps.cpu_driven_nic = o.cpu_driven_nic;
+  caps.max_batch = o.max_batch;
 }
 
 // The first rule that picks the post decides. A post answered retry is expected back
@@ -147,6 +148,14 @@ const Region* LoopbackFabric::Impl::resolve(uint64_t key, int rank, uint64_t add
 }
 
 void LoopbackFabric::Impl::fail(const Op& op, const std::string& why) {
+  if (op.silent) {
+    failed_batches.emplace(std::make_pair(op.src, op.wr_id), fmt::format("{} (in a batch): {}", describe(op), why));
+    return;
+  }
+  if (op.batch_last) {
+    const auto it = failed_batches.find({op.src, op.wr_id});
+    if (it != failed_batches.end()) failed_batches.erase(it);
+  }
   last_error[static_cast<size_t>(op.src)] = fmt::format("{}: {}", describe(op), why);
   const OpKind kind = op.kind == PostKind::send   ? OpKind::send
                       : op.kind == PostKind::read ? OpKind::read
@@ -203,8 +212,20 @@ void LoopbackFabric::Impl::deliver(const Op& op) {
       std::memcpy(theirs, mine, op.length);
     }
   }
-  cq.push_back(Completion{op.wr_id, op.dst, op.rail, op.kind == PostKind::read ? OpKind::read : OpKind::write,
-                          Status::ok, op.length, 0});
+  if (op.batch_last) {
+    // The batch completes with its first failed write's reason, once all have landed.
+    const auto it = failed_batches.find({op.src, op.wr_id});
+    if (it != failed_batches.end()) {
+      last_error[static_cast<size_t>(op.src)] = it->second;
+      failed_batches.erase(it);
+      cq.push_back(Completion{op.wr_id, op.dst, op.rail, OpKind::write, Status::error, 0, 0});
+    } else {
+      cq.push_back(Completion{op.wr_id, op.dst, op.rail, OpKind::write, Status::ok, op.batch_bytes, 0});
+    }
+  } else if (!op.silent) {
+    cq.push_back(Completion{op.wr_id, op.dst, op.rail, op.kind == PostKind::read ? OpKind::read : OpKind::write,
+                            Status::ok, op.length, 0});
+  }
   if (op.kind == PostKind::write_imm) {
     cqs[static_cast<size_t>(op.dst)].push_back(
         Completion{0, op.src, op.rail, OpKind::remote_write_imm, Status::ok, op.length, op.imm});

@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <map>
 #include <mutex>
 #include <string>
 #include <unordered_map>
@@ -43,6 +44,11 @@ struct Op {
   Clock::time_point release_at{};
   uint64_t imm_mark = 0;  // Hold::overtake: notifications the target had seen on other rails at post time
   size_t rule = 0;        // the rule that picked it, for messages
+  // A batch's writes (post_write_batch): all but the last are `silent` (no completion of
+  // their own; a failure is kept for the last), the last reports `batch_bytes`.
+  bool silent = false;
+  bool batch_last = false;
+  size_t batch_bytes = 0;
 };
 
 struct PostedRecv {
@@ -120,6 +126,9 @@ struct LoopbackFabric::Impl {
   std::vector<loopback::PendingRetry> pending;  // [rank]
   std::vector<loopback::RuleState> rules;
   size_t queued = 0;
+  // Batches one of whose silent writes failed, by (initiator, wr_id): the reason, which
+  // the batch's last write then completes with.
+  std::map<std::pair<int, uint64_t>, std::string> failed_batches;
   uint64_t overtaken = 0;
   uint64_t retries = 0;
 };

@@ -105,6 +105,8 @@ class LoopbackTransport final : public Transport {
   Status post_read(int peer, int rail, const LocalSpan& dst, const RemoteSpan& src, uint64_t wr_id) noexcept override {
     return post(Op{PostKind::read, rank_, peer, rail, wr_id}, dst, &src);
   }
+  Status post_write_batch(int peer, int rail, std::span<const WriteSpan> ops, std::optional<uint32_t> imm,
+                          uint64_t wr_id) noexcept override;
 
   size_t poll(std::span<Completion> out) noexcept override {
     std::lock_guard lock(f_.mu);
@@ -131,6 +133,7 @@ class LoopbackTransport final : public Transport {
   }
   // Fills op's local side from `local`; false (with last_error set) when it is unusable.
   bool check_local(Op& op, const LocalSpan& local) noexcept;
+  bool check_remote(Op& op, const RemoteSpan& remote) noexcept;
   // Checks the target, applies the rules and hands the operation to its wire.
   Status post(Op op, const LocalSpan& local, const RemoteSpan* remote) noexcept;
 
@@ -162,6 +165,68 @@ bool LoopbackTransport::check_local(Op& op, const LocalSpan& local) noexcept {
   return true;
 }
 
+bool LoopbackTransport::check_remote(Op& op, const RemoteSpan& remote) noexcept {
+  if (!remote.key || op.rail >= static_cast<int>(remote.key->rails.size())) {
+    refuse(fmt::format("{} to rank {} on rail {}: no remote key for this rail", to_string(op.kind), op.dst, op.rail));
+    return false;
+  }
+  op.remote_key = remote.key->rails[static_cast<size_t>(op.rail)].key;
+  op.remote_addr = remote.key->rails[static_cast<size_t>(op.rail)].addr + remote.offset;
+  return true;
+}
+
+// Every span is checked before anything goes on the wire, so an error posts nothing.
+Status LoopbackTransport::post_write_batch(int peer, int rail, std::span<const WriteSpan> ops,
+                                           std::optional<uint32_t> imm, uint64_t wr_id) noexcept {
+  const char* what = "batched write";
+  std::string why;
+  if (!valid_target(what, peer, rail, why)) {
+    std::lock_guard lock(f_.mu);
+    return refuse(why);
+  }
+  std::lock_guard lock(f_.mu);
+  if (ops.empty() || ops.size() > f_.caps.max_batch) {
+    return refuse(fmt::format("{} to rank {} on rail {}: {} writes, a batch holds 1..{} (split the list)", what, peer,
+                              rail, ops.size(), f_.caps.max_batch));
+  }
+  if (!f_.connected[f_.wire(rank_, peer, rail)]) {
+    return refuse(fmt::format("{} to rank {} on rail {}: not connected (connect_all first)", what, peer, rail));
+  }
+  std::vector<Op> batch;
+  batch.reserve(ops.size());
+  size_t total = 0;
+  for (size_t i = 0; i < ops.size(); ++i) {
+    const bool last = i + 1 == ops.size();
+    Op op{last && imm ? PostKind::write_imm : PostKind::write, rank_, peer, rail, wr_id};
+    if (last && imm) op.imm = *imm;
+    if (!check_local(op, ops[i].src) || !check_remote(op, ops[i].dst)) return Status::error;
+    total += op.length;
+    batch.push_back(op);
+  }
+  // Fault rules see a batch as one write (its kind, whether or not it carries an
+  // immediate): a hold applies to its first op, which holds the rest behind it on the
+  // FIFO wire, and a fault to its last, which reports the batch.
+  const loopback::Decision d = f_.decide(PostKind::write, rank_, peer, rail);
+  if (d.status == Status::retry) return Status::retry;
+  if (d.status == Status::error) {
+    return refuse(
+        fmt::format("{} to rank {} on rail {}: injected rejection (fault rule {})", what, peer, rail, d.rule));
+  }
+  for (size_t i = 0; i < batch.size(); ++i) {
+    Op& op = batch[i];
+    op.silent = i + 1 < batch.size();
+    op.fault = op.silent ? Fault::none : d.fault;
+    op.hold = i == 0 ? d.hold : Hold::none;
+    op.rule = d.rule;
+    op.release_at = Clock::now() + d.delay;
+    op.imm_mark = f_.imms_on_other_rails(op.dst, op.rail);
+    op.batch_last = !op.silent;
+    op.batch_bytes = total;
+    f_.enqueue(op);
+  }
+  return Status::ok;
+}
+
 Status LoopbackTransport::post(Op op, const LocalSpan& local, const RemoteSpan* remote) noexcept {
   const char* what = to_string(op.kind);
   std::string why;
@@ -174,13 +239,7 @@ Status LoopbackTransport::post(Op op, const LocalSpan& local, const RemoteSpan* 
     return refuse(fmt::format("{} to rank {} on rail {}: not connected (connect_all first)", what, op.dst, op.rail));
   }
   if (!check_local(op, local)) return Status::error;
-  if (remote) {
-    if (!remote->key || op.rail >= static_cast<int>(remote->key->rails.size())) {
-      return refuse(fmt::format("{} to rank {} on rail {}: no remote key for this rail", what, op.dst, op.rail));
-    }
-    op.remote_key = remote->key->rails[static_cast<size_t>(op.rail)].key;
-    op.remote_addr = remote->key->rails[static_cast<size_t>(op.rail)].addr + remote->offset;
-  }
+  if (remote && !check_remote(op, *remote)) return Status::error;
   const loopback::Decision d = f_.decide(op.kind, rank_, op.dst, op.rail);
   if (d.status == Status::retry) return Status::retry;
   if (d.status == Status::error) {

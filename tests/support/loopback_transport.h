@@ -67,6 +67,7 @@ struct LoopbackOptions {
   // on its (peer, rail) answers retry, as a real provider's full receive queue does.
   size_t max_outstanding = 0;
   bool cpu_driven_nic = false;  // caps().cpu_driven_nic: Progress sleeps through long waits
+  size_t max_batch = 64;        // caps().max_batch: writes one post_write_batch may hold
 };
 
 class LoopbackFabric {

@@ -75,6 +75,37 @@ TEST_CASE("loopback: write-with-imm notifies the target, read fetches, bad keys 
   CHECK_THAT(w.t(1).last_error(), Contains("larger than the receive"));
 }
 
+TEST_CASE("loopback: a batched write lands every span and completes once; a bad span posts nothing", "[loopback]") {
+  LoopbackWorld w(2);
+  for (int i = 0; i < 12; ++i) *w.at(0, static_cast<size_t>(i)) = static_cast<std::byte>(i + 1);
+  const std::vector<WriteSpan> ops{
+      {w.local(0, 0, 4), w.remote(1, 100)}, {w.local(0, 4, 4), w.remote(1, 50)}, {w.local(0, 8, 4), w.remote(1, 0)}};
+  REQUIRE(w.t(0).post_write_batch(1, 0, ops, 0x77u, 9) == Status::ok);
+  const auto mine = drain(w.t(0));
+  REQUIRE(mine.size() == 1);
+  CHECK(mine[0].wr_id == 9);
+  CHECK(mine[0].op == OpKind::write);
+  CHECK(mine[0].bytes == 12);
+  const auto theirs = drain(w.t(1));
+  REQUIRE(theirs.size() == 1);
+  CHECK(theirs[0].imm == 0x77u);
+  CHECK(*w.at(1, 100) == std::byte{1});
+  CHECK(*w.at(1, 53) == std::byte{8});
+  CHECK(*w.at(1, 0) == std::byte{9});
+  // Too long, or one span outside its region: error, and nothing moves.
+  std::vector<WriteSpan> long_list(w.t(0).caps().max_batch + 1, ops[0]);
+  CHECK(w.t(0).post_write_batch(1, 0, long_list, std::nullopt, 10) == Status::error);
+  CHECK_THAT(w.t(0).last_error(), Contains("a batch holds"));
+  std::vector<WriteSpan> bad = ops;
+  bad[2].src.length = size_t{1} << 40;
+  std::memset(w.at(1, 0), 0, 200);
+  CHECK(w.t(0).post_write_batch(1, 0, bad, std::nullopt, 11) == Status::error);
+  CHECK(w.t(0).post_write_batch(1, 5, ops, std::nullopt, 12) == Status::error);
+  CHECK_THAT(w.t(0).last_error(), Contains("rail 5"));
+  CHECK(drain(w.t(0)).empty());
+  CHECK(*w.at(1, 100) == std::byte{0});
+}
+
 TEST_CASE("loopback: an overtake hold lets rail 1's notification land before rail 0's data", "[loopback]") {
   LoopbackWorld w(2, {.rails = 2});
   w.fabric->inject({.op = PostKind::write, .rank = 0, .rail = 0, .hold = Hold::overtake});

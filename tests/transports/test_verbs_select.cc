@@ -246,6 +246,37 @@ TEST_CASE("verbs: a signaled completion completes the unsignaled WRs before it, 
   CHECK(q.expand(q.next_seq() & WorkQueue::kSeqMask) == q.next_seq());
 }
 
+TEST_CASE("verbs: a batch holds its slots until its one signaled WR completes, and reports once", "[unit][verbs]") {
+  WorkQueue q(8, 4, true);
+  // 8 slots, one kept for a flush: a batch of 7 fits an empty queue, 8 does not.
+  CHECK(q.can_post_batch(7));
+  CHECK_FALSE(q.can_post_batch(8));
+  for (int i = 0; i < 4; ++i) q.commit_batch_part(42, 10);
+  q.commit(42, OpKind::write, 50, true);
+  CHECK_FALSE(q.needs_flush());  // the batch ended in a signaled WR
+  // Five slots taken: two more fit, three do not, until the CQE covers the batch.
+  CHECK(q.can_post_batch(2));
+  CHECK_FALSE(q.can_post_batch(3));
+  CHECK(q.reap(4, true, 0).entries == 5);
+  const WorkRecord* w = q.pop();
+  REQUIRE(w != nullptr);
+  CHECK(w->wr_id == 42);
+  CHECK(w->bytes == 50);
+  CHECK(q.pop() == nullptr);  // one Completion for the batch
+  CHECK(q.can_post_batch(7));
+  // A failed part fails the batch: its own CQE reports nothing, the last WR's flush does.
+  for (int i = 0; i < 2; ++i) q.commit_batch_part(43, 10);
+  q.commit(43, OpKind::write, 30, true);
+  const uint64_t first = q.next_seq() - 3;
+  CHECK(q.reap(first, false, 0).record->batch_part);
+  CHECK(q.pop() == nullptr);
+  q.reap(first + 2, false, 0);
+  w = q.pop();
+  REQUIRE(w != nullptr);
+  CHECK(w->wr_id == 43);
+  CHECK(w->status == Status::error);
+}
+
 TEST_CASE("verbs: after a failed WR, the ones before succeed and the rest fail", "[unit][verbs]") {
   WorkQueue q(16, 8, true);
   for (uint64_t id = 1; id <= 5; ++id) q.commit(id, OpKind::send, 8, id == 1);

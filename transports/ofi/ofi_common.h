@@ -4,6 +4,8 @@
 
 #include <rdma/fabric.h>
 #include <rdma/fi_errno.h>
+#include <rdma/fi_rma.h>
+#include <sys/uio.h>
 
 #include <cstddef>
 #include <cstdint>
@@ -45,6 +47,25 @@ struct OpContext {
   bool from_rx_pool = false;
   bool in_flight = false;        // taken from the pool and not yet completed
   const void* region = nullptr;  // the local region (OfiMemoryRegion) it reads or writes
+
+  // Batched writes (post_write_batch) post one fi_writemsg per chunk of spans (up to
+  // kMaxIov local and kMaxIov remote iovecs), each with a context of its own. `batch` points at the first chunk's
+  // context (the lead), which keeps the caller's wr_id, the batch's bytes in `length`, how many chunks have yet to
+  // finish and whether one failed; it goes back to the pool last.
+  static constexpr size_t kMaxIov = 4;
+  OpContext* batch = nullptr;
+  uint32_t batch_pending = 0;
+  bool batch_failed = false;
+  // The chunk's fi_writemsg arguments, kept so poll() can post it later when the
+  // provider answered -FI_EAGAIN partway through the batch.
+  size_t iov_count = 0;  // local iovecs
+  size_t rma_count = 0;  // remote iovecs (as many bytes, not always as many entries)
+  iovec iov[kMaxIov]{};
+  void* desc[kMaxIov]{};
+  fi_rma_iov rma[kMaxIov]{};
+  fi_addr_t addr = 0;
+  uint64_t data = 0;
+  uint64_t flags = 0;
 };
 static_assert(offsetof(OpContext, fi) == 0, "op_context must point at the fi_context2");
 
@@ -74,6 +95,9 @@ class ContextPool {
   void give(OpContext* c) noexcept {
     c->in_flight = false;
     c->region = nullptr;
+    c->batch = nullptr;
+    c->batch_pending = 0;
+    c->batch_failed = false;
     free_.push_back(c);
   }
   // Whether an operation still in flight uses `region` (teardown only: scans the pool).

@@ -131,6 +131,9 @@ void Rail::read_mr_mode() {
   mr_endpoint = (mr_mode & FI_MR_ENDPOINT) != 0;
   directed_recv = (info->caps & FI_DIRECTED_RECV) != 0;
   inject_size = info->tx_attr->inject_size;
+  batch_iov =
+      std::clamp<size_t>(std::min(info->tx_attr->iov_limit, info->tx_attr->rma_iov_limit), 1, OpContext::kMaxIov);
+  deferred.reserve(tx_pool.size());
   if (!mr_prov_key) next_mr_key = random_key_base(info->domain_attr->mr_key_size);
 }
 

@@ -70,6 +70,12 @@ struct Rail {
   bool mr_endpoint = false;   // MRs are bound to the endpoint and enabled
   bool directed_recv = false;
   size_t inject_size = 0;
+  size_t batch_iov = 1;  // spans one fi_writemsg of a batch carries: the iov limits, at most kMaxIov
+  // The chunks of a batch the provider did not take yet (-FI_EAGAIN partway): poll()
+  // posts them in order, and every other post on this rail answers retry until it has,
+  // so nothing overtakes them. Capacity reserved at setup: no allocation on the data path.
+  std::vector<OpContext*> deferred;
+  size_t deferred_next = 0;
   // requested_key for the next MR when !mr_prov_key. Starts at a random value so a
   // stale peer's key does not open a region of a later run that reuses its port.
   uint64_t next_mr_key = 1;

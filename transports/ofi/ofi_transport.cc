@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <optional>
 #include <random>
 #include <string>
 #include <utility>
@@ -46,6 +47,8 @@ class OfiTransport final : public TransportBase {
   Status post_write_imm(int peer, int rail, const LocalSpan& src, const RemoteSpan& dst, uint32_t imm,
                         uint64_t wr_id) noexcept override;
   Status post_read(int peer, int rail, const LocalSpan& dst, const RemoteSpan& src, uint64_t wr_id) noexcept override;
+  Status post_write_batch(int peer, int rail, std::span<const WriteSpan> ops, std::optional<uint32_t> imm,
+                          uint64_t wr_id) noexcept override;
   size_t poll(std::span<Completion> out) noexcept override;
 
  private:
@@ -61,14 +64,34 @@ class OfiTransport final : public TransportBase {
   };
 
   const Rail& checked_rail(int rail) const;
-  // Checks the arguments and takes a context from the rail's pool; anything but ok is
-  // the post's answer (retry when the pool is empty).
+  // Checks the arguments and fills everything but the context; anything but ok is the
+  // post's answer.
+  Status check(const char* what, OpKind op, int peer, int rail, const LocalSpan& local, const RemoteSpan* remote,
+               Prepared& p) noexcept;
+  // check(), then takes a context from the rail's pool (retry when the pool is empty, or
+  // while a batch's tail waits to be posted on the rail).
   Status prepare(const char* what, OpKind op, int peer, int rail, const LocalSpan& local, const RemoteSpan* remote,
                  uint64_t wr_id, Prepared& p) noexcept;
   // Returns the context on failure; `call` names the libfabric function in the message.
   Status finish(const char* call, const Prepared& p, ssize_t ret) noexcept;
   size_t drain(Rail& rail, std::span<Completion> out) noexcept;
-  bool read_error(Rail& rail, Completion& c) noexcept;
+  // What read_error found: no error entry, one that finished no operation yet (a chunk
+  // of a batch with others outstanding), or a failed operation written to `c`.
+  enum class ErrorRead : uint8_t { none, absorbed, completion };
+  ErrorRead read_error(Rail& rail, Completion& c) noexcept;
+  // A chunk of a batch starts with one span; append() adds the next when it fits (see
+  // post_write_batch), false when it starts the next chunk.
+  static void start_chunk(OpContext& ctx, const Prepared& p, const LocalSpan& src) noexcept;
+  static bool append(const Rail& rail, size_t max_msg, OpContext& ctx, const Prepared& p,
+                     const LocalSpan& src) noexcept;
+  // fi_writemsg for one chunk of a batch, from what its context kept.
+  static ssize_t post_chunk(Rail& rail, OpContext* ctx) noexcept;
+  // One chunk of a batch finished (completed, failed, or will never be posted). When it
+  // was the batch's last, fills `c` with the batch's one Completion and returns true.
+  static bool chunk_done(Rail& rail, OpContext* ctx, bool ok, Completion& c) noexcept;
+  // Posts the chunks a batch left behind on -FI_EAGAIN; returns completions written
+  // (at most one: a batch whose tail failed to post and whose posted part has finished).
+  size_t post_deferred(Rail& rail, std::span<Completion> out) noexcept;
 
   int gpu_ = 0;  // CUDA device of GPU buffers (FI_HMEM_CUDA)
   std::vector<std::shared_ptr<Rail>> rails_;
@@ -102,6 +125,14 @@ OfiTransport::OfiTransport(Selection selection, int rank, int world_size)
     // One rail's context pools are its queues, shared by every peer on it.
     const size_t depth = std::min(r->tx_pool.size(), r->rx_pool.size());
     caps_.max_outstanding = caps_.max_outstanding == 0 ? depth : std::min(caps_.max_outstanding, depth);
+  }
+  // A batch takes one context per chunk of batch_iov spans; at most half a rail's pool,
+  // so that two batches can be in flight and a post never waits for a whole drain.
+  constexpr size_t kMaxBatch = 256;
+  if (selection.rma) {
+    caps_.max_batch = kMaxBatch;
+    for (const auto& r : rails_) caps_.max_batch = std::min(caps_.max_batch, r->batch_iov * (r->tx_pool.size() / 2));
+    caps_.max_batch = std::max<size_t>(caps_.max_batch, 1);
   }
 }
 
@@ -137,8 +168,8 @@ std::unique_ptr<MemoryRegion> OfiTransport::register_memory(void* data, size_t l
   return std::make_unique<OfiMemoryRegion>(data, length, kind, gpu_, this, rails_);
 }
 
-Status OfiTransport::prepare(const char* what, OpKind op, int peer, int rail, const LocalSpan& local,
-                             const RemoteSpan* remote, uint64_t wr_id, Prepared& p) noexcept {
+Status OfiTransport::check(const char* what, OpKind op, int peer, int rail, const LocalSpan& local,
+                           const RemoteSpan* remote, Prepared& p) noexcept {
   if (!valid_target(what, peer, rail)) return Status::error;
   Rail& r = *rails_[rail];
   if (r.closed()) {
@@ -183,6 +214,15 @@ Status OfiTransport::prepare(const char* what, OpKind op, int peer, int rail, co
     p.remote_addr = key->rails[rail].addr + remote->offset;
     p.key = key->rails[rail].key;
   }
+  return Status::ok;
+}
+
+Status OfiTransport::prepare(const char* what, OpKind op, int peer, int rail, const LocalSpan& local,
+                             const RemoteSpan* remote, uint64_t wr_id, Prepared& p) noexcept {
+  if (Status s = check(what, op, peer, rail, local, remote, p); s != Status::ok) return s;
+  Rail& r = *p.rail;
+  if (!r.deferred.empty()) return Status::retry;
+  const auto* mr = static_cast<const OfiMemoryRegion*>(local.mr);
   p.ctx = op == OpKind::recv ? r.rx_pool.take() : r.tx_pool.take();
   if (p.ctx == nullptr) return Status::retry;
   p.ctx->wr_id = wr_id;
@@ -258,6 +298,197 @@ Status OfiTransport::post_read(int peer, int rail, const LocalSpan& dst, const R
   return finish("fi_read", p, ret);
 }
 
+// A batch is cut into chunks (one region each, at most max_msg_size bytes, up to
+// batch_iov local and batch_iov remote iovecs; see append()), each one fi_writemsg: shm
+// serves such a write with one command and one process_vm_readv, so the per-write cost
+// is paid once per chunk. All chunks but the last carry FI_MORE. Every chunk produces a
+// CQ entry (the endpoint is not bound with FI_SELECTIVE_COMPLETION, which would change
+// every other post too); the lead context counts them and poll() returns one Completion.
+//
+// -FI_EAGAIN partway: contexts for every chunk are taken before the first is posted, so
+// the pool never runs dry mid-batch, but the provider can still refuse (rxm's own
+// buffers, tcp's send queue). Making the batch all-or-nothing would need a reservation
+// libfabric does not offer, and cancelling posted writes is not possible. So a batch is
+// accepted (ok) once its first chunk is posted; the rest wait on the rail's deferred
+// list and poll() posts them, in order, while every other post on that rail answers
+// retry, so that nothing overtakes them (ordered_writes and an immediate on the last
+// chunk stay right). Retry and error therefore still mean nothing was posted. A chunk
+// that fails to post after the first fails the batch: its Completion carries the error.
+Status OfiTransport::post_write_batch(int peer, int rail, std::span<const WriteSpan> ops, std::optional<uint32_t> imm,
+                                      uint64_t wr_id) noexcept {
+  const char* what = imm ? "batched write-with-imm" : "batched write";
+  if (!valid_target(what, peer, rail)) return Status::error;
+  if (imm && !caps_.write_with_imm) {
+    set_error("{} to peer {} on rail {}: provider {} has no RMA with remote CQ data", what, peer, rail, provider_);
+    return Status::error;
+  }
+  if (ops.empty() || ops.size() > caps_.max_batch) {
+    set_error("{} to peer {} on rail {}: {} writes, a batch holds 1..{} (split the list)", what, peer, rail, ops.size(),
+              caps_.max_batch);
+    return Status::error;
+  }
+  Rail& r = *rails_[rail];
+  const size_t max_msg = r.info->ep_attr->max_msg_size;
+  // Pass 1: check every span and count the chunks, before anything is taken or posted.
+  // A scratch context runs the same packing as pass 2.
+  size_t chunks = 0, total = 0;
+  OpContext scratch;
+  for (const WriteSpan& w : ops) {
+    Prepared p;
+    if (Status s = check(what, OpKind::write, peer, rail, w.src, &w.dst, p); s != Status::ok) return s;
+    if (chunks == 0 || !append(r, max_msg, scratch, p, w.src)) {
+      ++chunks;
+      start_chunk(scratch, p, w.src);
+    }
+    total += w.src.length;
+  }
+  if (!r.deferred.empty() || r.tx_pool.available() < chunks) return Status::retry;
+  // Pass 2: fill one context per chunk. The first chunk's is the lead.
+  OpContext* lead = nullptr;
+  OpContext* ctx = nullptr;
+  for (const WriteSpan& w : ops) {
+    Prepared p;
+    check(what, OpKind::write, peer, rail, w.src, &w.dst, p);
+    if (ctx != nullptr && append(r, max_msg, *ctx, p, w.src)) continue;
+    ctx = r.tx_pool.take();
+    ctx->wr_id = wr_id;
+    ctx->peer = peer;
+    ctx->op = OpKind::write;
+    ctx->addr = p.addr;
+    ctx->data = 0;
+    ctx->flags = FI_COMPLETION | FI_MORE;
+    start_chunk(*ctx, p, w.src);
+    if (lead == nullptr) lead = ctx;
+    ctx->batch = lead;
+    r.deferred.push_back(ctx);  // the chunks in order; cleared below once posted
+  }
+  ctx->flags &= ~FI_MORE;
+  if (imm) {
+    ctx->flags |= FI_REMOTE_CQ_DATA;
+    ctx->data = *imm;
+  }
+  lead->batch_pending = static_cast<uint32_t>(chunks);
+  // Post in order; stop at the first refusal.
+  size_t posted = 0;
+  ssize_t ret = 0;
+  for (; posted < chunks; ++posted) {
+    ret = post_chunk(r, r.deferred[posted]);
+    if (ret != 0) break;
+  }
+  if (posted == 0) {
+    for (size_t c = 0; c < chunks; ++c) r.tx_pool.give(r.deferred[c]);
+    r.deferred.clear();
+    if (ret == -FI_EAGAIN) return Status::retry;
+    set_error("{} to peer {} on rail {} ({} writes, {} bytes) failed: fi_writemsg: {}", what, peer, rail, ops.size(),
+              total, FiErrorText{ret});
+    return Status::error;
+  }
+  // The lead's length becomes the batch's bytes once its own chunk is posted.
+  lead->length = total;
+  if (posted == chunks) {
+    r.deferred.clear();
+    return Status::ok;
+  }
+  if (ret == -FI_EAGAIN) {
+    r.deferred_next = posted;  // poll() posts the rest
+    return Status::ok;
+  }
+  set_error("{} to peer {} on rail {}: chunk {} of {} failed to post after the first: fi_writemsg: {}", what, peer,
+            rail, posted + 1, chunks, FiErrorText{ret});
+  Completion unused;
+  for (size_t c = posted; c < chunks; ++c) chunk_done(r, r.deferred[c], false, unused);
+  r.deferred.clear();
+  return Status::ok;
+}
+
+void OfiTransport::start_chunk(OpContext& ctx, const Prepared& p, const LocalSpan& src) noexcept {
+  ctx.region = src.mr;
+  ctx.length = src.length;
+  ctx.iov_count = ctx.rma_count = 1;
+  ctx.iov[0] = iovec{p.buf, src.length};
+  ctx.desc[0] = p.desc;
+  ctx.rma[0] = fi_rma_iov{p.remote_addr, src.length, p.key};
+}
+
+// The local and the remote iovecs of one fi_writemsg are two independent lists of the
+// same total length, so a span that continues the previous one on either side extends
+// that side's last entry instead of taking a new one: sources packed in one region
+// (or destinations) let a chunk carry more than iov_limit spans. Spans stay in order,
+// and each byte still goes where its span says.
+bool OfiTransport::append(const Rail& rail, size_t max_msg, OpContext& ctx, const Prepared& p,
+                          const LocalSpan& src) noexcept {
+  if (ctx.region != src.mr || src.length > max_msg - ctx.length) return false;
+  iovec& last_local = ctx.iov[ctx.iov_count - 1];
+  fi_rma_iov& last_remote = ctx.rma[ctx.rma_count - 1];
+  const bool join_local = static_cast<std::byte*>(last_local.iov_base) + last_local.iov_len == p.buf;
+  const bool join_remote = last_remote.key == p.key && last_remote.addr + last_remote.len == p.remote_addr;
+  if ((!join_local && ctx.iov_count == rail.batch_iov) || (!join_remote && ctx.rma_count == rail.batch_iov))
+    return false;
+  if (join_local) {
+    last_local.iov_len += src.length;
+  } else {
+    ctx.iov[ctx.iov_count] = iovec{p.buf, src.length};
+    ctx.desc[ctx.iov_count++] = p.desc;
+  }
+  if (join_remote) {
+    last_remote.len += src.length;
+  } else {
+    ctx.rma[ctx.rma_count++] = fi_rma_iov{p.remote_addr, src.length, p.key};
+  }
+  ctx.length += src.length;
+  return true;
+}
+
+ssize_t OfiTransport::post_chunk(Rail& rail, OpContext* ctx) noexcept {
+  fi_msg_rma msg{};
+  msg.msg_iov = ctx->iov;
+  msg.desc = ctx->desc;
+  msg.iov_count = ctx->iov_count;
+  msg.addr = ctx->addr;
+  msg.rma_iov = ctx->rma;
+  msg.rma_iov_count = ctx->rma_count;
+  msg.context = ctx;
+  msg.data = ctx->data;
+  return fi_writemsg(rail.ep.get(), &msg, ctx->flags);
+}
+
+bool OfiTransport::chunk_done(Rail& rail, OpContext* ctx, bool ok, Completion& c) noexcept {
+  OpContext* lead = ctx->batch;
+  if (!ok) lead->batch_failed = true;
+  if (ctx != lead) rail.tx_pool.give(ctx);
+  if (--lead->batch_pending > 0) return false;
+  c = Completion{};
+  c.wr_id = lead->wr_id;
+  c.peer = lead->peer;
+  c.rail = rail.index;
+  c.op = OpKind::write;
+  c.status = lead->batch_failed ? Status::error : Status::ok;
+  c.bytes = lead->batch_failed ? 0 : lead->length;
+  rail.tx_pool.give(lead);
+  return true;
+}
+
+size_t OfiTransport::post_deferred(Rail& rail, std::span<Completion> out) noexcept {
+  size_t n = 0;
+  while (rail.deferred_next < rail.deferred.size()) {
+    OpContext* ctx = rail.deferred[rail.deferred_next];
+    const ssize_t ret = post_chunk(rail, ctx);
+    if (ret == -FI_EAGAIN) return n;
+    if (ret != 0) {
+      set_error("batched write to peer {} on rail {} (wr_id {}): a chunk failed to post: fi_writemsg: {}", ctx->peer,
+                rail.index, ctx->batch->wr_id, FiErrorText{ret});
+      // The batch's posted part may have finished already: then this is its completion.
+      for (size_t c = rail.deferred_next; c < rail.deferred.size(); ++c)
+        if (chunk_done(rail, rail.deferred[c], false, out[n])) ++n;
+      break;
+    }
+    ++rail.deferred_next;
+  }
+  rail.deferred.clear();
+  rail.deferred_next = 0;
+  return n;
+}
+
 size_t OfiTransport::poll(std::span<Completion> out) noexcept {
   size_t n = 0;
   size_t count = rails_.size();
@@ -276,13 +507,15 @@ size_t OfiTransport::drain(Rail& rail, std::span<Completion> out) noexcept {
   fi_cq_tagged_entry entries[kBatch];
   size_t n = 0;
   if (rail.closed()) return 0;
+  if (!rail.deferred.empty() && !out.empty()) n += post_deferred(rail, out);
   while (n < out.size()) {
     size_t want = std::min(kBatch, out.size() - n);
     ssize_t got = fi_cq_read(rail.cq.get(), entries, want);
     if (got == -FI_EAGAIN) break;
     if (got == -FI_EAVAIL) {
-      if (!read_error(rail, out[n])) break;
-      ++n;
+      const ErrorRead e = read_error(rail, out[n]);
+      if (e == ErrorRead::none) break;
+      if (e == ErrorRead::completion) ++n;
       continue;
     }
     if (got < 0) {
@@ -304,6 +537,10 @@ size_t OfiTransport::drain(Rail& rail, std::span<Completion> out) noexcept {
       }
       auto* ctx = static_cast<OpContext*>(e.op_context);
       if (ctx == nullptr) continue;  // an event we did not ask for
+      if (ctx->batch != nullptr) {
+        if (chunk_done(rail, ctx, true, c)) ++n;
+        continue;
+      }
       c.wr_id = ctx->wr_id;
       c.peer = ctx->peer;
       c.op = ctx->op;
@@ -316,9 +553,9 @@ size_t OfiTransport::drain(Rail& rail, std::span<Completion> out) noexcept {
   return n;
 }
 
-bool OfiTransport::read_error(Rail& rail, Completion& c) noexcept {
+OfiTransport::ErrorRead OfiTransport::read_error(Rail& rail, Completion& c) noexcept {
   fi_cq_err_entry err{};  // err_data_size 0: the provider keeps the error data itself
-  if (fi_cq_readerr(rail.cq.get(), &err, 0) < 0) return false;
+  if (fi_cq_readerr(rail.cq.get(), &err, 0) < 0) return ErrorRead::none;
   char buf[256] = {};
   const char* detail = fi_cq_strerror(rail.cq.get(), err.prov_errno, err.err_data, buf, sizeof(buf));
   c = Completion{};
@@ -326,6 +563,21 @@ bool OfiTransport::read_error(Rail& rail, Completion& c) noexcept {
   c.status = Status::error;
   auto* ctx = static_cast<OpContext*>(err.op_context);
   size_t posted = 0;
+  if (ctx != nullptr && ctx->batch != nullptr) {
+    // The first failed chunk names the batch; the batch completes with the error once
+    // every chunk has finished.
+    if (!ctx->batch->batch_failed) {
+      size_t chunk_bytes = 0;
+      for (size_t k = 0; k < ctx->iov_count; ++k) chunk_bytes += ctx->iov[k].iov_len;
+      const int code = err.err < 0 ? -err.err : err.err;
+      set_error(
+          "batched write to peer {} on rail {} (wr_id {}, a chunk of {} bytes) failed: {} ({}); provider {} "
+          "detail: {}",
+          ctx->peer, rail.index, ctx->batch->wr_id, chunk_bytes, fi_strerror(code), -code, provider_,
+          detail != nullptr ? detail : "none");
+    }
+    return chunk_done(rail, ctx, false, c) ? ErrorRead::completion : ErrorRead::absorbed;
+  }
   if (ctx != nullptr) {
     c.wr_id = ctx->wr_id;
     c.peer = ctx->peer;
@@ -350,7 +602,7 @@ bool OfiTransport::read_error(Rail& rail, Completion& c) noexcept {
     set_error("{} with peer {} on rail {} (wr_id {}) failed: {} ({}); provider {} detail: {}", to_string(c.op), c.peer,
               rail.index, c.wr_id, fi_strerror(code), -code, provider_, detail != nullptr ? detail : "none");
   }
-  return true;
+  return ErrorRead::completion;
 }
 
 }  // namespace

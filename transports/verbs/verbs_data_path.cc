@@ -204,6 +204,89 @@ Status VerbsTransport::post_read(int peer, int rail, const LocalSpan& dst, const
   return post_rma("read", OpKind::read, IBV_WR_RDMA_READ, peer, rail, dst, src, 0, wr_id);
 }
 
+// One chained ibv_post_send: one doorbell for the batch, and one CQE (the last WR is
+// the only one signaled). Every span is checked before anything is posted, and the
+// send queue and CQ must hold the whole batch, so retry and error post nothing. A
+// partial post (bad_wr past the first WR; the checks make it unlikely) leaves a prefix
+// that will still complete: it is recorded as batch parts with no Completion of their
+// own and covered by a flush, so the queue's slots and the CQ budget stay right. The
+// answer is then retry for ENOMEM (the caller posts the batch again, and its prefix
+// writes the same bytes to the same place once more, which is harmless for writes) and
+// error otherwise; either way the caller's wr_id is not used.
+Status VerbsTransport::post_write_batch(int peer, int rail, std::span<const WriteSpan> ops, std::optional<uint32_t> imm,
+                                        uint64_t wr_id) noexcept {
+  const char* what = imm ? "batched write-with-imm" : "batched write";
+  if (!valid_target(what, peer, rail)) return Status::error;
+  if (ops.empty() || ops.size() > caps_.max_batch) {
+    set_error("{} to peer {} on rail {}: {} writes, a batch holds 1..{} (split the list)", what, peer,
+              rails_[static_cast<size_t>(rail)]->name, ops.size(), caps_.max_batch);
+    return Status::error;
+  }
+  const size_t n = ops.size();
+  Target t;
+  uint64_t total = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const WriteSpan& w = ops[i];
+    Target ti;
+    // The channel comes from rma_next, unchanged until the batch is posted: one for all.
+    if (Status s = prepare(what, peer, rail, w.src, &w.dst, &Rail::rma_next, ti); s != Status::ok) return s;
+    if (i == 0) t = ti;
+    const bool last = i + 1 == n;
+    ibv_sge& sge = batch_sge_[i];
+    sge = ibv_sge{ti.addr, static_cast<uint32_t>(w.src.length), ti.lkey};
+    ibv_send_wr& wr = batch_wr_[i];
+    wr = ibv_send_wr{};
+    wr.next = last ? nullptr : &batch_wr_[i + 1];
+    wr.sg_list = &sge;
+    wr.num_sge = w.src.length > 0 ? 1 : 0;
+    wr.opcode = last && imm ? IBV_WR_RDMA_WRITE_WITH_IMM : IBV_WR_RDMA_WRITE;
+    if (last && imm) wr.imm_data = htonl(*imm);
+    wr.wr.rdma.remote_addr = ti.remote_addr;
+    wr.wr.rdma.rkey = ti.rkey;
+    total += w.src.length;
+  }
+  QueueSlot& q = t.channel->rma_sq();
+  Rail& r = *t.rail;
+  const bool cq_room = r.cq_free >= static_cast<int64_t>(n + 1 + r.dirty.size());
+  if (q.queue.broken() || !q.queue.can_post_batch(n) || !cq_room) return queue_unusable(what, t, q);
+  const uint64_t qid = r.queue_id(q);
+  for (size_t i = 0; i < n; ++i) {
+    ibv_send_wr& wr = batch_wr_[i];
+    wr.wr_id = make_wr_id(qid, q.queue.next_seq() + i);
+    wr.send_flags = i + 1 == n ? IBV_SEND_SIGNALED : 0;
+    const size_t len = ops[i].src.length;
+    if (len > 0 && len <= t.channel->max_inline) wr.send_flags |= IBV_SEND_INLINE;
+  }
+  ibv_send_wr* bad = nullptr;
+  const int rc = ibv_post_send(q.qp, batch_wr_.data(), &bad);
+  const size_t posted = rc == 0                                     ? n
+                        : bad != nullptr && bad >= batch_wr_.data() ? static_cast<size_t>(bad - batch_wr_.data())
+                                                                    : 0;
+  for (size_t i = 0; i < posted; ++i) {
+    const size_t len = ops[i].src.length;
+    if (rc == 0 && i + 1 == n) {
+      q.queue.commit(wr_id, OpKind::write, total, true, static_cast<uint32_t>(n));
+    } else {
+      q.queue.commit_batch_part(wr_id, len);
+    }
+    --r.cq_free;
+    ++t.channel->counters.posted;
+    t.channel->counters.bytes += len;
+  }
+  if (rc == 0) {
+    ++r.rma_next[static_cast<size_t>(peer)];
+    return Status::ok;
+  }
+  if (posted > 0 && !q.in_dirty) {
+    q.in_dirty = true;  // the prefix is unsignaled: a flush write covers it
+    r.dirty.push_back(&q);
+  }
+  if (rc == ENOMEM || rc == -ENOMEM) return Status::retry;
+  set_error("{} to peer {} on rail {} (channel {}, {} writes, {} bytes): ibv_post_send failed at write {}: {}", what,
+            peer, r.name, t.channel->index, n, total, posted + 1, ErrnoText{rc});
+  return Status::error;
+}
+
 size_t VerbsTransport::poll(std::span<Completion> out) noexcept {
   const size_t count = rails_.size();
   size_t n = 0;
@@ -301,7 +384,7 @@ void VerbsTransport::record_failure(const Rail& rail, const QueueSlot& q, const 
   if (completion_failed_) return;  // the first real error explains the rest
   if (flush && has_error()) return;
   completion_failed_ = !flush;
-  const char* op = r.internal ? "flush write (internal)" : to_string(r.op);
+  const char* op = r.batch_part ? "write (in a batch)" : r.internal ? "flush write (internal)" : to_string(r.op);
   set_error("{} {} peer {} on rail {} (channel {}, {} bytes, wr_id {}) failed: {} (status {}, vendor_err {:#x}){}", op,
             direction(r.op), q.channel->peer, rail.name, q.channel->index, r.bytes, r.wr_id,
             ibv_wc_status_str(wc.status), static_cast<int>(wc.status), wc.vendor_err, status_hint(wc.status, r.op));
@@ -316,7 +399,7 @@ size_t VerbsTransport::emit_ready(Rail& rail, std::span<Completion> out) noexcep
       const WorkRecord* r = q->queue.pop();
       if (r == nullptr) break;
       out[n++] = Completion{r->wr_id, q->channel->peer, rail.index, r->op, r->status, r->bytes, 0};
-      ++q->channel->counters.completions;
+      q->channel->counters.completions += r->wrs;
     }
     if (q->queue.has_ready()) {
       ++i;

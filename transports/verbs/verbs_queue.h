@@ -13,6 +13,12 @@
 // the transport then posts a signaled zero-length write of its own (commit_flush(), an
 // internal record pop() skips). One slot is kept free for it.
 //
+// Batches (post_write_batch): n WRs chained into one ibv_post_send, only the last
+// signaled. The first n - 1 are recorded as batch parts (internal: pop() skips them,
+// so the batch hands out one Completion, the last WR's, with the caller's wr_id and
+// the batch's bytes); they hold their send-queue slots until the last one's CQE covers
+// them, which can_post_batch() counts, flush slot included.
+//
 // Errors: the first failed WR completes with an error even when unsignaled, and the
 // ones before it succeeded (in-order). After that the QP is in the error state: every
 // later CQE is a flush, and fail_rest() fails whatever never got one.
@@ -31,8 +37,10 @@ struct WorkRecord {
   uint64_t bytes = 0;  // posted length; a receive's delivered length once done
   OpKind op = OpKind::send;
   Status status = Status::ok;
-  bool internal = false;  // a flush write of the transport's own: completes silently
+  bool internal = false;  // completes silently: a flush write of the transport's own, or a batch part
   bool signaled = false;
+  bool batch_part = false;  // one of a batch's first n - 1 writes (wr_id: the batch's)
+  uint32_t wrs = 1;         // caller WRs this record's Completion stands for: a batch's n
 };
 
 class WorkQueue {
@@ -54,6 +62,9 @@ class WorkQueue {
   // Room for one more caller WR; a send queue keeps one slot for a flush.
   bool can_post() const { return tail_ - head_ + (send_queue_ ? 1 : 0) < depth_; }
 
+  // Room for a batch of n WRs, with the flush slot kept.
+  bool can_post_batch(uint64_t n) const { return tail_ - head_ + n + 1 <= depth_; }
+
   // Whether the next caller WR must be signaled (see the file comment).
   bool next_signaled() const {
     if (!send_queue_ || signal_every_ <= 1) return true;
@@ -61,10 +72,19 @@ class WorkQueue {
   }
 
   // Records a caller WR the NIC accepted, as sequence number next_seq().
-  void commit(uint64_t wr_id, OpKind op, uint64_t bytes, bool signaled) {
-    ring_[tail_ % depth_] = WorkRecord{wr_id, bytes, op, Status::ok, false, signaled};
+  // `wrs`: the WRs of the batch this one ends (1 for a lone WR).
+  void commit(uint64_t wr_id, OpKind op, uint64_t bytes, bool signaled, uint32_t wrs = 1) {
+    ring_[tail_ % depth_] = WorkRecord{wr_id, bytes, op, Status::ok, false, signaled, false, wrs};
     ++tail_;
     uncovered_ = signaled ? 0 : uncovered_ + 1;
+  }
+
+  // Records one of a batch's unsignaled first WRs (sequence number next_seq()); the
+  // batch's last WR is then commit()ted, signaled, with the batch's wr_id and bytes.
+  void commit_batch_part(uint64_t wr_id, uint64_t bytes) {
+    ring_[tail_ % depth_] = WorkRecord{wr_id, bytes, OpKind::write, Status::ok, true, false, true};
+    ++tail_;
+    ++uncovered_;
   }
 
   // Unsignaled WRs at the tail wait for a flush.

@@ -1,5 +1,6 @@
 // The verbs Transport's control path: opening rails, connecting peers, registering
 // memory, counters. The data path is in verbs_data_path.cc.
+#include <algorithm>
 #include <cstdio>
 
 #include <fmt/format.h>
@@ -51,8 +52,16 @@ VerbsTransport::VerbsTransport(const PortChoice& ports, const VerbsOptions& opti
       const Channel& c = r->channel(peer, 0);
       const size_t depth = std::min<size_t>(c.queues[0].queue.depth(), c.queues[1].queue.depth());
       caps_.max_outstanding = caps_.max_outstanding == 0 ? depth : std::min(caps_.max_outstanding, depth);
+      // A batch must fit the rma send queue with its flush slot; half of it, so that a
+      // second batch can be posted while the first is in flight.
+      const size_t batch = std::max<size_t>((c.queues[2].queue.depth() - 1) / 2, 1);
+      caps_.max_batch = caps_.max_batch == 0 ? batch : std::min(caps_.max_batch, batch);
     }
   }
+  constexpr size_t kMaxBatch = 128;  // one doorbell per 128 writes is already cheap
+  caps_.max_batch = std::clamp<size_t>(caps_.max_batch, 1, kMaxBatch);
+  batch_wr_.resize(caps_.max_batch);
+  batch_sge_.resize(caps_.max_batch);
 }
 
 const Rail& VerbsTransport::checked_rail(int rail) const {

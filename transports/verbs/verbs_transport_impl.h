@@ -16,6 +16,7 @@
 // never overflow; a post that would need more answers Status::retry.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -43,6 +44,8 @@ class VerbsTransport final : public TransportBase {
   Status post_write_imm(int peer, int rail, const LocalSpan& src, const RemoteSpan& dst, uint32_t imm,
                         uint64_t wr_id) noexcept override;
   Status post_read(int peer, int rail, const LocalSpan& dst, const RemoteSpan& src, uint64_t wr_id) noexcept override;
+  Status post_write_batch(int peer, int rail, std::span<const WriteSpan> ops, std::optional<uint32_t> imm,
+                          uint64_t wr_id) noexcept override;
   size_t poll(std::span<Completion> out) noexcept override;
   std::vector<ChannelCounters> channel_counters() const override;
 
@@ -79,6 +82,10 @@ class VerbsTransport final : public TransportBase {
 
   int channels_;
   std::vector<std::unique_ptr<Rail>> rails_;
+  // One batch's chained work requests and their scatter entries, caps().max_batch each,
+  // allocated at setup so post_write_batch allocates nothing.
+  std::vector<ibv_send_wr> batch_wr_;
+  std::vector<ibv_sge> batch_sge_;
   size_t next_poll_rail_ = 0;
   bool completion_failed_ = false;  // last_error() holds a completion's real (not flush) error
 };
