@@ -18,7 +18,8 @@
  * default) is one message per block. railbench posts all-to-all blocks whole and cuts
  * ring blocks into --slice-bytes (16 MiB) slices.
  *
- * Output, one line per size: bytes time_us algbw_gbps busbw_gbps.
+ * Output, one line per size: bytes time_us algbw_gbps busbw_gbps busbw_p50_gbps (busbw at
+ * the median iteration), as mpi_reference prints.
  */
 #include <mpi.h>
 #include <rdma/fabric.h>
@@ -52,6 +53,11 @@ struct remote {
   uint64_t addr;
   uint64_t key;
 };
+
+static int cmp_double(const void* a, const void* b) {
+  double x = *(const double*)a, y = *(const double*)b;
+  return (x > y) - (x < y);
+}
 
 static double now_s(void) {
   struct timespec ts;
@@ -262,10 +268,15 @@ int main(int argc, char** argv) {
     MPI_Gather(local, iters, MPI_DOUBLE, all, iters, MPI_DOUBLE, 0, MPI_COMM_WORLD);
     if (rank == 0) {
       double sum = 0;
-      for (int it = 0; it < iters; ++it) sum += all[it] > all[iters + it] ? all[it] : all[iters + it];
+      for (int it = 0; it < iters; ++it) {
+        local[it] = all[it] > all[iters + it] ? all[it] : all[iters + it];
+        sum += local[it];
+      }
       double t = sum / iters;
       double algbw = (double)bytes / t / 1e9;
-      printf("%zu %.3f %.4f %.4f\n", bytes, t * 1e6, algbw, algbw * 0.5);
+      qsort(local, (size_t)iters, sizeof(double), cmp_double);
+      double p50 = local[(iters - 1) / 2];
+      printf("%zu %.3f %.4f %.4f %.4f\n", bytes, t * 1e6, algbw, algbw * 0.5, (double)bytes / p50 / 1e9 * 0.5);
       fflush(stdout);
     }
     /* No rank starts the next size's writes while the other still reads this one. */

@@ -7,7 +7,9 @@
  *   mpi_reference allreduce|allgather|reducescatter|alltoall MIN MAX FACTOR ITERS WARMUP
  *   mpi_reference memcpy BYTES ITERS
  *
- * Output, one line per size: bytes time_us algbw_gbps busbw_gbps (float32 sum).
+ * Output, one line per size: bytes time_us algbw_gbps busbw_gbps busbw_p50_gbps (float32
+ * sum). The last is busbw at the median iteration: on a shared host a few preempted
+ * iterations move the mean a lot and the median little.
  */
 #include <mpi.h>
 #include <stdio.h>
@@ -104,10 +106,14 @@ int main(int argc, char** argv) {
         for (int r = 0; r < n; ++r)
           if (all[r * iters + it] > worst) worst = all[r * iters + it];
         sum += worst;
+        local[it] = worst;
       }
       double t = sum / iters;
       double algbw = (double)(count * sizeof(float)) / t / 1e9;
-      printf("%zu %.3f %.4f %.4f\n", count * sizeof(float), t * 1e6, algbw, algbw * bus);
+      qsort(local, (size_t)iters, sizeof(double), cmp_double);
+      double p50 = local[(iters - 1) / 2];
+      printf("%zu %.3f %.4f %.4f %.4f\n", count * sizeof(float), t * 1e6, algbw, algbw * bus,
+             (double)(count * sizeof(float)) / p50 / 1e9 * bus);
       fflush(stdout);
     }
     if (factor < 2) break;

@@ -66,40 +66,45 @@ for coll in $collectives; do
   python3 - "$work" "$reps" <<'PY'
 import json, os, statistics, sys
 work, reps = sys.argv[1], int(sys.argv[2])
-rb, mpi, fi = {}, {}, {}
-def read_table(path, into):
+# tool -> size -> [busbw per run], and the same at the median iteration (p50)
+mean = {"rb": {}, "mpi": {}, "fi": {}}
+p50 = {"rb": {}, "mpi": {}, "fi": {}}
+def read_table(path, tool):
     for line in open(path):
-        b, t, alg, bus = line.split()
-        into.setdefault(int(b), []).append(float(bus))
+        f = line.split()
+        mean[tool].setdefault(int(f[0]), []).append(float(f[3]))
+        p50[tool].setdefault(int(f[0]), []).append(float(f[4]))
 for r in range(reps):
     for res in json.load(open(f"{work}/rb{r}.json"))["results"]:
-        rb.setdefault(res["bytes"], []).append(res["out_of_place"]["busbw_gbps"])
-    read_table(f"{work}/mpi{r}.txt", mpi)
+        side = res["out_of_place"]
+        mean["rb"].setdefault(res["bytes"], []).append(side["busbw_gbps"])
+        p50["rb"].setdefault(res["bytes"], []).append(side["busbw_gbps"] * side["time_us"] / side["iteration_us"]["p50"])
+    read_table(f"{work}/mpi{r}.txt", "mpi")
     if os.path.exists(f"{work}/fi{r}.txt"):
-        read_table(f"{work}/fi{r}.txt", fi)
+        read_table(f"{work}/fi{r}.txt", "fi")
+fi = bool(mean["fi"])
 med = lambda d, s: statistics.median(d[s]) if d.get(s) else 0
 div = lambda a, b: a / b if b else 0
-head = f"{'size':>10} {'railbench':>10} {'Open MPI':>10}"
-if fi:
-    head += f" {'libfabric':>10}"
-head += f" {'rb/MPI':>7}"
-if fi:
-    head += f" {'fi/MPI':>7} {'rb/fi':>7}"
-print(head + "  (busbw GB/s; target rb/MPI >= 1.0 from 1M)")
-ratios = []
-for size in sorted(rb):
-    a, m, f = med(rb, size), med(mpi, size), med(fi, size)
-    line = f"{size:>10} {a:>10.3f} {m:>10.3f}"
+def ratios(d, s):
+    a, m, f = med(d["rb"], s), med(d["mpi"], s), med(d["fi"], s)
+    out = f" {div(a, m):>6.2f}"
     if fi:
-        line += f" {f:>10.3f}"
-    line += f" {div(a, m):>7.2f}"
+        out += f" {div(f, m):>6.2f} {div(a, f):>6.2f}"
+    return out
+names = " rb/MPI" + (" fi/MPI  rb/fi" if fi else "")
+print(f"{'size':>10} {'railbench':>10} {'Open MPI':>10}" + (f" {'libfabric':>10}" if fi else "") + names +
+      "  |" + names + "  (at the median iteration)")
+low = []
+for size in sorted(mean["rb"]):
+    line = f"{size:>10} {med(mean['rb'], size):>10.3f} {med(mean['mpi'], size):>10.3f}"
     if fi:
-        line += f" {div(f, m):>7.2f} {div(a, f):>7.2f}"
+        line += f" {med(mean['fi'], size):>10.3f}"
+    print(line + ratios(mean, size) + "  |" + ratios(p50, size))
     if size >= 1 << 20:
-        ratios.append(div(a, m))
-    print(line)
-if ratios:
-    print(f"# railbench / Open MPI from 1M up: min {min(ratios):.2f}, median {statistics.median(ratios):.2f}")
+        low.append(div(med(mean["rb"], size), med(mean["mpi"], size)))
+print("# busbw GB/s, mean iteration time as nccl-tests; target rb/MPI >= 1.0 from 1M")
+if low:
+    print(f"# railbench / Open MPI from 1M up: min {min(low):.2f}, median {statistics.median(low):.2f}")
 PY
 done
 

@@ -3,8 +3,10 @@
 # railbench, of the same exchange written straight against libfabric
 # (bench/reference/fi_reference.c) and of Open MPI, at one size, and sorts the samples
 # into the provider's copy (the kernel's process_vm_readv, CMA), local memcpy, polling
-# and locks, railbench's own code and the rest. Also counts which rank calls
-# process_vm_readv/writev (strace), i.e. whether the copy is done at the target.
+# and locks, railbench's own code and the rest. Then, in a second run, each rank's
+# process_vm_readv/writev and sched_yield calls with their times (perf trace -s; not
+# strace, whose ptrace changes what it counts): who copies, how often, and how long one
+# copy of a block takes.
 #   scripts/bench/profile-shm.sh [COLLECTIVE] [BYTES]   (allgather 16M by default)
 #   env: ITERS (200), FI_MODE (send|write)
 set -euo pipefail
@@ -21,18 +23,19 @@ command -v perf >/dev/null || {
 }
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-# One perf file per rank; the first half second (MPI start-up) is left out.
+# One perf file per rank; the first half second (MPI start-up) is left out. railbench
+# times each size out of place and in place, so it makes twice the calls.
 cat >"$work/perf-rank.sh" <<'SH'
 #!/usr/bin/env bash
 out=$1
 shift
 exec perf record -q -D 500 -F 4000 -o "$out.$OMPI_COMM_WORLD_RANK.data" -- "$@"
 SH
-cat >"$work/strace-rank.sh" <<'SH'
+cat >"$work/count-rank.sh" <<'SH'
 #!/usr/bin/env bash
 out=$1
 shift
-exec strace -f -c -o "$out.$OMPI_COMM_WORLD_RANK.txt" -e trace=process_vm_readv,process_vm_writev -- "$@"
+exec perf trace -s -e process_vm_readv,process_vm_writev,sched_yield -o "$out.$OMPI_COMM_WORLD_RANK.txt" -- "$@"
 SH
 chmod +x "$work"/*.sh
 slice=16777216
@@ -50,10 +53,8 @@ for tool in railbench libfabric openmpi; do
     perf report -i "$work/$tool.$rank.data" --stdio --no-children -g none --sort dso,sym --percent-limit 0 \
       2>/dev/null >"$work/$tool.$rank.txt"
   done
-  if command -v strace >/dev/null; then
-    # shellcheck disable=SC2086
-    rb_mpirun 2 "$work/strace-rank.sh" "$work/$tool-cma" ${cmd[$tool]} >/dev/null
-  fi
+  # shellcheck disable=SC2086
+  rb_mpirun 2 "$work/count-rank.sh" "$work/$tool-calls" ${cmd[$tool]} >/dev/null
 done
 python3 - "$work" <<'PY'
 import os, re, sys
@@ -92,9 +93,10 @@ for tool in ("railbench", "libfabric", "openmpi"):
         if any(s.get(k, 0) >= 0.5 for s in shares):
             print(f"  {k:<32} {shares[0].get(k, 0):5.1f} / {shares[1].get(k, 0):5.1f}")
     for rank in (0, 1):
-        path = f"{work}/{tool}-cma.{rank}.txt"
-        if os.path.exists(path):
-            calls = {m.group(2): m.group(1) for m in
-                     (re.search(r"\s(\d+)\s+(?:\d+\s+)?(process_vm_\w+)", l) for l in open(path)) if m}
-            print(f"  rank {rank} CMA calls: " + (", ".join(f"{v} {k}" for k, v in calls.items()) or "none"))
+        calls = []
+        for line in open(f"{work}/{tool}-calls.{rank}.txt"):
+            f = line.split()
+            if len(f) >= 7 and f[0] in ("process_vm_readv", "process_vm_writev", "sched_yield"):
+                calls.append(f"{f[1]} {f[0]}" + (f" (min {f[4]} ms, avg {f[5]} ms)" if f[0] != "sched_yield" else ""))
+        print(f"  rank {rank}: " + ", ".join(calls))
 PY
