@@ -6,7 +6,7 @@
  * mean over iterations, busbw = algbw x (n-1)/n). MPI is used only for rank, size,
  * address and key exchange, barriers and gathering the times.
  *
- *   fi_reference allgather|alltoall PROVIDER MIN MAX FACTOR ITERS WARMUP [MODE] [MSG]
+ *   fi_reference allgather|alltoall|oneway PROVIDER MIN MAX FACTOR ITERS WARMUP [MODE] [MSG]
  *
  * With 2 ranks both patterns are one exchange: each rank sends its block (bytes/2) to
  * the other, receives the other's into its place in the result, and copies its own
@@ -17,6 +17,9 @@
  * per message, each block cut into pieces of at most MSG, all posted at once; 0 (the
  * default) is one message per block. railbench posts all-to-all blocks whole and cuts
  * ring blocks into --slice-bytes (16 MiB) slices.
+ *
+ * `oneway` instead of a collective: rank 0 sends `bytes` (in pieces of MSG) to rank 1 and
+ * nothing else happens, the provider's copy alone (mpi_reference has the same pattern).
  *
  * Output, one line per size: bytes time_us algbw_gbps busbw_gbps busbw_p50_gbps (busbw at
  * the median iteration), as mpi_reference prints.
@@ -161,6 +164,7 @@ static void poll_cq(struct fabric* f, int* local_done, long* remote_writes) {
 struct run {
   struct fabric* f;
   int write_mode;
+  int oneway; /* rank 0 sends `bytes`, rank 1 receives them; nothing else */
   char *sbuf, *rbuf;
   void *sdesc, *rdesc;
   struct remote peer_rbuf;
@@ -176,8 +180,10 @@ static void exchange(struct run* r, size_t block, size_t msg) {
   struct fabric* f = r->f;
   const int pieces = (int)((block + msg - 1) / msg);
   int local_done = 0, posted = 0;
-  const size_t mine = (size_t)r->rank * block, theirs = (size_t)(1 - r->rank) * block;
-  if (!r->write_mode) {
+  const size_t mine = r->oneway ? 0 : (size_t)r->rank * block;
+  const size_t theirs = r->oneway ? 0 : (size_t)(1 - r->rank) * block;
+  const int receives = !r->oneway || r->rank == 1, sends = !r->oneway || r->rank == 0;
+  if (!r->write_mode && receives) {
     for (int i = 0; i < pieces; ++i) {
       size_t off = (size_t)i * msg, len = block - off < msg ? block - off : msg;
       ssize_t ret;
@@ -188,7 +194,7 @@ static void exchange(struct run* r, size_t block, size_t msg) {
       ++posted;
     }
   }
-  for (int i = 0; i < pieces; ++i) {
+  for (int i = 0; i < (sends ? pieces : 0); ++i) {
     size_t off = (size_t)i * msg, len = block - off < msg ? block - off : msg;
     ssize_t ret;
     for (;;) {
@@ -204,14 +210,15 @@ static void exchange(struct run* r, size_t block, size_t msg) {
     ++posted;
   }
   /* Own block into the result while the transfer is in flight. */
-  memcpy(r->rbuf + mine, r->sbuf + mine, block);
-  if (r->write_mode) r->remote_expected += pieces;
+  if (!r->oneway) memcpy(r->rbuf + mine, r->sbuf + mine, block);
+  if (r->write_mode && receives) r->remote_expected += pieces;
   while (local_done < posted || r->remote_writes < r->remote_expected) poll_cq(f, &local_done, &r->remote_writes);
 }
 
 int main(int argc, char** argv) {
   if (argc < 8 || argc > 10) {
-    fprintf(stderr, "usage: %s allgather|alltoall PROVIDER MIN MAX FACTOR ITERS WARMUP [send|write] [MSG_BYTES]\n",
+    fprintf(stderr,
+            "usage: %s allgather|alltoall|oneway PROVIDER MIN MAX FACTOR ITERS WARMUP [send|write] [MSG_BYTES]\n",
             argv[0]);
     return 2;
   }
@@ -220,8 +227,10 @@ int main(int argc, char** argv) {
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &n);
   const char* coll = argv[1];
-  if (n != 2 || (strcmp(coll, "allgather") != 0 && strcmp(coll, "alltoall") != 0)) {
-    if (rank == 0) fprintf(stderr, "fi_reference: allgather or alltoall, on exactly 2 ranks (got %s on %d)\n", coll, n);
+  const int oneway = strcmp(coll, "oneway") == 0;
+  if (n != 2 || (strcmp(coll, "allgather") != 0 && strcmp(coll, "alltoall") != 0 && !oneway)) {
+    if (rank == 0)
+      fprintf(stderr, "fi_reference: allgather, alltoall or oneway, on exactly 2 ranks (got %s on %d)\n", coll, n);
     MPI_Finalize();
     return 2;
   }
@@ -235,13 +244,15 @@ int main(int argc, char** argv) {
   open_fabric(&f, argv[2]);
   connect_peer(&f, rank);
 
-  struct run r = {.f = &f, .write_mode = write_mode, .rank = rank};
+  struct run r = {.f = &f, .write_mode = write_mode, .oneway = oneway, .rank = rank};
+  const double bus = oneway ? 1.0 : 0.5;
   r.sbuf = malloc(hi + 64);
   r.rbuf = malloc(hi + 64);
-  /* Touched before timing, as mpi_reference's buffers are: first-touch page faults are
-   * not what either side measures. */
+  /* Filled with non-zero bytes before timing: first-touch page faults are not what
+   * either side measures, and zeroed pages would stay the kernel's shared zero page,
+   * which a CMA read copies from cache (see mpi_reference.c). */
   memset(r.sbuf, 1, hi + 64);
-  memset(r.rbuf, 0, hi + 64);
+  memset(r.rbuf, 2, hi + 64);
   struct fid_mr* smr = register_buffer(&f, r.sbuf, hi + 64, FI_SEND | FI_WRITE, 1);
   struct fid_mr* rmr = register_buffer(&f, r.rbuf, hi + 64, FI_RECV | FI_REMOTE_WRITE, 2);
   r.sdesc = fi_mr_desc(smr);
@@ -255,7 +266,7 @@ int main(int argc, char** argv) {
   double* local = malloc(sizeof(double) * (size_t)iters);
   double* all = malloc(sizeof(double) * (size_t)iters * 2);
   for (size_t bytes = lo; bytes <= hi; bytes *= factor) {
-    const size_t block = bytes / 2;
+    const size_t block = oneway ? bytes : bytes / 2;
     const size_t msg = msg_arg == 0 || msg_arg > block ? block : msg_arg;
     r.ctx = calloc(2 * ((block + msg - 1) / msg) + 1, sizeof(struct fi_context2));
     for (int it = -warmup; it < iters; ++it) {
@@ -276,7 +287,7 @@ int main(int argc, char** argv) {
       double algbw = (double)bytes / t / 1e9;
       qsort(local, (size_t)iters, sizeof(double), cmp_double);
       double p50 = local[(iters - 1) / 2];
-      printf("%zu %.3f %.4f %.4f %.4f\n", bytes, t * 1e6, algbw, algbw * 0.5, (double)bytes / p50 / 1e9 * 0.5);
+      printf("%zu %.3f %.4f %.4f %.4f\n", bytes, t * 1e6, algbw, algbw * bus, (double)bytes / p50 / 1e9 * bus);
       fflush(stdout);
     }
     /* No rank starts the next size's writes while the other still reads this one. */

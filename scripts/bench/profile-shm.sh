@@ -8,6 +8,8 @@
 # strace, whose ptrace changes what it counts): who copies, how often, and how long one
 # copy of a block takes.
 #   scripts/bench/profile-shm.sh [COLLECTIVE] [BYTES]   (allgather 16M by default)
+#   COLLECTIVE oneway: rank 0 sends BYTES to rank 1 and nothing else, libfabric and Open
+#   MPI only: the copy alone, without the other direction's copy beside it.
 #   env: ITERS (200), FI_MODE (send|write)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -46,7 +48,9 @@ declare -A cmd=(
   [openmpi]="$build/mpi_reference $coll $bytes $bytes 1 $iters 5"
 )
 echo "# profile-shm: $coll $bytes B, 2 ranks, $iters iterations, load $(cut -d' ' -f1-3 /proc/loadavg)"
-for tool in railbench libfabric openmpi; do
+tools=(railbench libfabric openmpi)
+[[ $coll == oneway ]] && tools=(libfabric openmpi)
+for tool in "${tools[@]}"; do
   # shellcheck disable=SC2086 # the command lines above are meant to split
   rb_mpirun 2 "$work/perf-rank.sh" "$work/$tool" ${cmd[$tool]} >/dev/null
   for rank in 0 1; do
@@ -56,9 +60,9 @@ for tool in railbench libfabric openmpi; do
   # shellcheck disable=SC2086
   rb_mpirun 2 "$work/count-rank.sh" "$work/$tool-calls" ${cmd[$tool]} >/dev/null
 done
-python3 - "$work" <<'PY'
-import os, re, sys
-work = sys.argv[1]
+python3 - "$work" "${tools[@]}" <<'PY'
+import re, sys
+work, tools = sys.argv[1], sys.argv[2:]
 # Kernel symbols of the CMA copy: page pinning and the copy itself.
 cma = re.compile(r"copy_to_iter|copy_from_iter|copy_user|follow_page|pin_user_pages|unpin_user|gup_|"
                  r"process_vm|__get_user_pages|try_grab|memcpy_orig|rep_movs|__pi_memcpy")
@@ -78,7 +82,7 @@ def bucket(dso, sym):
     return "other"
 order = ["CMA copy (kernel)", "memcpy (libc)", "libfabric (progress, polling)", "pthread locks",
          "the benchmark's own code", "Open MPI (progress, vader)", "kernel, other", "other"]
-for tool in ("railbench", "libfabric", "openmpi"):
+for tool in tools:
     print(f"\n## {tool}: % of samples, rank 0 / rank 1")
     shares = []
     for rank in (0, 1):
