@@ -50,6 +50,7 @@ for coll in $collectives; do
     alltoall) fi_msg=${FI_MSG:-0} ;;
     *) fi_msg= ;;
   esac
+  rm -f "$work"/fi*.txt  # a collective without the raw column must not show the last one's
   for ((r = 0; r < reps; ++r)); do
     rb_mpirun 2 "$build/railbench" "$coll" -t "$transport" -b "$min" -e "$max" -f 2 -n "$iters" -w "$warmup" \
       --json "$work/rb$r.json" >/dev/null
