@@ -4,10 +4,13 @@
  * compares implementations, not stopwatches. Also measures plain memcpy bandwidth,
  * the one-copy limit of an intra-host transfer.
  *
- *   mpi_reference allreduce|allgather|reducescatter|alltoall MIN MAX FACTOR ITERS WARMUP
+ *   mpi_reference allreduce|allgather|reducescatter|alltoall|oneway MIN MAX FACTOR ITERS WARMUP
+ *   (oneway: rank 0 MPI_Send's the whole size to rank 1, the transport's copy alone)
  *   mpi_reference memcpy BYTES ITERS
  *
- * Output, one line per size: bytes time_us algbw_gbps busbw_gbps (float32 sum).
+ * Output, one line per size: bytes time_us algbw_gbps busbw_gbps busbw_p50_gbps (float32
+ * sum). The last is busbw at the median iteration: on a shared host a few preempted
+ * iterations move the mean a lot and the median little.
  */
 #include <mpi.h>
 #include <stdio.h>
@@ -52,7 +55,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (argc != 7) {
-    fprintf(stderr, "usage: %s allreduce|allgather|reducescatter|alltoall MIN MAX FACTOR ITERS WARMUP\n"
+    fprintf(stderr, "usage: %s allreduce|allgather|reducescatter|alltoall|oneway MIN MAX FACTOR ITERS WARMUP\n"
                     "       %s memcpy BYTES ITERS\n", argv[0], argv[0]);
     return 2;
   }
@@ -67,6 +70,8 @@ int main(int argc, char** argv) {
   if (strcmp(coll, "allreduce") == 0) bus = 2.0 * (n - 1) / n;
   else if (strcmp(coll, "allgather") == 0 || strcmp(coll, "reducescatter") == 0 || strcmp(coll, "alltoall") == 0)
     bus = (double)(n - 1) / n;
+  else if (strcmp(coll, "oneway") == 0)
+    bus = 1.0;
   else {
     if (rank == 0) fprintf(stderr, "unknown collective %s\n", coll);
     MPI_Finalize();
@@ -76,8 +81,14 @@ int main(int argc, char** argv) {
    * whole buffer (count x n), so each rank's block is size / n. */
   float* sbuf = malloc(hi + 64);
   float* rbuf = malloc(hi + 64);
-  memset(sbuf, 0, hi + 64);
-  memset(rbuf, 0, hi + 64);
+  /* Real values, not memset to 0: the compiler turns malloc + memset 0 into calloc, whose
+   * pages of a large buffer stay unmapped, and a peer's CMA read of them then copies the
+   * one shared zero page from cache instead of the buffer, much faster than any real
+   * data (railbench and fi_reference send real data). */
+  for (size_t i = 0; i < (hi + 64) / sizeof(float); ++i) {
+    sbuf[i] = (float)(i % 251) + 1.0f;
+    rbuf[i] = 0.5f;
+  }
   double* local = malloc(sizeof(double) * (size_t)iters);
   double* all = malloc(sizeof(double) * (size_t)iters * (size_t)n);
   for (size_t bytes = lo; bytes <= hi; bytes *= factor) {
@@ -92,8 +103,12 @@ int main(int argc, char** argv) {
         MPI_Allgather(sbuf, (int)block, MPI_FLOAT, rbuf, (int)block, MPI_FLOAT, MPI_COMM_WORLD);
       else if (strcmp(coll, "reducescatter") == 0)
         MPI_Reduce_scatter_block(sbuf, rbuf, (int)block, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
-      else
+      else if (strcmp(coll, "alltoall") == 0)
         MPI_Alltoall(sbuf, (int)block, MPI_FLOAT, rbuf, (int)block, MPI_FLOAT, MPI_COMM_WORLD);
+      else if (rank == 0)
+        MPI_Send(sbuf, (int)count, MPI_FLOAT, 1, 0, MPI_COMM_WORLD);
+      else if (rank == 1)
+        MPI_Recv(rbuf, (int)count, MPI_FLOAT, 0, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
       if (it >= 0) local[it] = now_s() - t0;
     }
     MPI_Gather(local, iters, MPI_DOUBLE, all, iters, MPI_DOUBLE, 0, MPI_COMM_WORLD);
@@ -104,10 +119,14 @@ int main(int argc, char** argv) {
         for (int r = 0; r < n; ++r)
           if (all[r * iters + it] > worst) worst = all[r * iters + it];
         sum += worst;
+        local[it] = worst;
       }
       double t = sum / iters;
       double algbw = (double)(count * sizeof(float)) / t / 1e9;
-      printf("%zu %.3f %.4f %.4f\n", count * sizeof(float), t * 1e6, algbw, algbw * bus);
+      qsort(local, (size_t)iters, sizeof(double), cmp_double);
+      double p50 = local[(iters - 1) / 2];
+      printf("%zu %.3f %.4f %.4f %.4f\n", count * sizeof(float), t * 1e6, algbw, algbw * bus,
+             (double)(count * sizeof(float)) / p50 / 1e9 * bus);
       fflush(stdout);
     }
     if (factor < 2) break;

@@ -3,13 +3,20 @@
 # counts, same timing definition (bench/reference/mpi_reference.c). For all-reduce,
 # all-gather, reduce-scatter and all-to-all (MPI_Allreduce, MPI_Allgather,
 # MPI_Reduce_scatter_block, MPI_Alltoall) prints the busbw ratio per size (target
-# >= 1.0 from 1M up),
-# then send/recv bandwidth at 4M against memcpy (the one-copy limit) and libfabric's
-# fi_pingpong over shm.
+# >= 1.0 from 1M up). All-gather and all-to-all get a third column: the same exchange
+# written straight against libfabric (bench/reference/fi_reference.c), which tells the
+# provider's limit from railbench's own overhead.
+# Then send/recv bandwidth at 4M against memcpy (the one-copy limit) and libfabric's
+# fi_pingpong.
 #
-# Each measurement is repeated REPS times, alternating railbench and its peer, and the
+# Each measurement is repeated REPS times, alternating railbench and its peers, and the
 # median is reported: the machine is shared and noisy.
-#   scripts/bench/compare-mpi.sh [REPS]      (env: COLLECTIVES, ITERS, WARMUP, MIN, MAX)
+#   scripts/bench/compare-mpi.sh [REPS]
+#   env: COLLECTIVES, ITERS, WARMUP, MIN, MAX;
+#        PROVIDER=shm (default: ofi:shm vs Open MPI's vader) or tcp (ofi:tcp vs Open MPI
+#        with --mca btl self,tcp vs libfabric tcp;ofi_rxm);
+#        FI_MODE=send|write, FI_MSG=BYTES: the raw-libfabric variant (default: tagged
+#        send/recv cut as railbench cuts it); SENDRECV=0 skips the send/recv part.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 source "$root/scripts/lib/mpirun.sh"
@@ -19,61 +26,106 @@ warmup=${WARMUP:-5}
 min=${MIN:-65536}
 max=${MAX:-67108864}
 build=${RAILBENCH_BUILD_DIR:-$root/build}
-[[ -x $build/railbench && -x $build/mpi_reference ]] || "$root/scripts/build.sh" >/dev/null
+provider=${PROVIDER:-shm}
+case $provider in
+  shm) transport=ofi:shm fi_provider=shm mpi_btl=self,vader,tcp ;;
+  tcp) transport=ofi:tcp fi_provider="tcp;ofi_rxm" mpi_btl=self,tcp ;;
+  *)
+    echo "PROVIDER=$provider: shm or tcp" >&2
+    exit 2
+    ;;
+esac
+fi_mode=${FI_MODE:-send}
+[[ -x $build/railbench && -x $build/mpi_reference && -x $build/fi_reference ]] || "$root/scripts/build.sh" >/dev/null
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-echo "# compare-mpi: $(nproc) cores, 2 ranks, ofi:shm vs Open MPI $(mpirun --version | head -1 | awk '{print $NF}'), ${iters} iterations + ${warmup} warm-up, median of ${reps} runs"
+echo "# compare-mpi: $(nproc) cores, 2 ranks, $transport vs Open MPI $(mpirun --version | head -1 | awk '{print $NF}') (btl $mpi_btl) vs libfabric $fi_provider ($fi_mode), ${iters} iterations + ${warmup} warm-up, median of ${reps} runs, load $(cut -d' ' -f1-3 /proc/loadavg)"
 collectives=${COLLECTIVES:-allreduce allgather reducescatter alltoall}
 for coll in $collectives; do
-for ((r = 0; r < reps; ++r)); do
-  rb_mpirun 2 "$build/railbench" "$coll" -t ofi:shm -b "$min" -e "$max" -f 2 -n "$iters" -w "$warmup" \
-    --json "$work/rb$r.json" >/dev/null
-  rb_mpirun 2 "$build/mpi_reference" "$coll" "$min" "$max" 2 "$iters" "$warmup" >"$work/mpi$r.txt"
-done
+  # What railbench posts with 2 ranks: the ring cuts a block into 16 MiB slices
+  # (--slice-bytes), all-to-all sends it whole.
+  case $coll in
+    allgather) fi_msg=${FI_MSG:-16777216} ;;
+    alltoall) fi_msg=${FI_MSG:-0} ;;
+    *) fi_msg= ;;
+  esac
+  rm -f "$work"/fi*.txt  # a collective without the raw column must not show the last one's
+  for ((r = 0; r < reps; ++r)); do
+    rb_mpirun 2 "$build/railbench" "$coll" -t "$transport" -b "$min" -e "$max" -f 2 -n "$iters" -w "$warmup" \
+      --json "$work/rb$r.json" >/dev/null
+    RB_MPI_BTL=$mpi_btl rb_mpirun 2 "$build/mpi_reference" "$coll" "$min" "$max" 2 "$iters" "$warmup" \
+      >"$work/mpi$r.txt"
+    if [[ -n $fi_msg ]]; then
+      rb_mpirun 2 "$build/fi_reference" "$coll" "$fi_provider" "$min" "$max" 2 "$iters" "$warmup" "$fi_mode" \
+        "$fi_msg" >"$work/fi$r.txt"
+    fi
+  done
 
-echo
-echo "## $coll"
-python3 - "$work" "$reps" <<'PY'
-import json, statistics, sys
+  echo
+  echo "## $coll"
+  python3 - "$work" "$reps" <<'PY'
+import json, os, statistics, sys
 work, reps = sys.argv[1], int(sys.argv[2])
-rb, mpi = {}, {}
+# tool -> size -> [busbw per run], and the same at the median iteration (p50)
+mean = {"rb": {}, "mpi": {}, "fi": {}}
+p50 = {"rb": {}, "mpi": {}, "fi": {}}
+def read_table(path, tool):
+    for line in open(path):
+        f = line.split()
+        mean[tool].setdefault(int(f[0]), []).append(float(f[3]))
+        p50[tool].setdefault(int(f[0]), []).append(float(f[4]))
 for r in range(reps):
     for res in json.load(open(f"{work}/rb{r}.json"))["results"]:
-        rb.setdefault(res["bytes"], []).append(res["out_of_place"]["busbw_gbps"])
-    for line in open(f"{work}/mpi{r}.txt"):
-        b, t, alg, bus = line.split()
-        mpi.setdefault(int(b), []).append(float(bus))
-print(f"{'size':>10} {'railbench busbw':>16} {'Open MPI busbw':>20} {'ratio':>7}  target")
-ratios = []
-for size in sorted(rb):
-    a, m = statistics.median(rb[size]), statistics.median(mpi.get(size, [0]))
-    ratio = a / m if m else 0
-    target = ">= 1.0" if size >= 1 << 20 else ""
+        side = res["out_of_place"]
+        mean["rb"].setdefault(res["bytes"], []).append(side["busbw_gbps"])
+        p50["rb"].setdefault(res["bytes"], []).append(side["busbw_gbps"] * side["time_us"] / side["iteration_us"]["p50"])
+    read_table(f"{work}/mpi{r}.txt", "mpi")
+    if os.path.exists(f"{work}/fi{r}.txt"):
+        read_table(f"{work}/fi{r}.txt", "fi")
+fi = bool(mean["fi"])
+med = lambda d, s: statistics.median(d[s]) if d.get(s) else 0
+div = lambda a, b: a / b if b else 0
+def ratios(d, s):
+    a, m, f = med(d["rb"], s), med(d["mpi"], s), med(d["fi"], s)
+    out = f" {div(a, m):>6.2f}"
+    if fi:
+        out += f" {div(f, m):>6.2f} {div(a, f):>6.2f}"
+    return out
+names = " rb/MPI" + (" fi/MPI  rb/fi" if fi else "")
+print(f"{'size':>10} {'railbench':>10} {'Open MPI':>10}" + (f" {'libfabric':>10}" if fi else "") + names +
+      "  |" + names + "  (at the median iteration)")
+low = []
+for size in sorted(mean["rb"]):
+    line = f"{size:>10} {med(mean['rb'], size):>10.3f} {med(mean['mpi'], size):>10.3f}"
+    if fi:
+        line += f" {med(mean['fi'], size):>10.3f}"
+    print(line + ratios(mean, size) + "  |" + ratios(p50, size))
     if size >= 1 << 20:
-        ratios.append(ratio)
-    print(f"{size:>10} {a:>16.3f} {m:>20.3f} {ratio:>7.2f}  {target}")
-if ratios:
-    print(f"# busbw ratio from 1M up: min {min(ratios):.2f}, median {statistics.median(ratios):.2f}")
+        low.append(div(med(mean["rb"], size), med(mean["mpi"], size)))
+print("# busbw GB/s, mean iteration time as nccl-tests; target rb/MPI >= 1.0 from 1M")
+if low:
+    print(f"# railbench / Open MPI from 1M up: min {min(low):.2f}, median {statistics.median(low):.2f}")
 PY
 done
 
+[[ ${SENDRECV:-1} == 0 ]] && exit 0
 echo
-echo "# send/recv bandwidth at 4M (GB/s = 1e9 B/s), median of ${reps} runs"
+echo "# send/recv bandwidth at 4M over $transport (GB/s = 1e9 B/s), median of ${reps} runs"
 size=4194304
 for ((r = 0; r < reps; ++r)); do
-  rb_mpirun 2 "$build/railbench" sendrecv -t ofi:shm -b $size -e $size -n 50 -w 5 --bw-iters 20 \
+  rb_mpirun 2 "$build/railbench" sendrecv -t "$transport" -b $size -e $size -n 50 -w 5 --bw-iters 20 \
     --json "$work/sr$r.json" >/dev/null
   "$build/mpi_reference" memcpy $size 200 >"$work/memcpy$r.txt"
   port=$((40000 + RANDOM % 20000))
-  timeout 60 fi_pingpong -p shm -e rdm -S $size -I 200 -B "$port" >"$work/pp_server$r.txt" 2>&1 &
+  timeout 60 fi_pingpong -p "$fi_provider" -e rdm -S $size -I 200 -B "$port" >"$work/pp_server$r.txt" 2>&1 &
   sleep 0.5
-  timeout 60 fi_pingpong -p shm -e rdm -S $size -I 200 -P "$port" 127.0.0.1 >"$work/pp$r.txt" 2>&1 || true
+  timeout 60 fi_pingpong -p "$fi_provider" -e rdm -S $size -I 200 -P "$port" 127.0.0.1 >"$work/pp$r.txt" 2>&1 || true
   wait || true
 done
-python3 - "$work" "$reps" <<'PY'
+python3 - "$work" "$reps" "$fi_provider" <<'PY'
 import json, statistics, sys
-work, reps = sys.argv[1], int(sys.argv[2])
+work, reps, prov = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 rb, mc, pp = [], [], []
 for r in range(reps):
     pair = json.load(open(f"{work}/sr{r}.json"))["results"][0]["pairs"][0]
@@ -88,7 +140,7 @@ print(f"railbench sendrecv (unidirectional, median window): {rb_m:.3f} GB/s")
 print(f"memcpy 4M on this host:                             {mc_m:.3f} GB/s   ratio {rb_m / mc_m:.2f}  (target >= 0.9)")
 if pp:
     pp_m = statistics.median(pp)
-    print(f"fi_pingpong -p shm 4M:                              {pp_m:.3f} GB/s   ratio {rb_m / pp_m:.2f}  (target >= 1.0)")
+    print(f"fi_pingpong -p {prov} 4M:".ljust(52) + f"{pp_m:.3f} GB/s   ratio {rb_m / pp_m:.2f}  (target >= 1.0)")
     print(f"(fi_pingpong / memcpy: {pp_m / mc_m:.2f})")
 else:
     print("fi_pingpong produced no 4M line (see its output); ratio not available")

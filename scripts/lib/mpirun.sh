@@ -3,6 +3,8 @@
 #   Adds --allow-run-as-root only as root and --oversubscribe only when NP exceeds the
 #   cores; keeps Open MPI on its shared-memory and TCP paths over loopback so nothing
 #   leaves the machine. stdin is /dev/null: CI has none, and mpirun would forward it.
+#   RB_MPI_BTL replaces the BTL list (self,vader,tcp): self,tcp measures Open MPI over
+#   TCP alone (a second --mca btl on the command line would not replace the first).
 rb_mpirun() {
   local np=$1
   shift
@@ -10,7 +12,7 @@ rb_mpirun() {
   [[ $(id -u) -eq 0 ]] && extra+=(--allow-run-as-root)
   ((np > $(nproc))) && extra+=(--oversubscribe)
   mpirun -np "$np" "${extra[@]}" --bind-to none \
-    --mca btl self,vader,tcp --mca btl_tcp_if_include lo --mca oob_tcp_if_include lo \
+    --mca btl "${RB_MPI_BTL:-self,vader,tcp}" --mca btl_tcp_if_include lo --mca oob_tcp_if_include lo \
     --mca pml ob1 "$@" </dev/null
 }
 
