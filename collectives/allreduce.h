@@ -46,9 +46,10 @@ const char* to_string(RingProtocol p);
 struct RingOptions {
   size_t max_bytes = 0;  // largest buffer this instance will reduce
   // Pipeline unit: transfers and reductions overlap per slice. 16 MiB because over
-  // libfabric shm every extra message in flight collides with the peer's copy on the
-  // provider's queue lock (1 MiB slices measured 1.5x slower at 16 MiB messages, with
-  // no gain over tcp); real NICs pipeline well at this size too.
+  // libfabric shm each message is one CMA copy by the receiver, and fewer, larger ones
+  // measured faster (1 MiB slices 1.5x slower at 16 MiB messages, with no gain over
+  // tcp; the time is the copy, not the provider's locks: README, Performance
+  // comparison); real NICs pipeline well at this size too.
   size_t slice_bytes = 16 << 20;
   int rails = 1;  // slices go round-robin over rails
   RingProtocol protocol = RingProtocol::send;

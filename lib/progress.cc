@@ -116,12 +116,12 @@ void Progress::wait_until(Pred pred, const char* what, int focus_peer) {
   // completion, yield on every idle poll: with more ranks than cores the rank we wait
   // for needs this core, and counting polls instead of time is no good, since one poll
   // costs 50 ns on shm and microseconds of syscalls on tcp.
-  // A latency test with a core per rank spins far longer (LatencyScope).
-  // Not on a CPU-driven NIC: there the kernel's share of the transfer (rxe's softirq
-  // work, deferred to a kernel thread under load) waits for a spinning rank's time slice
-  // to end, up to a scheduler tick (4 ms) per message.
+  // A rank with a core of its own spins far longer (set_own_core). Not on a CPU-driven
+  // NIC: there the kernel's share of the transfer (rxe's softirq work, deferred to a
+  // kernel thread under load) waits for a spinning rank's time slice to end, up to a
+  // scheduler tick (4 ms) per message.
   const auto spin_for =
-      latency_ && own_core_ && !cpu_driven_nic_ ? std::chrono::microseconds(1'000'000) : std::chrono::microseconds(20);
+      own_core_ && !cpu_driven_nic_ ? std::chrono::microseconds(1'000'000) : std::chrono::microseconds(20);
   // 32 idle polls take microseconds; a gap this long means this process was stopped
   // (SIGSTOP, a debugger). That time is not the peers' silence: it does not count.
   constexpr double kStoppedGap_s = 1.0;

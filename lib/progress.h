@@ -122,17 +122,19 @@ class Progress {
   // (A small lambda fits std::function's own storage: nothing is allocated.)
   void wait_for(const std::function<bool()>& ready, int peer, const char* what);
 
-  // Whether this rank has a core of its own (no more ranks on its host than CPUs), told
-  // by the launcher's side (RunContext). Unknown: assume not.
+  // Whether this rank has a core of its own (no more ranks on its machine than CPUs),
+  // told by the launcher's side (RunContext). Unknown: assume not. A rank with a core of
+  // its own spins through a wait for up to a second before it yields, as MPI libraries
+  // spin: a sched_yield is a system call that a ping-pong would measure, and on a busy
+  // host it hands the core to anyone (a collective's iterations then come in a fast and
+  // a slow mode). A rank that shares its core still yields after 20 us, or the peer it
+  // waits for would not run; so does one on a CPU-driven NIC (soft-RoCE), whose
+  // transfer runs on the same cores.
   void set_own_core(bool own) { own_core_ = own; }
   bool own_core() const { return own_core_; }
 
-  // Inside a latency test a wait must not yield the CPU: a sched_yield costs a system
-  // call (microseconds under a VM's emulation), which a ping-pong then measures. While a
-  // LatencyScope lives, a rank with a core of its own spins for up to a second before it
-  // yields; a rank that shares its core with others still yields after 20 us, or the
-  // peer it waits for would not run, and so does one on a CPU-driven NIC (soft-RoCE),
-  // whose transfer runs on the same cores.
+  // Inside a latency test, where every microsecond counts: no sleeping through long
+  // waits on a CPU-driven NIC (nap_or_yield) while a LatencyScope lives.
   class LatencyScope {
    public:
     explicit LatencyScope(Progress& p) : p_(p), saved_(p.latency_) { p_.latency_ = true; }

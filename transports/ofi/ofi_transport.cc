@@ -11,6 +11,7 @@
 #include <optional>
 #include <random>
 #include <string>
+#include <string_view>
 #include <utility>
 
 #include <fmt/format.h>
@@ -113,8 +114,15 @@ OfiTransport::OfiTransport(Selection selection, int rank, int world_size)
   caps_.device_memory = selection.hmem;
   caps_.max_msg_size = SIZE_MAX;
   caps_.inject_size = SIZE_MAX;
+  caps_.cpu_driven_nic = !rails_.empty();
   for (const auto& r : rails_) {
     const fi_info* info = r->info.get();
+    // libfabric names a verbs domain after its device, and says nothing of who drives
+    // it: a soft-RoCE (rxe) or soft-iWARP (siw) device is the kernel on these cores.
+    const std::string_view prov = info->fabric_attr->prov_name ? info->fabric_attr->prov_name : "";
+    const std::string_view dom = info->domain_attr->name ? info->domain_attr->name : "";
+    caps_.cpu_driven_nic =
+        caps_.cpu_driven_nic && prov.starts_with("verbs") && (dom.starts_with("rxe") || dom.starts_with("siw"));
     constexpr uint64_t kOrder = FI_ORDER_WAW | FI_ORDER_SAW;
     bool ordered = (info->tx_attr->msg_order & kOrder) == kOrder && (info->rx_attr->msg_order & kOrder) == kOrder &&
                    info->ep_attr->max_order_waw_size >= info->ep_attr->max_msg_size;
