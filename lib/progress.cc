@@ -120,24 +120,33 @@ void Progress::wait_until(Pred pred, const char* what, int focus_peer) {
   // NIC: there the kernel's share of the transfer (rxe's softirq work, deferred to a
   // kernel thread under load) waits for a spinning rank's time slice to end, up to a
   // scheduler tick (4 ms) per message.
-  const auto spin_for =
-      own_core_ && !cpu_driven_nic_ ? std::chrono::microseconds(1'000'000) : std::chrono::microseconds(20);
+  // A latency test there spins through about ten emulated round trips (200 us) first: a
+  // yield is a system call, microseconds under a VM, which the ping-pong would measure.
+  const auto spin_for = own_core_ && !cpu_driven_nic_ ? std::chrono::microseconds(1'000'000)
+                        : own_core_ && latency_       ? std::chrono::microseconds(200)
+                                                      : std::chrono::microseconds(20);
   // 32 idle polls take microseconds; a gap this long means this process was stopped
   // (SIGSTOP, a debugger). That time is not the peers' silence: it does not count.
   constexpr double kStoppedGap_s = 1.0;
-  Clock::time_point idle_since = Clock::now();
-  Clock::time_point last_check = idle_since;
+  // The idle clock starts at the first check, 32 idle polls in, not at every completion:
+  // a clock read costs 0.7 us under a VM's emulated timer (HPET), several per ping-pong.
+  Clock::time_point idle_since, last_check;
+  bool timing = false;
   stalled_s_ = 0;  // a stop in an earlier, finished wait is not this one's story
   bool yielding = false;
   for (uint32_t idle = 0; !pred();) {
     if (poll_once() > 0) {
       idle = 0;
       yielding = false;
-      idle_since = last_check = Clock::now();
+      timing = false;
       continue;
     }
     if ((++idle & 31) == 0) {
       const auto now = Clock::now();
+      if (!timing) {
+        timing = true;
+        idle_since = last_check = now;
+      }
       if (const double gap = seconds_between(last_check, now); gap > kStoppedGap_s) {
         stalled_s_ += gap;
         idle_since += now - last_check;
