@@ -17,7 +17,8 @@ Progress::Progress(Transport& transport, double timeout_s, std::vector<std::stri
       outstanding_by_peer_(static_cast<size_t>(std::max(transport.world_size(), 1)), 0),
       abandoned_(static_cast<size_t>(std::max(transport.world_size(), 1)), false),
       batch_(64),
-      cpu_driven_nic_(transport.caps().cpu_driven_nic) {}
+      cpu_driven_nic_(transport.caps().cpu_driven_nic),
+      kernel_sockets_(transport.caps().kernel_sockets) {}
 
 std::string Progress::peer_name(int peer) const {
   if (peer >= 0 && static_cast<size_t>(peer) < peer_names_.size()) return peer_names_[peer];
@@ -122,9 +123,11 @@ void Progress::wait_until(Pred pred, const char* what, int focus_peer) {
   // scheduler tick (4 ms) per message.
   // A latency test there spins through about ten emulated round trips (200 us) first: a
   // yield is a system call, microseconds under a VM, which the ping-pong would measure.
-  const auto spin_for = own_core_ && !cpu_driven_nic_ ? std::chrono::microseconds(1'000'000)
-                        : own_core_ && latency_       ? std::chrono::microseconds(200)
-                                                      : std::chrono::microseconds(20);
+  // Nor over the kernel's TCP stack: two spinning ranks leave its softirq work little of
+  // two shared cores (Open MPI's spinning tcp BTL measured 1/40 of railbench's bandwidth).
+  const auto spin_for = own_core_ && !cpu_driven_nic_ && !kernel_sockets_ ? std::chrono::microseconds(1'000'000)
+                        : own_core_ && latency_                           ? std::chrono::microseconds(200)
+                                                                          : std::chrono::microseconds(20);
   // 32 idle polls take microseconds; a gap this long means this process was stopped
   // (SIGSTOP, a debugger). That time is not the peers' silence: it does not count.
   constexpr double kStoppedGap_s = 1.0;

@@ -126,8 +126,8 @@ class Progress {
   // spin: a sched_yield is a system call that a ping-pong would measure, and on a busy
   // host it hands the core to anyone (a collective's iterations then come in a fast and
   // a slow mode). A rank that shares its core still yields after 20 us, or the peer it
-  // waits for would not run; so does one on a CPU-driven NIC (soft-RoCE), whose
-  // transfer runs on the same cores.
+  // waits for would not run; so does one on a CPU-driven NIC (soft-RoCE) or over the
+  // kernel's TCP stack, whose transfer runs on the same cores.
   void set_own_core(bool own) { own_core_ = own; }
   bool own_core() const { return own_core_; }
 
@@ -198,6 +198,7 @@ class Progress {
   bool own_core_ = false;
   bool latency_ = false;
   bool cpu_driven_nic_ = false;  // caps().cpu_driven_nic: long waits sleep (nap_or_yield)
+  bool kernel_sockets_ = false;  // caps().kernel_sockets: never spin long (wait_until)
 };
 
 }  // namespace railbench

@@ -78,6 +78,10 @@ struct Capabilities {
   // cycles its own transfer needs. Progress then sleeps through long waits (never
   // inside a latency test), as perftest's bandwidth server does.
   bool cpu_driven_nic = false;
+  // The data crosses this host's kernel TCP/IP stack (libfabric's tcp, sockets, udp): the
+  // kernel's share of it needs these cores too, but the provider moves data only inside
+  // poll, so a waiting rank neither spins long (it yields after 20 us) nor sleeps.
+  bool kernel_sockets = false;
   // Writes one post_write_batch may hold; 1 for a transport without a batch form of its
   // own, 0 without one-sided writes.
   size_t max_batch = 0;

@@ -123,6 +123,8 @@ OfiTransport::OfiTransport(Selection selection, int rank, int world_size)
     const std::string_view dom = info->domain_attr->name ? info->domain_attr->name : "";
     caps_.cpu_driven_nic =
         caps_.cpu_driven_nic && prov.starts_with("verbs") && (dom.starts_with("rxe") || dom.starts_with("siw"));
+    caps_.kernel_sockets =
+        caps_.kernel_sockets || prov.starts_with("tcp") || prov.starts_with("sockets") || prov.starts_with("udp");
     constexpr uint64_t kOrder = FI_ORDER_WAW | FI_ORDER_SAW;
     bool ordered = (info->tx_attr->msg_order & kOrder) == kOrder && (info->rx_attr->msg_order & kOrder) == kOrder &&
                    info->ep_attr->max_order_waw_size >= info->ep_attr->max_msg_size;
