@@ -144,7 +144,14 @@ void Progress::wait_until(Pred pred, const char* what, int focus_peer) {
       timing = false;
       continue;
     }
-    if ((++idle & 31) == 0) {
+    ++idle;
+    if (!timing && spin_for == kSpin) {
+      // A wait that yields after 20 us starts its clock at once, as it always did: its
+      // spin must stay short, or ranks that share cores spin away their peers' time.
+      timing = true;
+      idle_since = last_check = Clock::now();
+    }
+    if ((idle & 31) == 0) {
       const auto now = Clock::now();
       if (!timing) {
         timing = true;

@@ -37,22 +37,46 @@ fractions() {
 for c in json.load(open(sys.argv[1]))["bisection"]: print(c["cut"], c["rail"], round(c["fraction"], 3))' "$1"
 }
 
+# check_cuts OVERSUB: the fractions of the last run against what OVERSUB:1 should give;
+# prints why and returns 1 when one is off.
+check_cuts() {
+  local oversub=$1 cut rail fraction
+  fractions "$work/o$oversub.json" | tee "$work/f$oversub"
+  [[ $(wc -l <"$work/f$oversub") == 4 ]] || fail "expected 4 cuts (2 rails x rail, cross-rail)"
+  while read -r cut rail fraction; do
+    if [[ $cut == rail || $oversub == 1 ]]; then
+      awk -v f="$fraction" 'BEGIN { exit !(f >= 0.7) }' || {
+        echo "at $oversub:1 the $cut cut of rail $rail carried only $fraction of its ideal"
+        return 1
+      }
+    else
+      awk -v f="$fraction" 'BEGIN { exit !(f >= 0.3 && f <= 0.65) }' || {
+        echo "at 2:1 the cross-rail cut of rail $rail carried $fraction, not about half"
+        return 1
+      }
+    fi
+  done <"$work/f$oversub"
+  if ((oversub == 1 && rc != 0)); then
+    echo "at 1:1 validate exited $rc"
+    return 1
+  fi
+}
+
 for oversub in 1 2; do
   echo "== spine at $oversub:1"
   "$su/down.sh" >/dev/null
   "$su/up.sh" --nodes 4 --rails 2 --rate 400 --oversubscription $oversub >/dev/null || fail "up.sh failed"
   run_validate "o$oversub"
-  fractions "$work/o$oversub.json" | tee "$work/f$oversub"
-  [[ $(wc -l <"$work/f$oversub") == 4 ]] || fail "expected 4 cuts (2 rails x rail, cross-rail)"
-  while read -r cut rail fraction; do
-    if [[ $cut == rail || $oversub == 1 ]]; then
-      awk -v f="$fraction" 'BEGIN { exit !(f >= 0.7) }' ||
-        fail "at $oversub:1 the $cut cut of rail $rail carried only $fraction of its ideal"
-    else
-      awk -v f="$fraction" 'BEGIN { exit !(f >= 0.3 && f <= 0.65) }' ||
-        fail "at 2:1 the cross-rail cut of rail $rail carried $fraction, not about half"
-    fi
-  done <"$work/f$oversub"
+  if ! why=$(check_cuts $oversub); then
+    # 8 ranks stream 16 flows at once on 2 cores: a cut measured while the host was busy
+    # can come out low (one CI run: rail cuts 72% and 61% at 1:1, then 95% for the next
+    # cut). Once more, as the compare tests do; a real bottleneck is low both times.
+    echo "$why"
+    echo "(off on the first attempt: measuring once more, in case the host was busy)"
+    run_validate "o$oversub"
+    why=$(check_cuts $oversub) || fail "$why"
+  fi
+  cat "$work/f$oversub"
 done
 ((rc == 1)) || fail "the 2:1 run did not FAIL on its cross-rail cut (exit $rc)"
 python3 - "$work/o2.json" "$work/o1.json" <<'PY' || fail "the findings"
