@@ -129,7 +129,6 @@ class Progress {
   // waits for would not run; so does one on a CPU-driven NIC (soft-RoCE) or over the
   // kernel's TCP stack, whose transfer runs on the same cores.
   void set_own_core(bool own) { own_core_ = own; }
-  bool own_core() const { return own_core_; }
 
   // Inside a latency test, where every microsecond counts: no sleeping through long
   // waits on a CPU-driven NIC (nap_or_yield) while a LatencyScope lives.
