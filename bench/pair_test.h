@@ -72,8 +72,9 @@ class PairTest {
   // receive completes only once its peer sends, so a larger window goes in chunks.
   int chunk(int window) const;
   void wait_ids(const std::vector<uint64_t>& ids, const char* what);
+  // The leader calls stamp(i) as iteration i starts and stamp(total) after the last.
   void write_poll_latency(int peer, int rail, size_t bytes, int total, bool leader,
-                          const std::function<void(int, Clock::time_point, Clock::time_point)>& record);
+                          const std::function<void(int)>& stamp);
 
   Progress& p_;
   PairBuffers b_;

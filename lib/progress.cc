@@ -131,8 +131,11 @@ void Progress::wait_until(Pred pred, const char* what, int focus_peer) {
   // 32 idle polls take microseconds; a gap this long means this process was stopped
   // (SIGSTOP, a debugger). That time is not the peers' silence: it does not count.
   constexpr double kStoppedGap_s = 1.0;
-  // The idle clock starts at the first check, 32 idle polls in, not at every completion:
-  // a clock read costs 0.7 us under a VM's emulated timer (HPET), several per ping-pong.
+  // The idle clock starts at the first check, 512 idle polls in (tens of microseconds,
+  // more than an 8 B round trip), then checks every 32: a clock read costs 0.7 us under
+  // a VM's emulated timer (HPET), and at 32 the soft-RoCE ping-pong read it about twice
+  // per wait (issue 18's profile).
+  constexpr uint32_t kFirstCheck = 512;
   Clock::time_point idle_since, last_check;
   bool timing = false;
   stalled_s_ = 0;  // a stop in an earlier, finished wait is not this one's story
@@ -151,7 +154,7 @@ void Progress::wait_until(Pred pred, const char* what, int focus_peer) {
       timing = true;
       idle_since = last_check = Clock::now();
     }
-    if ((idle & 31) == 0) {
+    if (timing ? (idle & 31) == 0 : idle == kFirstCheck) {
       const auto now = Clock::now();
       if (!timing) {
         timing = true;

@@ -200,21 +200,41 @@ TEST_CASE("verbs: selective signaling signals an idle queue, every Nth WR and a 
   WorkQueue q(8, 4, true);
   CHECK(q.next_signaled());  // nothing in flight: a lone message completes at once
   q.commit(1, OpKind::send, 10, true);
-  // In flight now: unsignaled until the 4th since the last signaled one.
-  CHECK_FALSE(q.next_signaled());
-  q.commit(2, OpKind::send, 20, false);
+  // One in flight: a ping-pong whose reply overtook the last message's completion. An
+  // unsignaled message would need a flush write of its own.
+  CHECK(q.next_signaled());
+  q.commit(2, OpKind::send, 20, true);
+  // Two in flight, a burst: unsignaled until the 4th since the last signaled one.
   CHECK_FALSE(q.next_signaled());
   q.commit(3, OpKind::send, 30, false);
   CHECK_FALSE(q.next_signaled());
   q.commit(4, OpKind::send, 40, false);
+  CHECK_FALSE(q.next_signaled());
+  q.commit(5, OpKind::send, 50, false);
   CHECK(q.next_signaled());
-  q.commit(5, OpKind::send, 50, true);
+  q.commit(6, OpKind::send, 60, true);
   CHECK_FALSE(q.needs_flush());
-  q.commit(6, OpKind::send, 60, false);
   CHECK(q.next_signaled());  // the 7th WR takes the last caller slot (one is kept for a flush)
   q.commit(7, OpKind::send, 70, true);
   CHECK_FALSE(q.can_post());
   CHECK(q.can_flush());
+}
+
+TEST_CASE("verbs: a ping-pong signals every message and never needs a flush write", "[unit][verbs]") {
+  WorkQueue q(8, 16, true);
+  // Each message is posted with at most the last one still in flight: its CQE (which
+  // comes with the peer's ACK) may not have been reaped when the reply arrived.
+  for (uint64_t id = 1; id <= 20; ++id) {
+    REQUIRE(q.next_signaled());
+    const uint64_t seq = q.next_seq();
+    q.commit(id, OpKind::write, 8, true);
+    CHECK_FALSE(q.needs_flush());
+    if (id == 1) continue;
+    CHECK(q.reap(seq - 1, true, 0).entries == 1);  // the last one's, late
+    const WorkRecord* w = q.pop();
+    REQUIRE(w != nullptr);
+    CHECK(w->wr_id == id - 1);
+  }
 }
 
 TEST_CASE("verbs: a signaled completion completes the unsignaled WRs before it, in post order", "[unit][verbs]") {
