@@ -6,7 +6,7 @@
  * mean over iterations, busbw = algbw x (n-1)/n). MPI is used only for rank, size,
  * address and key exchange, barriers and gathering the times.
  *
- *   fi_reference allgather|alltoall|oneway PROVIDER MIN MAX FACTOR ITERS WARMUP [MODE] [MSG]
+ *   fi_reference allgather|alltoall|oneway PROVIDER MIN MAX FACTOR ITERS WARMUP [MODE] [MSG] [IOV]
  *
  * With 2 ranks both patterns are one exchange: each rank sends its block (bytes/2) to
  * the other, receives the other's into its place in the result, and copies its own
@@ -20,6 +20,11 @@
  *
  * `oneway` instead of a collective: rank 0 sends `bytes` (in pieces of MSG) to rank 1 and
  * nothing else happens, the provider's copy alone (mpi_reference has the same pattern).
+ * IOV (write mode only, default 1): pieces per fi_writemsg, each its own local and
+ * remote iovec, as railbench's batched writes pack KV-cache blocks (kvcache per-block:
+ * `oneway ... write 32768 4` against one whole write is the provider's own per-block
+ * cost); only the last call of an exchange carries remote CQ data, as railbench's last
+ * write carries the immediate.
  *
  * Output, one line per size: bytes time_us algbw_gbps busbw_gbps busbw_p50_gbps (busbw at
  * the median iteration), as mpi_reference prints.
@@ -164,6 +169,7 @@ static void poll_cq(struct fabric* f, int* local_done, long* remote_writes) {
 struct run {
   struct fabric* f;
   int write_mode;
+  int iov; /* pieces per fi_writemsg; 1: fi_writedata per piece */
   int oneway; /* rank 0 sends `bytes`, rank 1 receives them; nothing else */
   char *sbuf, *rbuf;
   void *sdesc, *rdesc;
@@ -174,6 +180,43 @@ struct run {
    * and write the next one's pieces while this rank still waits for its own sends. */
   long remote_writes, remote_expected;
 };
+
+/* Writes `block` bytes from offset `at` in pieces of at most `msg`, r->iov pieces per
+ * fi_writemsg; the last call carries remote CQ data. Returns the calls posted. */
+static int write_pieces(struct run* r, size_t block, size_t msg, size_t at, int* local_done) {
+  struct fabric* f = r->f;
+  struct iovec iov[16];
+  void* desc[16];
+  struct fi_rma_iov rma[16];
+  int calls = 0;
+  for (size_t off = 0; off < block;) {
+    size_t k = 0;
+    for (; k < (size_t)r->iov && off < block; ++k) {
+      const size_t len = block - off < msg ? block - off : msg;
+      iov[k].iov_base = r->sbuf + at + off;
+      iov[k].iov_len = len;
+      desc[k] = r->sdesc;
+      rma[k].addr = r->peer_rbuf.addr + at + off;
+      rma[k].len = len;
+      rma[k].key = r->peer_rbuf.key;
+      off += len;
+    }
+    struct fi_msg_rma m = {.msg_iov = iov,
+                           .desc = desc,
+                           .iov_count = k,
+                           .addr = f->peer,
+                           .rma_iov = rma,
+                           .rma_iov_count = k,
+                           .context = &r->ctx[calls],
+                           .data = 0};
+    const uint64_t flags = FI_COMPLETION | (off < block ? FI_MORE : FI_REMOTE_CQ_DATA);
+    ssize_t ret;
+    while ((ret = fi_writemsg(f->ep, &m, flags)) == -FI_EAGAIN) poll_cq(f, local_done, &r->remote_writes);
+    check((int)ret, "fi_writemsg");
+    ++calls;
+  }
+  return calls;
+}
 
 /* One 2-rank exchange of `block` bytes in pieces of at most `msg`. */
 static void exchange(struct run* r, size_t block, size_t msg) {
@@ -193,6 +236,13 @@ static void exchange(struct run* r, size_t block, size_t msg) {
       check((int)ret, "fi_trecv");
       ++posted;
     }
+  }
+  if (r->write_mode && r->iov > 1) {
+    if (sends) posted += write_pieces(r, block, msg, mine, &local_done);
+    if (!r->oneway) memcpy(r->rbuf + mine, r->sbuf + mine, block);
+    if (receives) r->remote_expected += 1;
+    while (local_done < posted || r->remote_writes < r->remote_expected) poll_cq(f, &local_done, &r->remote_writes);
+    return;
   }
   for (int i = 0; i < (sends ? pieces : 0); ++i) {
     size_t off = (size_t)i * msg, len = block - off < msg ? block - off : msg;
@@ -216,9 +266,10 @@ static void exchange(struct run* r, size_t block, size_t msg) {
 }
 
 int main(int argc, char** argv) {
-  if (argc < 8 || argc > 10) {
+  if (argc < 8 || argc > 11) {
     fprintf(stderr,
-            "usage: %s allgather|alltoall|oneway PROVIDER MIN MAX FACTOR ITERS WARMUP [send|write] [MSG_BYTES]\n",
+            "usage: %s allgather|alltoall|oneway PROVIDER MIN MAX FACTOR ITERS WARMUP [send|write] [MSG_BYTES] "
+            "[IOV]\n",
             argv[0]);
     return 2;
   }
@@ -238,13 +289,28 @@ int main(int argc, char** argv) {
   int iters = atoi(argv[6]), warmup = atoi(argv[7]);
   int write_mode = argc > 8 && strcmp(argv[8], "write") == 0;
   size_t msg_arg = argc > 9 ? (size_t)atoll(argv[9]) : 0;
+  const int iov = argc > 10 ? atoi(argv[10]) : 1;
+  if (iov < 1 || iov > 16 || (iov > 1 && !write_mode)) {
+    if (rank == 0) fprintf(stderr, "fi_reference: IOV must be 1..16, and above 1 only with write (got %d)\n", iov);
+    MPI_Finalize();
+    return 2;
+  }
 
   struct fabric f;
   memset(&f, 0, sizeof(f));
   open_fabric(&f, argv[2]);
   connect_peer(&f, rank);
+  size_t iov_limit = f.info->tx_attr->iov_limit < f.info->tx_attr->rma_iov_limit ? f.info->tx_attr->iov_limit
+                                                                                 : f.info->tx_attr->rma_iov_limit;
+  if ((size_t)iov > iov_limit) {
+    if (rank == 0) fprintf(stderr, "fi_reference: %s takes %zu iovecs per write; IOV %d lowered\n", argv[2], iov_limit, iov);
+  }
 
-  struct run r = {.f = &f, .write_mode = write_mode, .oneway = oneway, .rank = rank};
+  struct run r = {.f = &f,
+                  .write_mode = write_mode,
+                  .iov = (size_t)iov > iov_limit ? (int)iov_limit : iov,
+                  .oneway = oneway,
+                  .rank = rank};
   const double bus = oneway ? 1.0 : 0.5;
   r.sbuf = malloc(hi + 64);
   r.rbuf = malloc(hi + 64);

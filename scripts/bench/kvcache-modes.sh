@@ -5,6 +5,10 @@
 # same registered buffers. Prints, per mode, the medians over REPS runs of the p50
 # request time, GB/s and the ratio to the contiguous write (target: per-block >= 0.8).
 #   scripts/bench/kvcache-modes.sh [REPS]     (env: MODEL, TOKENS, REQUESTS, TRANSPORT, EXTRA)
+# Over ofi, each repetition also runs the provider's own per-block cost, written straight
+# against libfabric (build/fi_reference oneway ... write BLOCK 4): the same bytes as one
+# request, as one write and as blocks four to a fi_writemsg (the provider's iovec limit
+# on shm, and how railbench packs them), so the two ratios can be set side by side.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 source "$root/scripts/lib/mpirun.sh"
@@ -23,10 +27,21 @@ for ((r = 0; r < reps; ++r)); do
   # shellcheck disable=SC2086
   rb_mpirun 2 "$build/railbench" kvcache -t "$transport" --model "$model" --tokens "$tokens" \
     --mode per-block,coalesced,staged --requests "$requests" ${EXTRA:-} --json "$work/r$r.json" >"$work/r$r.txt"
+  if [[ $transport == ofi:* && -x $build/fi_reference ]]; then
+    read -r bytes block < <(python3 -c '
+import json, sys
+r = next(x for x in json.load(open(sys.argv[1]))["results"] if x["mode"] == "per-block")
+print(r["bytes"], r["bytes"] // r["blocks"])' "$work/r$r.json")
+    for piece in 0 "$block"; do
+      rb_mpirun 2 "$build/fi_reference" oneway "${transport#ofi:}" "$bytes" "$bytes" 1 "$requests" 2 write \
+        "$piece" 4 >"$work/fi_${piece}_$r.txt"
+    done
+    echo "$block" >"$work/block"
+  fi
   echo "# run $((r + 1)) of $reps done"
 done
 python3 - "$work" "$reps" <<'PY'
-import json, statistics, sys
+import json, os, statistics, sys
 work, reps = sys.argv[1], int(sys.argv[2])
 by_mode = {}
 for r in range(reps):
@@ -46,4 +61,14 @@ pb = by_mode.get("per-block", [])
 if pb:
     ratio = statistics.median(x["ratio_to_contiguous"] for x in pb)
     print(f"# per-block / contiguous: {ratio:.2f} (target >= 0.80: {'met' if ratio >= 0.8 else 'NOT met'})")
+if os.path.exists(f"{work}/block"):
+    block = int(open(f"{work}/block").read())
+    def gbps(piece, r):  # fi_reference's last line: bytes time_us algbw busbw busbw_p50
+        return float(open(f"{work}/fi_{piece}_{r}.txt").read().split()[-1])
+    whole = [gbps(0, r) for r in range(reps)]
+    blocks = [gbps(block, r) for r in range(reps)]
+    ratios = [b / w for b, w in zip(blocks, whole)]
+    print(f"# raw libfabric, same bytes: one write {statistics.median(whole):.3f} GB/s, {block} B blocks 4 per "
+          f"fi_writemsg {statistics.median(blocks):.3f} GB/s: the provider's own per-block / contiguous "
+          f"{statistics.median(ratios):.2f} (" + " ".join(f"{x:.2f}" for x in ratios) + ")")
 PY
