@@ -230,7 +230,12 @@ PY
     got=$(named | sort -u)
     echo "named: ${got:-nothing}"
     [[ -n $got ]] || fail "the flapping link was not named"
-    [[ $(echo "$got" | grep -vc ' node02 rail1 ') -eq 0 ]] || fail "only node02 rail1 may be named, got: $got"
+    # Only the flapping link may fail. A healthy link may draw a WARN "unsteady ... passed
+    # a re-test: watch it" when a window of its pair tests lost the CPU to the flap's
+    # link changes on this shared host (CI: node01 rail0, one window 66% slow); a WARN
+    # does not fail the SU nor drain the node, which expect_drain checks.
+    [[ $(echo "$got" | grep -v ' node02 rail1 ' | grep -vc '^WARN ') -eq 0 ]] ||
+      fail "only node02 rail1 may fail, and other links at most WARN, got: $got"
     expect_blamed "node02 rail1" "intermittent|unreachable|bandwidth|bidirectional|latency"
     expect_drain "node02"
     python3 - "$work/v.json" <<'PY' || fail "the link's carrier changes are not in the results"
