@@ -148,18 +148,17 @@ void Progress::wait_until(Pred pred, const char* what, int focus_peer) {
       continue;
     }
     ++idle;
-    if (!timing && spin_for == kSpin) {
+    if (!timing) {
       // A wait that yields after 20 us starts its clock at once, as it always did: its
       // spin must stay short, or ranks that share cores spin away their peers' time.
-      timing = true;
-      idle_since = last_check = Clock::now();
-    }
-    if (timing ? (idle & 31) == 0 : idle == kFirstCheck) {
-      const auto now = Clock::now();
-      if (!timing) {
+      if (spin_for == kSpin || idle == kFirstCheck) {
         timing = true;
-        idle_since = last_check = now;
+        idle_since = last_check = Clock::now();
       }
+      continue;  // not yielding either: that needs the clock
+    }
+    if ((idle & 31) == 0) {
+      const auto now = Clock::now();
       if (const double gap = seconds_between(last_check, now); gap > kStoppedGap_s) {
         stalled_s_ += gap;
         idle_since += now - last_check;

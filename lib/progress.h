@@ -39,11 +39,7 @@ class Progress {
     const uint64_t id = next_id_;
     reserve_slot(id, peer);
     if (post_fn(id) != Status::ok) return std::nullopt;
-    ++next_id_;
-    slots_[id & kMask] = Slot{id, peer, kind, false, 0};
-    ++outstanding_;
-    ++outstanding_by_peer_[peer];
-    return id;
+    return commit_post(id, peer, kind);
   }
 
   template <class PostFn>
