@@ -24,6 +24,18 @@ std::string local_hostname() {
   return buf;
 }
 
+// This kernel's boot id, "" when it cannot be read.
+std::string boot_id() {
+  std::string id;
+  if (std::FILE* f = std::fopen("/proc/sys/kernel/random/boot_id", "r")) {
+    char buf[64] = {};
+    if (std::fgets(buf, sizeof(buf), f)) id = buf;
+    std::fclose(f);
+  }
+  while (!id.empty() && (id.back() == '\n' || id.back() == ' ')) id.pop_back();
+  return id;
+}
+
 }  // namespace
 
 RunContext::RunContext(Bootstrap& bootstrap, const CommonOptions& options, std::string command)
@@ -33,7 +45,13 @@ RunContext::RunContext(Bootstrap& bootstrap, const CommonOptions& options, std::
   // The launcher's node name where it gives one (Slurm's node names are the ones its
   // commands, and the drain list, use).
   const std::string& node = bootstrap_.place().node_name;
-  hosts_ = bootstrap_.all_gather_strings(node.empty() ? local_hostname() : node);
+  // The boot id rides along, for has_own_core(): no gather of its own at start-up.
+  for (const std::string& s :
+       bootstrap_.all_gather_strings(fmt::format("{}\n{}", node.empty() ? local_hostname() : node, boot_id()))) {
+    const size_t nl = s.find('\n');
+    hosts_.push_back(s.substr(0, nl));
+    boot_ids_.push_back(nl == std::string::npos ? std::string() : s.substr(nl + 1));
+  }
   launcher_local_ranks_ = bootstrap_.all_gather_value<int>(bootstrap_.place().local_rank);
   status_ =
       std::make_unique<StatusLine>(StatusLine::mode_for(options_.quiet, rank_ == 0, ::isatty(STDERR_FILENO) != 0));
@@ -75,15 +93,10 @@ void RunContext::close_transport() noexcept {
 
 // Ranks that share a kernel share its CPUs, whatever their host names say (the netns
 // SU's "nodes" are namespaces of one machine): the kernel's boot id tells them apart.
-bool RunContext::has_own_core() {
-  std::string boot_id;
-  if (std::FILE* f = std::fopen("/proc/sys/kernel/random/boot_id", "r")) {
-    char buf[64] = {};
-    if (std::fgets(buf, sizeof(buf), f)) boot_id = buf;
-    std::fclose(f);
-  }
-  const auto all = bootstrap_.all_gather_strings(boot_id.empty() ? hosts_[rank_] : boot_id);
-  const auto sharing = std::count(all.begin(), all.end(), all[rank_]);
+bool RunContext::has_own_core() const {
+  auto machine = [&](int r) -> const std::string& { return boot_ids_[r].empty() ? hosts_[r] : boot_ids_[r]; };
+  int sharing = 0;
+  for (int r = 0; r < size_; ++r) sharing += machine(r) == machine(rank_);
   const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
   return cpus > 0 && sharing <= cpus;
 }

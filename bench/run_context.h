@@ -105,14 +105,15 @@ class RunContext {
   void add_csv(ResultsFile& results) const;
 
  private:
-  // No more ranks on this machine than online CPUs (collective: every rank calls it).
-  bool has_own_core();
+  // No more ranks on this machine than online CPUs.
+  bool has_own_core() const;
 
   CommonOptions options_;
   std::string command_;
   Bootstrap& bootstrap_;
   int rank_ = 0, size_ = 1;
   std::vector<std::string> hosts_;
+  std::vector<std::string> boot_ids_;  // per rank: its kernel's boot id, "" if unreadable
   std::vector<int> launcher_local_ranks_;
   std::unique_ptr<Liveness> liveness_;  // names a stopped or dead rank when a wait times out
   TransportSpec spec_;
