@@ -96,6 +96,9 @@ class OfiTransport final : public TransportBase {
 
   int gpu_ = 0;  // CUDA device of GPU buffers (FI_HMEM_CUDA)
   std::vector<std::shared_ptr<Rail>> rails_;
+  // post_write_batch's checked spans, caps().max_batch of them, allocated at setup: the
+  // second pass fills the contexts from them instead of checking every span again.
+  std::vector<Prepared> batch_prep_;
   size_t next_poll_rail_ = 0;
 };
 
@@ -143,6 +146,7 @@ OfiTransport::OfiTransport(Selection selection, int rank, int world_size)
     caps_.max_batch = kMaxBatch;
     for (const auto& r : rails_) caps_.max_batch = std::min(caps_.max_batch, r->batch_iov * (r->tx_pool.size() / 2));
     caps_.max_batch = std::max<size_t>(caps_.max_batch, 1);
+    batch_prep_.resize(caps_.max_batch);
   }
 }
 
@@ -343,8 +347,10 @@ Status OfiTransport::post_write_batch(int peer, int rail, std::span<const WriteS
   // A scratch context runs the same packing as pass 2.
   size_t chunks = 0, total = 0;
   OpContext scratch;
-  for (const WriteSpan& w : ops) {
-    Prepared p;
+  for (size_t i = 0; i < ops.size(); ++i) {
+    const WriteSpan& w = ops[i];
+    Prepared& p = batch_prep_[i];
+    p = Prepared{};
     if (Status s = check(what, OpKind::write, peer, rail, w.src, &w.dst, p); s != Status::ok) return s;
     if (chunks == 0 || !append(r, max_msg, scratch, p, w.src)) {
       ++chunks;
@@ -356,9 +362,9 @@ Status OfiTransport::post_write_batch(int peer, int rail, std::span<const WriteS
   // Pass 2: fill one context per chunk. The first chunk's is the lead.
   OpContext* lead = nullptr;
   OpContext* ctx = nullptr;
-  for (const WriteSpan& w : ops) {
-    Prepared p;
-    check(what, OpKind::write, peer, rail, w.src, &w.dst, p);
+  for (size_t i = 0; i < ops.size(); ++i) {
+    const WriteSpan& w = ops[i];
+    const Prepared& p = batch_prep_[i];
     if (ctx != nullptr && append(r, max_msg, *ctx, p, w.src)) continue;
     ctx = r.tx_pool.take();
     ctx->wr_id = wr_id;
