@@ -42,6 +42,19 @@ std::unique_ptr<Transport> open_verbs(Bootstrap& b, int rails, int qps = 1) {
   return t;
 }
 
+// Work requests posted and completed, summed over every channel of `t`.
+struct WrTotals {
+  uint64_t posted = 0, completed = 0;
+};
+WrTotals wr_totals(const Transport& t) {
+  WrTotals sum;
+  for (const auto& c : t.channel_counters()) {
+    sum.posted += c.posted;
+    sum.completed += c.completions;
+  }
+  return sum;
+}
+
 #define NEED_DEVICES(n)                                                                         \
   if (active_ports() < (n)) {                                                                   \
     FAIL("needs " << (n) << " active RDMA port(s): run it in scripts/rxe-vm/run.sh --rails 2"); \
@@ -294,11 +307,7 @@ TEST_CASE("verbs: posting far more than the queues hold is absorbed by retry", "
     for (int i = 0; i < n; ++i) p.write(peer, 0, LocalSpan{mr.get(), 16, 8}, RemoteSpan{&key, 32});
     p.wait_all("a burst of 20000 messages and writes");
     expect(p.outstanding() == 0, "nothing outstanding");
-    uint64_t posted = 0, done = 0;
-    for (const auto& c : t->channel_counters()) {
-      posted += c.posted;
-      done += c.completions;
-    }
+    const auto [posted, done] = wr_totals(*t);
     expect(posted == 2u * n && done == posted, fmt::format("posted {} completed {}", posted, done));
     b.barrier();
   });
@@ -339,11 +348,7 @@ TEST_CASE("verbs: batches far beyond the send queue's depth are absorbed by retr
     }
     p.wait_all("batched writes");
     expect(p.outstanding() == 0, "nothing outstanding");
-    uint64_t posted = 0, done = 0;
-    for (const auto& c : t->channel_counters()) {
-      posted += c.posted;
-      done += c.completions;
-    }
+    const auto [posted, done] = wr_totals(*t);
     // Counters count work requests, a batch's included (its one Completion covers them).
     expect(posted == words && done == posted,
            fmt::format("posted {} WRs in {} batches, {} completed", posted, batches, done));
