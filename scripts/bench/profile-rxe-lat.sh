@@ -22,10 +22,10 @@ if [[ ${1-} != --inside ]]; then
   build=${RAILBENCH_BUILD_DIR:-$root/build}
   [[ -x $build/railbench ]] || "$root/scripts/build.sh" >/dev/null
   out=${OUT:-$(mktemp -d)}
+  rc=0
   RAILBENCH_BUILD_DIR=$build "$root/scripts/rxe-vm/run.sh" --rails 1 --out "$out" --timeout 3000 \
     --share "$root" --share "$build" -- \
-    "$root/scripts/bench/profile-rxe-lat.sh" --inside "$verb" "$iters"
-  rc=$?
+    "$root/scripts/bench/profile-rxe-lat.sh" --inside "$verb" "$iters" || rc=$?
   echo "# profile-rxe-lat: raw data in $out"
   exit $rc
 fi
