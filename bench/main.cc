@@ -1,5 +1,5 @@
 // railbench: one binary, one subcommand per pattern. The subcommands register
-// themselves (bench/cli.h); this file parses, picks the bootstrap and maps errors to
+// themselves (bench/cli/cli.h); this file parses, picks the bootstrap and maps errors to
 // exit codes.
 //
 // Exit codes: 0 success; 1 a run failed (check found wrong data, a peer timed out, a
@@ -11,8 +11,8 @@
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
 
-#include "bench/cli.h"
-#include "bench/run_context.h"
+#include "bench/cli/cli.h"
+#include "bench/runner/run_context.h"
 #include "lib/errors.h"
 #include "lib/signals.h"
 #include "lib/version.h"

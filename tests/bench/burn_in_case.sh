@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Burn-in (--cycles / --duration, bench/burn_in.h) under a real mpirun on ofi:shm.
+# Burn-in (--cycles / --duration, bench/runner/burn_in.h) under a real mpirun on ofi:shm.
 #   burn_in_case.sh cycles CMD RAILBENCH   CMD --cycles 3: exactly 3 windows in the JSON,
 #                                          one figure per link (size, pair) per window,
 #                                          the summary table printed, the first window's

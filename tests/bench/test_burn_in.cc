@@ -1,4 +1,4 @@
-// Burn-in (bench/burn_in.h): --duration parsing, the per-window summaries and the
+// Burn-in (bench/runner/burn_in.h): --duration parsing, the per-window summaries and the
 // intermittent verdict, and the window clock that every rank follows from rank 0.
 #include <catch2/catch.hpp>
 
@@ -7,7 +7,7 @@
 #include <limits>
 #include <thread>
 
-#include "bench/burn_in.h"
+#include "bench/runner/burn_in.h"
 #include "lib/bootstrap.h"
 #include "lib/errors.h"
 

@@ -4,8 +4,8 @@
 
 #include <catch2/catch.hpp>
 
-#include "bench/congestion/impact.h"
-#include "bench/congestion/placement.h"
+#include "bench/commands/congestion/impact.h"
+#include "bench/commands/congestion/placement.h"
 #include "lib/errors.h"
 
 using namespace railbench;

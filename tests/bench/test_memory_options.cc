@@ -1,7 +1,7 @@
 // --mem and --gpu-map as the command line gives them.
 #include <catch2/catch.hpp>
 
-#include "bench/memory_setup.h"
+#include "bench/runner/memory_setup.h"
 #include "lib/errors.h"
 #include "lib/gpu.h"
 

@@ -6,7 +6,7 @@
 #include <cstring>
 #include <vector>
 
-#include "bench/pair_test.h"
+#include "bench/runner/pair_test.h"
 #include "lib/bootstrap.h"
 #include "lib/progress.h"
 #include "tests/support/loopback_transport.h"

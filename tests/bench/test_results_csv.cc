@@ -11,7 +11,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "bench/results_csv.h"
+#include "bench/runner/results_csv.h"
 #include "lib/csv.h"
 #include "lib/errors.h"
 #include "lib/results.h"

@@ -1,11 +1,11 @@
-// The progress line (bench/status_line.h) and validate's time-left estimate.
+// The progress line (bench/runner/status_line.h) and validate's time-left estimate.
 #include <catch2/catch.hpp>
 
 #include <cstdio>
 #include <string>
 
-#include "bench/status_line.h"
-#include "bench/validate/plan.h"
+#include "bench/runner/status_line.h"
+#include "bench/commands/validate/plan.h"
 
 using namespace railbench;
 

@@ -2,9 +2,9 @@
 // threshold, the noise bands, and which way is worse.
 #include <catch2/catch.hpp>
 
-#include "bench/compare/diff.h"
-#include "bench/compare/figures.h"
-#include "bench/compare/output.h"
+#include "bench/offline/compare/diff.h"
+#include "bench/offline/compare/figures.h"
+#include "bench/offline/compare/output.h"
 #include "lib/csv.h"
 #include "lib/errors.h"
 

@@ -6,12 +6,12 @@
 #include <set>
 #include <sstream>
 
-#include "bench/compare/diff.h"
-#include "bench/compare/figures.h"
-#include "bench/compare/load.h"
-#include "bench/validate/baseline.h"
-#include "bench/validate/su_config.h"
-#include "bench/validate/verdict.h"
+#include "bench/offline/compare/diff.h"
+#include "bench/offline/compare/figures.h"
+#include "bench/offline/compare/load.h"
+#include "bench/commands/validate/baseline.h"
+#include "bench/commands/validate/su_config.h"
+#include "bench/commands/validate/verdict.h"
 #include "lib/errors.h"
 
 using namespace railbench;

@@ -2,7 +2,7 @@
 // option and the fix, and the defaults give the roles and shape the README describes.
 #include <catch2/catch.hpp>
 
-#include "bench/kvcache_options.h"
+#include "bench/commands/kvcache/kvcache_options.h"
 #include "lib/errors.h"
 
 using namespace railbench;

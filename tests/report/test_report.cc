@@ -11,9 +11,9 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
-#include "bench/report/colour.h"
-#include "bench/report/html.h"
-#include "bench/report/report.h"
+#include "bench/offline/report/colour.h"
+#include "bench/offline/report/html.h"
+#include "bench/offline/report/report.h"
 #include "lib/errors.h"
 
 using namespace railbench;

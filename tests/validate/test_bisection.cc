@@ -1,9 +1,9 @@
-// validate's bisection phase arithmetic (bench/validate/bisection.h): the split, the
+// validate's bisection phase arithmetic (bench/commands/validate/bisection.h): the split, the
 // ideal and the finding.
 #include <catch2/catch.hpp>
 
-#include "bench/validate/bisection.h"
-#include "bench/validate/su_config.h"
+#include "bench/commands/validate/bisection.h"
+#include "bench/commands/validate/su_config.h"
 
 using namespace railbench;
 

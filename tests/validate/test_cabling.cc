@@ -1,7 +1,7 @@
 #include <catch2/catch.hpp>
 
-#include "bench/validate/arp_probe.h"
-#include "bench/validate/cabling.h"
+#include "bench/commands/validate/arp_probe.h"
+#include "bench/commands/validate/cabling.h"
 
 using namespace railbench;
 

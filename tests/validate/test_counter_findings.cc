@@ -5,8 +5,8 @@
 
 #include <fmt/format.h>
 
-#include "bench/validate/counter_findings.h"
-#include "bench/validate/su_config.h"
+#include "bench/commands/validate/counter_findings.h"
+#include "bench/commands/validate/su_config.h"
 
 using namespace railbench;
 using nlohmann::json;

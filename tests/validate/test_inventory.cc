@@ -3,7 +3,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "bench/validate/inventory.h"
+#include "bench/commands/validate/inventory.h"
 
 using namespace railbench;
 namespace fs = std::filesystem;

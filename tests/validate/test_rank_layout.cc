@@ -1,7 +1,7 @@
 // Ranks to (node, slot) of the SU: by host name, slots from the launcher's local ranks.
 #include <catch2/catch.hpp>
 
-#include "bench/validate/rank_layout.h"
+#include "bench/commands/validate/rank_layout.h"
 #include "lib/errors.h"
 
 using namespace railbench;

@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include "bench/validate/su_config.h"
+#include "bench/commands/validate/su_config.h"
 #include "lib/errors.h"
 
 using namespace railbench;

@@ -1,4 +1,4 @@
-// Tenants in validate (bench/validate/tenants.h, su_config's `tenants`): the config's
+// Tenants in validate (bench/commands/validate/tenants.h, su_config's `tenants`): the config's
 // checks, which pairs run and which are probed, and the isolation, P_Key and
 // interference judgements.
 #include <catch2/catch.hpp>
@@ -9,9 +9,9 @@
 
 #include <fmt/format.h>
 
-#include "bench/validate/inventory.h"
-#include "bench/validate/su_config.h"
-#include "bench/validate/tenants.h"
+#include "bench/commands/validate/inventory.h"
+#include "bench/commands/validate/su_config.h"
+#include "bench/commands/validate/tenants.h"
 #include "lib/errors.h"
 
 using namespace railbench;

@@ -9,10 +9,10 @@
 
 #include <fmt/format.h>
 
-#include "bench/validate/drain_list.h"
-#include "bench/validate/plan.h"
-#include "bench/validate/report.h"
-#include "bench/validate/verdict.h"
+#include "bench/commands/validate/drain_list.h"
+#include "bench/commands/validate/plan.h"
+#include "bench/commands/validate/report.h"
+#include "bench/commands/validate/verdict.h"
 #include "lib/errors.h"
 #include "lib/schedule.h"
 

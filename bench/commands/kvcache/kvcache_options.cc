@@ -1,0 +1,194 @@
+#include "bench/commands/kvcache/kvcache_options.h"
+
+#include <algorithm>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "lib/errors.h"
+#include "lib/sizes.h"
+
+namespace railbench {
+
+using nlohmann::json;
+
+std::vector<int> parse_ranks(const std::string& text, const char* option) {
+  std::vector<int> out;
+  std::stringstream in(text);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    try {
+      size_t used = 0;
+      const auto dash = item.find('-');
+      const int lo = std::stoi(item.substr(0, dash), &used);
+      const int hi = dash == std::string::npos ? lo : std::stoi(item.substr(dash + 1));
+      if (lo < 0 || hi < lo) throw std::invalid_argument(item);
+      for (int r = lo; r <= hi; ++r) out.push_back(r);
+    } catch (const std::exception&) {
+      throw UsageError(fmt::format("{} '{}': expected ranks such as 0,1 or 0-3", option, text));
+    }
+  }
+  if (out.empty()) throw UsageError(fmt::format("{} is empty: give ranks such as 0,1 or 0-3", option));
+  return out;
+}
+
+uint64_t mem_available() {
+  std::ifstream in("/proc/meminfo");
+  std::string key;
+  uint64_t kb = 0;
+  std::string unit;
+  while (in >> key >> kb >> unit)
+    if (key == "MemAvailable:") return kb * 1024;
+  return 0;
+}
+
+namespace {
+
+std::string gb(uint64_t bytes) {
+  if (bytes == UINT64_MAX) return "more than 18 EB";
+  return fmt::format("{:.2f} GB", static_cast<double>(bytes) / 1e9);
+}
+
+// KvShape::request_bytes(), which wraps on absurd sizes, saturating instead.
+uint64_t request_bytes(const KvShape& s) {
+  return mul_sat(mul_sat(static_cast<uint64_t>(s.layers) * static_cast<uint64_t>(s.planes), s.tokens), s.token_bytes);
+}
+
+KvModel model_from(const KvCacheOptions& o) {
+  if (o.layers == 0 && o.kv_heads == 0 && o.head_dim == 0 && o.latent_dim == 0)
+    return find_model_preset(o.model, model_config_dir());
+  json j{{"name", "custom"}, {"display", "custom"}, {"layers", o.layers}};
+  if (o.latent_dim > 0) {
+    j["attention"] = "mla";
+    j["kv_lora_rank"] = o.latent_dim;
+    if (o.rope_dim > 0) j["qk_rope_head_dim"] = o.rope_dim;
+  } else {
+    j["attention"] = "gqa";
+    j["kv_heads"] = o.kv_heads;
+    j["head_dim"] = o.head_dim;
+  }
+  return kv_model_from_json(j, "custom model (--layers, --kv-heads, --head-dim or --latent-dim)");
+}
+
+// Prefill ranks (default: the first half) and decode ranks (default: the others), each
+// rank in one role at most.
+void resolve_roles(const KvCacheOptions& opt, int n, KvOptions& base) {
+  std::vector<int> all(static_cast<size_t>(n));
+  for (int r = 0; r < n; ++r) all[static_cast<size_t>(r)] = r;
+  base.prefill = opt.prefill_ranks.empty() ? std::vector<int>(all.begin(), all.begin() + n / 2)
+                                           : parse_ranks(opt.prefill_ranks, "--prefill-ranks");
+  if (opt.decode_ranks.empty()) {
+    for (int r : all)
+      if (std::find(base.prefill.begin(), base.prefill.end(), r) == base.prefill.end()) base.decode.push_back(r);
+  } else {
+    base.decode = parse_ranks(opt.decode_ranks, "--decode-ranks");
+  }
+  std::set<int> seen;
+  for (const auto* list : {&base.prefill, &base.decode}) {
+    for (int r : *list) {
+      if (r >= n) throw UsageError(fmt::format("rank {} in --prefill-ranks/--decode-ranks: ranks are 0..{}", r, n - 1));
+      if (!seen.insert(r).second)
+        throw UsageError(
+            fmt::format("rank {} is listed twice in --prefill-ranks/--decode-ranks: one role per rank", r));
+    }
+  }
+  if (base.decode.empty()) throw UsageError("no decode ranks left: give --decode-ranks");
+}
+
+// Memory, before anything is allocated: every rank of this host, at the largest count.
+void check_memory(const KvCacheOptions& opt, const KvCacheWorld& w, const KvCachePlan& plan) {
+  KvOptions largest = plan.base;
+  largest.shape.tokens = *std::max_element(plan.token_counts.begin(), plan.token_counts.end());
+  // Payload (pools, staging) and bookkeeping (block tables, copy plans: 8 and 32 B per
+  // block, which dominate with tiny tokens), summed without wrapping.
+  uint64_t payload = 0, bookkeeping = 0;
+  int here = 0;
+  const std::string& host = w.hosts[static_cast<size_t>(w.rank)];
+  for (size_t r = 0; r < w.hosts.size(); ++r) {
+    if (w.hosts[r] != host) continue;
+    payload = add_sat(payload, kv_rank_bytes(largest, static_cast<int>(r)));
+    bookkeeping = add_sat(bookkeeping, kv_rank_bookkeeping_bytes(largest, static_cast<int>(r)));
+    ++here;
+  }
+  const uint64_t needed = add_sat(payload, bookkeeping);
+  const uint64_t avail = w.mem_available;
+  const uint64_t limit = opt.max_mem.empty() ? avail / 10 * 9 : parse_size(opt.max_mem);
+  if (needed > limit) {
+    throw UsageError(fmt::format(
+        "--concurrency {} with --tokens {} of {} ({} per request, {} blocks of {} tokens) needs {} on host {} ({} "
+        "rank(s): {} of block pools and staging buffers, {} of block tables and copy plans, for {} request(s) per "
+        "pair), more than the {} allowed ({}): lower --concurrency or --tokens, raise --block-tokens, or use more "
+        "hosts",
+        opt.concurrency, largest.shape.tokens, plan.model.name, gb(request_bytes(largest.shape)),
+        largest.shape.blocks(), largest.shape.block_tokens, gb(needed), host, here, gb(payload), gb(bookkeeping),
+        opt.concurrency, gb(limit),
+        opt.max_mem.empty() ? fmt::format("90% of MemAvailable {}; --max-mem sets it", gb(avail)) : "--max-mem"));
+  }
+}
+
+// Counts and modes: token counts, block size against them, modes without repeats.
+void resolve_sizes(const KvCacheOptions& opt, KvCachePlan& plan) {
+  for (const auto& t : opt.tokens) {
+    const uint64_t n = parse_size(t);
+    if (n == 0) throw UsageError("--tokens 0: a request needs at least 1 token");
+    if (n > kMaxKvTokens)
+      throw UsageError(
+          fmt::format("--tokens {} is more than {} (4G) tokens per request: give fewer tokens", t, kMaxKvTokens));
+    plan.token_counts.push_back(n);
+  }
+  if (opt.block_tokens < 1) throw UsageError(fmt::format("--block-tokens {} must be 1 or more", opt.block_tokens));
+  for (uint64_t n : plan.token_counts) {
+    if (static_cast<uint64_t>(opt.block_tokens) > n) {
+      throw UsageError(
+          fmt::format("--block-tokens {} is larger than the request of --tokens {}: use a block of at "
+                      "most {} tokens or more tokens",
+                      opt.block_tokens, n, n));
+    }
+  }
+  for (const auto& m : opt.modes) {
+    const KvMode mode = parse_kv_mode(m);
+    if (mode != KvMode::contiguous && std::find(plan.modes.begin(), plan.modes.end(), mode) == plan.modes.end())
+      plan.modes.push_back(mode);
+  }
+}
+
+}  // namespace
+
+KvCachePlan resolve_kvcache(const KvCacheOptions& opt, const KvCacheWorld& w) {
+  // The block pools live in host memory for now; GPU-resident KV pools come later.
+  if (!w.mem.empty() && w.mem != "host") {
+    throw UnsupportedError(fmt::format(
+        "kvcache --mem {}: the KV block pools are host memory only so far; drop --mem (or use --mem host)", w.mem));
+  }
+  const int n = static_cast<int>(w.hosts.size());
+  if (n < 2) {
+    throw UsageError(fmt::format(
+        "kvcache needs at least 2 ranks (prefill and decode), got {}: launch with mpirun -np 2 or more", n));
+  }
+  KvCachePlan plan;
+  plan.warmup = w.warmup_iters < 0 ? 1 : w.warmup_iters;
+  plan.model = model_from(opt);
+  plan.dtype_bytes = parse_kv_dtype(opt.kv_dtype);
+  resolve_sizes(opt, plan);
+  if (opt.requests < 1) throw UsageError(fmt::format("--requests {} must be 1 or more", opt.requests));
+  if (plan.warmup < 0) throw UsageError(fmt::format("-w {} must be 0 or more", plan.warmup));
+  if (opt.concurrency < 1) throw UsageError(fmt::format("--concurrency {} must be 1 or more", opt.concurrency));
+  if (opt.alloc_run < 1) throw UsageError(fmt::format("--alloc-run {} must be 1 or more", opt.alloc_run));
+  if (opt.protocol != "auto" && opt.protocol != "write" && opt.protocol != "send")
+    throw UsageError(fmt::format("unknown --protocol '{}': use auto, write or send", opt.protocol));
+  KvOptions& base = plan.base;
+  resolve_roles(opt, n, base);
+  base.concurrency = opt.concurrency;
+  base.alloc_run = opt.alloc_run;
+  base.shape.layers = plan.model.layers;
+  base.shape.planes = kv_planes(plan.model);
+  base.shape.token_bytes = kv_plane_token_bytes(plan.model, plan.dtype_bytes);
+  base.shape.block_tokens = static_cast<uint64_t>(opt.block_tokens);
+  check_memory(opt, w, plan);
+  return plan;
+}
+
+}  // namespace railbench

@@ -1,0 +1,127 @@
+// railbench validate: the command line of the acceptance test. The test itself (rank
+// layout, pair tests, phases, verdict, report) lives in bench/commands/validate/.
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "bench/cli/cli.h"
+#include "bench/runner/run_context.h"
+#include "bench/commands/validate/phases.h"
+#include "bench/commands/validate/plan.h"
+#include "bench/commands/validate/rank_layout.h"
+#include "bench/commands/validate/su_config.h"
+#include "lib/results.h"
+
+namespace railbench {
+
+using nlohmann::json;
+
+namespace {
+
+struct ValidateOptions {
+  std::string config;  // --config: a path, or a name in configs/
+  bool plan = false;   // --plan: print the schedule and estimate, run nothing
+  bool inventory_only = false;
+  std::string transport;   // -t: overrides the config's transport
+  double timeout_s = 0;    // --pair-timeout: overrides tests.pair_timeout_s
+  std::string drain_list;  // --drain-list: where rank 0 writes the bad nodes as a hostlist
+  std::string baseline;    // --baseline: an accepted validate run's results file
+};
+
+int run_validate_plan(const ValidateOptions& opt) {
+  const SuConfig c = load_su_config(opt.config);
+  for (const auto& line : describe_plan(c, make_validate_plan(c))) fmt::print("{}\n", line);
+  return 0;
+}
+
+int run_validate(Bootstrap& bootstrap, CommonOptions common, const ValidateOptions& opt) {
+  SuConfig c;
+  ValidateBaseline baseline;
+  BurnInPlan burn_in;
+  // A config (and a baseline) is read on every rank (they share a filesystem, as for
+  // the binary).
+  {
+    std::string error;
+    try {
+      burn_in = make_burn_in_plan(common.duration, common.cycles);
+      c = load_su_config(opt.config);
+      if (!opt.baseline.empty()) baseline = load_validate_baseline(opt.baseline, c);
+    } catch (const Error& e) {
+      error = e.what();
+    }
+    for (const auto& e : bootstrap.all_gather_strings(error))
+      if (!e.empty()) throw AgreedError(ErrorCode::usage, e);
+  }
+  // The pair deadline drives every data-path wait; out-of-band waits must outlast a
+  // round in which a pair used up its deadline more than once.
+  common.timeout_s = opt.timeout_s > 0 ? opt.timeout_s : c.tests.pair_timeout_s;
+  bootstrap.set_timeout(std::max(bootstrap.timeout(), 8 * common.timeout_s + 30));
+  common.transport = opt.transport.empty() ? c.transport : opt.transport;
+  common.gid_index = c.gid_index;
+  common.qps_per_peer = c.qps_per_peer;
+  RunContext ctx(bootstrap, common, "validate");
+  // Refused up front, like --json: the list matters most when the run fails.
+  ctx.agree([&] {
+    if (ctx.is_root()) check_results_path(opt.drain_list, "--drain-list", "drain.txt");
+  });
+  SuLayout L;
+  ctx.agree([&] { L = map_ranks(c, ctx.hosts(), ctx.launcher_local_ranks()); });
+
+  json cfg{{"su", c.name},
+           {"file", c.path},
+           {"nodes", c.nodes_expr},
+           {"gpus_per_node", c.gpus_per_node},
+           {"pair_timeout_s", common.timeout_s}};
+  if (!opt.baseline.empty()) cfg["baseline"] = opt.baseline;
+  if (burn_in.on()) cfg["burn_in"] = burn_in.describe();
+  ResultsFile results(ctx.is_root() ? common.json_path : "", ctx.results_header(cfg));
+  ctx.add_csv(results);
+  try {
+    return validate_phases(ctx, c, L,
+                           ValidateRun{common.transport, common.json_path, opt.inventory_only, opt.drain_list,
+                                       opt.baseline.empty() ? nullptr : &baseline, burn_in},
+                           results);
+  } catch (const Error& e) {
+    results.finish(false, e.what());  // what was measured stays in the file
+    throw;
+  }
+}
+
+// --plan needs no ranks (the first rank of a launch prints it); a bad --pair-timeout
+// is refused before any launcher is joined.
+std::optional<int> before_bootstrap(const ValidateOptions& opt) {
+  if (opt.plan) return first_rank_by_environment() ? run_validate_plan(opt) : 0;
+  if (opt.timeout_s < 0) {
+    if (first_rank_by_environment())
+      fmt::print(stderr, "railbench: error: --pair-timeout {} must be positive\n", opt.timeout_s);
+    return 2;
+  }
+  return std::nullopt;
+}
+
+const bool registered = register_subcommand(Subcommand{
+    "validate", "Acceptance test of a scalable unit against its config: names the bad node, rail or link", 60,
+    [](CLI::App& sub, CommonOptions& common) {
+      auto opt = std::make_shared<ValidateOptions>();
+      sub.add_option("--config", opt->config, "SU description (JSON): a path, or a name from configs/")->required();
+      sub.add_flag("--plan", opt->plan, "Print the schedule and an estimated duration; run nothing");
+      sub.add_flag("--inventory-only", opt->inventory_only, "Check NICs, ports, speeds and MTUs; send no traffic");
+      sub.add_option("-t,--transport", opt->transport, "Override the config's transport (verbs, ofi:tcp, ...)");
+      sub.add_option("--pair-timeout", opt->timeout_s,
+                     "Seconds a pair may go without progress (config: tests.pair_timeout_s)");
+      sub.add_option("--json", common.json_path,
+                     "Write results (inventory, per-rail matrices, findings, bad_nodes) to this file");
+      sub.add_option("--drain-list", opt->drain_list,
+                     "Write the nodes to drain as one hostlist line (gpu[003,017-018]; empty when none), even when "
+                     "validate fails: test -s FILE && scontrol update nodename=\"$(cat FILE)\" state=drain ...");
+      sub.add_option("--baseline", opt->baseline,
+                     "An accepted validate run's --json: a link well below its own figure there is a finding "
+                     "(config: thresholds.baseline_bw_below)");
+      add_output_options(sub, common);
+      add_burn_in_options(sub, common);
+      return SubcommandRun{[opt] { return before_bootstrap(*opt); },
+                           [&common, opt](Bootstrap& b) { return run_validate(b, common, *opt); }};
+    }});
+
+}  // namespace
+}  // namespace railbench

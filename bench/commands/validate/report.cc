@@ -1,0 +1,176 @@
+#include "bench/commands/validate/report.h"
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+#include <fmt/format.h>
+
+namespace railbench {
+
+using nlohmann::json;
+
+std::vector<Finding> judge_inventory(const SuConfig& c, const std::vector<std::string>& node_names,
+                                     const std::vector<std::vector<NicReport>>& nics, bool& blocking) {
+  std::vector<Finding> out;
+  blocking = false;
+  for (size_t n = 0; n < nics.size(); ++n) {
+    for (size_t s = 0; s < nics[n].size(); ++s) {
+      const NicReport& r = nics[n][s];
+      const SuRail& want = c.rails[s];
+      const std::string subject = link_name(c, node_names, {static_cast<int>(n), static_cast<int>(s)});
+      auto add = [&](const std::string& why, double measured, double expected, const std::string& unit) {
+        out.push_back({Severity::fail, FindingKind::inventory, subject, why, measured, expected, unit,
+                       static_cast<int>(n), static_cast<int>(s)});
+      };
+      if (!r.found) {
+        std::string have;
+        for (const auto& p : r.present) have += (have.empty() ? "" : ", ") + p;
+        add(fmt::format("{} {} not found on the node (it has: {}); check the cabling/driver, or the config's "
+                        "rails[{}].nic",
+                        r.kind == "rdma" ? "RDMA device" : "interface", want.nic, have.empty() ? "none" : have, s),
+            0, 1, "");
+        blocking = true;
+        continue;
+      }
+      if (!r.up) {
+        add(fmt::format("port {} is not up (state {}): check the cable and the switch port", want.nic, r.state), 0, 1,
+            "");
+        blocking = true;
+        continue;
+      }
+      if (r.speed_gbps > 0 && std::fabs(r.speed_gbps - want.speed_gbps) > 0.01 * want.speed_gbps) {
+        add(fmt::format("port {} runs at {} Gb/s, expected {} Gb/s (a wrong cable, optic or autonegotiation)", want.nic,
+                        r.speed_gbps, want.speed_gbps),
+            r.speed_gbps, want.speed_gbps, "Gb/s");
+      }
+      if (r.mtu > 0 && r.mtu != want.mtu) {
+        add(fmt::format("port {} has MTU {}, expected {}", want.nic, r.mtu, want.mtu), r.mtu, want.mtu, "B");
+      }
+    }
+  }
+  return out;
+}
+
+json rail_matrices(const SuConfig& c, const std::vector<std::string>& node_names, const std::vector<PairResult>& rail,
+                   const std::vector<std::vector<LinkStats>>& stats) {
+  const size_t n = node_names.size();
+  json out = json::array();
+  for (int r = 0; r < c.num_rails(); ++r) {
+    auto empty = [&] { return std::vector<std::vector<json>>(n, std::vector<json>(n, nullptr)); };
+    auto bw = empty(), bidir = empty(), p50 = empty(), p99 = empty(), p999 = empty();
+    json errors = json::array();
+    for (const auto& p : rail) {
+      if (p.rail_a != r || p.rail_b != r) continue;
+      const int a = p.node_a, b = p.node_b;
+      if (!p.ok) {
+        errors.push_back(json{{"a", node_names[a]}, {"b", node_names[b]}, {"error", p.error}});
+        continue;
+      }
+      bw[a][b] = p.bw_ab, bw[b][a] = p.bw_ba;
+      bidir[a][b] = bidir[b][a] = p.bidir;
+      p50[a][b] = p50[b][a] = p.lat_p50;
+      p99[a][b] = p99[b][a] = p.lat_p99;
+      p999[a][b] = p999[b][a] = p.lat_p999;
+    }
+    json links = json::array();
+    for (const auto& l : stats[r]) {
+      links.push_back(json{{"node", node_names[l.link.node]},
+                           {"pairs", l.pairs},
+                           {"failed", l.failed},
+                           {"tx_gbs", l.tx},
+                           {"rx_gbs", l.rx},
+                           {"bidir_gbs", l.bidir},
+                           {"lat_p50_us", l.lat_p50},
+                           {"lat_p99_us", l.lat_p99},
+                           {"bw_spread", l.spread},
+                           {"link_downs", l.total_downs()},
+                           {"carrier_changes", l.carrier_changes},
+                           {"link_downed", l.link_downed}});
+    }
+    out.push_back(json{{"rail", r},
+                       {"nic", c.rails[r].nic},
+                       {"leaf", c.rails[r].leaf},
+                       {"line_rate_gbps", c.rails[r].line_rate_gbps},
+                       {"nodes", node_names},
+                       {"bw_gbs", bw},
+                       {"bidir_gbs", bidir},
+                       {"lat_p50_us", p50},
+                       {"lat_p99_us", p99},
+                       {"lat_p999_us", p999},
+                       {"links", links},
+                       {"errors", errors}});
+  }
+  return out;
+}
+
+std::vector<std::string> summary_lines(const SuConfig& c, const std::vector<std::string>& node_names,
+                                       const std::vector<Finding>& findings,
+                                       const std::vector<std::vector<LinkStats>>& stats) {
+  std::vector<std::string> out;
+  out.push_back("#");
+  out.push_back("# per rail (link figures are medians over each link's partners):");
+  out.push_back(fmt::format("# {:>5} {:>8} {:>7} {:>11} {:>11} {:>11} {:>10} {:>10} {:>6}  {}", "rail", "leaf", "links",
+                            "tx min", "tx median", "line rate", "p50 med", "p99 max", "downs", "verdict"));
+  out.push_back(fmt::format("# {:>5} {:>8} {:>7} {:>11} {:>11} {:>11} {:>10} {:>10} {:>6}", "", "", "", "(GB/s)",
+                            "(GB/s)", "(GB/s)", "(us)", "(us)", "(links)"));
+  for (size_t r = 0; r < stats.size(); ++r) {
+    std::vector<double> tx, p50;
+    double p99 = 0;
+    int measured = 0, downs = 0;
+    for (const auto& l : stats[r]) {
+      downs += l.total_downs();
+      if (l.pairs == 0 || l.pairs == l.failed) continue;
+      ++measured;
+      tx.push_back(std::min(l.tx, l.rx));
+      p50.push_back(l.lat_p50);
+      p99 = std::max(p99, l.lat_p99);
+    }
+    std::sort(tx.begin(), tx.end());
+    std::sort(p50.begin(), p50.end());
+    const bool bad = std::any_of(findings.begin(), findings.end(), [&](const Finding& f) {
+      return f.severity == Severity::fail && f.rail == static_cast<int>(r);
+    });
+    out.push_back(fmt::format("  {:>5} {:>8} {:>7} {:>11.3f} {:>11.3f} {:>11.3f} {:>10.1f} {:>10.1f} {:>6}  {}", r,
+                              c.rails[r].leaf, fmt::format("{}/{}", measured, stats[r].size()),
+                              tx.empty() ? 0.0 : tx.front(), tx.empty() ? 0.0 : tx[(tx.size() - 1) / 2],
+                              line_gbytes(c.rails[r]), p50.empty() ? 0.0 : p50[(p50.size() - 1) / 2], p99, downs,
+                              bad             ? "FAIL"
+                              : measured == 0 ? "not run"
+                                              : "PASS"));
+  }
+  out.push_back("#");
+  if (findings.empty()) {
+    out.push_back("# findings: none");
+  } else {
+    out.push_back("# findings, worst first:");
+    out.push_back(
+        fmt::format("# {:>4}  {:<7} {:<14} {:<34} {}", "#", "verdict", "check", "where", "measured vs expected"));
+    for (size_t i = 0; i < findings.size(); ++i) {
+      const Finding& f = findings[i];
+      out.push_back(fmt::format("  {:>4}  {:<7} {:<14} {:<34} {}", i + 1, to_string(f.severity), to_string(f.kind),
+                                f.subject, f.reason));
+    }
+  }
+  std::set<std::string> bad_nodes, bad_links;
+  for (const auto& f : findings) {
+    if (f.severity != Severity::fail) continue;
+    if (f.node >= 0) bad_nodes.insert(node_names[f.node]);
+    if (f.node >= 0 && f.rail >= 0) bad_links.insert(link_name(c, node_names, {f.node, f.rail}));
+  }
+  const size_t fails =
+      std::count_if(findings.begin(), findings.end(), [](const Finding& f) { return f.severity == Severity::fail; });
+  out.push_back("#");
+  if (fails == 0) {
+    out.push_back(fmt::format("# verdict: PASS: {} nodes x {} rails, every link within thresholds", node_names.size(),
+                              c.num_rails()));
+  } else {
+    std::string links;
+    for (const auto& l : bad_links) links += (links.empty() ? "" : ", ") + l;
+    out.push_back(
+        fmt::format("# verdict: FAIL: {} finding(s); bad links: {}", fails, links.empty() ? "none named" : links));
+  }
+  return out;
+}
+
+}  // namespace railbench

@@ -1,0 +1,73 @@
+// railbench compare: two results files of the same command, figure by figure; what got
+// worse beyond the threshold and beyond the noise of both runs is a regression (exit 1).
+// The judgement lives in bench/offline/compare/; this file is the command line.
+#include <memory>
+
+#include <fmt/format.h>
+
+#include "bench/cli/cli.h"
+#include "bench/offline/compare/diff.h"
+#include "bench/offline/compare/figures.h"
+#include "bench/offline/compare/load.h"
+#include "bench/offline/compare/output.h"
+#include "lib/errors.h"
+
+namespace railbench {
+namespace {
+
+struct CompareOptions {
+  std::string base, next;
+  std::string threshold = "5%";
+  std::string json_path, csv_path;
+  double noise_k = compare::kDefaultNoiseK;
+  std::vector<std::string> metrics;  // --metrics: only these (busbw, tx, "lat p99", ...)
+  bool all = false;
+};
+
+int run_compare(const CompareOptions& opt) {
+  compare::CompareInputs in{opt.base, opt.next, "", compare::parse_threshold(opt.threshold), opt.noise_k};
+  const auto base = compare::load_results(opt.base);
+  const auto next = compare::load_results(opt.next);
+  compare::check_comparable(base, opt.base, next, opt.next);
+  in.command = base.at("command").get<std::string>();
+  const auto d =
+      compare::diff(compare::only_metrics(compare::figures_of(base, opt.base, opt.noise_k), opt.metrics),
+                    compare::only_metrics(compare::figures_of(next, opt.next, opt.noise_k), opt.metrics), in.threshold);
+  if (d.rows.empty()) {
+    throw UsageError(fmt::format(
+        "compare: {} and {} have no figure in common (different sizes, pairs, modes or nodes?): compare two runs "
+        "of the same sweep",
+        opt.base, opt.next));
+  }
+  for (const auto& line : compare::table_lines(d, in, opt.all)) fmt::print("{}\n", line);
+  fmt::print("{}\n", compare::summary_line(d, in));
+  if (!opt.json_path.empty())
+    compare::write_text_file(opt.json_path, "--json", compare::diff_json(d, in).dump(2) + "\n");
+  if (!opt.csv_path.empty()) compare::write_text_file(opt.csv_path, "--csv", compare::diff_csv(d));
+  return d.count(compare::Verdict::regression) > 0 ? 1 : 0;
+}
+
+const bool registered = register_subcommand(Subcommand{
+    "compare", "Compare two results files: regressions beyond the threshold and the runs' noise (exit 1)", 75,
+    [](CLI::App& sub, CommonOptions&) {
+      auto opt = std::make_shared<CompareOptions>();
+      sub.add_option("base", opt->base, "The baseline's results file (--json of an accepted run)")->required();
+      sub.add_option("new", opt->next, "The results file to judge against it")->required();
+      sub.add_option("--threshold", opt->threshold,
+                     "Smallest change that counts, in percent (default 5%); it must also be beyond the noise");
+      sub.add_option("--noise-k", opt->noise_k,
+                     "Width of each run's noise band in robust standard deviations (default 3)")
+          ->check(CLI::Range(0.0, 100.0));
+      sub.add_option("--metrics", opt->metrics,
+                     "Compare only these metrics, comma-separated (busbw, \"time p99\", tx, rx, \"lat p50\", ...)")
+          ->delimiter(',');
+      sub.add_option("--json", opt->json_path, "Write the whole diff as JSON to this file");
+      sub.add_option("--csv", opt->csv_path, "Write the whole diff as CSV (RFC 4180) to this file");
+      sub.add_flag("--all", opt->all, "List the figures within the threshold too");
+      // Needs no ranks: it answers before any launcher is joined, on the launch's first rank.
+      return SubcommandRun{[opt] { return std::optional<int>(first_rank_by_environment() ? run_compare(*opt) : 0); },
+                           {}};
+    }});
+
+}  // namespace
+}  // namespace railbench

@@ -1,0 +1,70 @@
+#include "bench/offline/compare/load.h"
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "lib/config_path.h"
+#include "lib/errors.h"
+#include "lib/results.h"
+
+namespace railbench::compare {
+
+using nlohmann::json;
+
+json load_results(const std::string& path) {
+  return read_results_file(path, "compare");
+}
+
+namespace {
+
+std::string word(const json& doc, const json::json_pointer& at) {
+  if (!doc.contains(at)) return "(none)";
+  const json& v = doc.at(at);
+  return v.is_string() ? v.get<std::string>() : v.dump();
+}
+
+// How many rails the run measured: validate's per-rail sections, else the transport's.
+std::string rails_of(const json& doc) {
+  if (doc.value("command", "") == "validate") {
+    if (doc.contains("rails") && doc.at("rails").is_array()) return std::to_string(doc.at("rails").size());
+    return word(doc, json::json_pointer("/config/gpus_per_node"));
+  }
+  return word(doc, json::json_pointer("/transport/rails"));
+}
+
+}  // namespace
+
+void check_comparable(const json& base, const std::string& base_path, const json& next, const std::string& next_path) {
+  struct Aspect {
+    const char* what;
+    std::string base, next;
+  };
+  const std::vector<Aspect> aspects{
+      {"command", word(base, json::json_pointer("/command")), word(next, json::json_pointer("/command"))},
+      {"transport", word(base, json::json_pointer("/config/transport")),
+       word(next, json::json_pointer("/config/transport"))},
+      {"provider", word(base, json::json_pointer("/transport/provider")),
+       word(next, json::json_pointer("/transport/provider"))},
+      {"world size", word(base, json::json_pointer("/world/size")), word(next, json::json_pointer("/world/size"))},
+      {"rails", rails_of(base), rails_of(next)},
+  };
+  std::string differs;
+  for (const auto& a : aspects) {
+    if (a.base == a.next) continue;
+    differs += fmt::format("{}{}: {} in {}, {} in {}", differs.empty() ? "" : "; ", a.what, a.base, base_path, a.next,
+                           next_path);
+  }
+  if (!differs.empty()) {
+    throw UsageError(
+        fmt::format("compare: {} and {} cannot be compared: {}. Compare two runs of the same command over the same "
+                    "transport, world size and rails",
+                    base_path, next_path, differs));
+  }
+}
+
+}  // namespace railbench::compare

@@ -1,0 +1,53 @@
+// railbench report: results files (--json of any command) -> one self-contained HTML
+// page. Pure: documents in, a string out; the subcommand (bench/offline/report/cmd_report.cc) reads
+// the files and writes the page. Charts are inline SVG generated here, so the page
+// needs no network, no script library and prints as it looks.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "lib/timeline.h"
+
+namespace railbench::report {
+
+// The schema versions this renderer reads (lib/results.h writes the newest).
+inline constexpr int kOldestSchemaVersion = 1;
+inline constexpr int kNewestSchemaVersion = 1;
+
+// One results document and the file it came from (named in the page and in errors).
+struct RunDocument {
+  std::string path;
+  nlohmann::json doc;
+  // The run's --timeline file, read by load_run when the results name one and it is
+  // there; otherwise a note saying where it was expected.
+  std::shared_ptr<const TimelineData> timeline;
+  std::string timeline_note;
+};
+
+// Reads and checks one results file. Throws UsageError naming the file and the problem
+// (missing, not JSON, not a railbench results document, a schema version this build
+// does not read, a command it does not know).
+RunDocument load_run(const std::string& path);
+
+// Checks an already parsed document the same way (`path` only names it in errors).
+void check_document(const nlohmann::json& doc, const std::string& path);
+
+struct ReportOptions {
+  // The size at which pair and step-time matrices are drawn; 0: the largest measured.
+  uint64_t matrix_bytes = 0;
+  // A link or a size is marked as a regression when it is below (1 - this) of the
+  // baseline's figure (bandwidth) or above (1 + this) (time).
+  double regression_fraction = 0.10;
+};
+
+// The page: one section per run, in the order given; each run is compared with the
+// first baseline of the same command, if any.
+std::string render_report(const std::vector<RunDocument>& runs, const std::vector<RunDocument>& baselines,
+                          const ReportOptions& options = {});
+
+}  // namespace railbench::report

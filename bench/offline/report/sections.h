@@ -1,0 +1,43 @@
+// The report's sections, one per kind of results file, and the header every run gets.
+// Internal to bench/report: render_report (page.cc) is the entry point.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "bench/offline/report/report.h"
+
+namespace railbench::report {
+
+struct RunContext {
+  const RunDocument& run;
+  const RunDocument* baseline;  // the same command's baseline, or null
+  const ReportOptions& options;
+  std::string id;  // prefix of every HTML id in this run's section ("run1")
+};
+
+std::string run_header(const RunContext& ctx);
+
+// Helpers the sections share (runs.cc).
+// The results entry at `bytes` (0: the largest); `note` says when another was taken.
+const nlohmann::json* entry_at_size(const nlohmann::json& results, uint64_t bytes, std::string& note);
+// The entry of `results` whose "bytes" (and, when given, other key) equals this one's.
+const nlohmann::json* same_size(const nlohmann::json& results, uint64_t bytes);
+// Per rank "r3 node02" labels and where each new host begins (for matrix group lines).
+std::vector<std::string> rank_labels(const nlohmann::json& world, int ranks);
+std::vector<int> host_starts(const nlohmann::json& world, int ranks);
+// "+4.1%" / "-23%" for now against base; "" when either is missing.
+std::string change(double now, double base);
+// A summary's field (p50, p99, p99_9, ...) or NaN.
+double stat(const nlohmann::json& summary, const char* field);
+std::string validate_section(const RunContext& ctx);
+std::string sendrecv_section(const RunContext& ctx);
+std::string collective_section(const RunContext& ctx);  // allreduce, allgather, reducescatter, alltoall
+std::string kvcache_section(const RunContext& ctx);
+// The run's --timeline (timeline.cc): "" when it has none.
+std::string timeline_section(const RunContext& ctx);
+// Reads the timeline file the results name, beside the results file if moved (load.cc).
+void attach_timeline(RunDocument& run);
+
+}  // namespace railbench::report

@@ -1,0 +1,300 @@
+#include "bench/runner/run_context.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "bench/runner/results_csv.h"
+#include "lib/results.h"
+#include "lib/signals.h"
+
+namespace railbench {
+
+using nlohmann::json;
+
+namespace {
+
+std::string local_hostname() {
+  char buf[256] = {};
+  if (::gethostname(buf, sizeof(buf) - 1) != 0) return "unknown";
+  return buf;
+}
+
+// This kernel's boot id, "" when it cannot be read.
+std::string boot_id() {
+  std::string id;
+  if (std::FILE* f = std::fopen("/proc/sys/kernel/random/boot_id", "r")) {
+    char buf[64] = {};
+    if (std::fgets(buf, sizeof(buf), f)) id = buf;
+    std::fclose(f);
+  }
+  while (!id.empty() && (id.back() == '\n' || id.back() == ' ')) id.pop_back();
+  return id;
+}
+
+}  // namespace
+
+RunContext::RunContext(Bootstrap& bootstrap, const CommonOptions& options, std::string command)
+    : options_(options), command_(std::move(command)), bootstrap_(bootstrap) {
+  rank_ = bootstrap_.rank();
+  size_ = bootstrap_.size();
+  // The launcher's node name where it gives one (Slurm's node names are the ones its
+  // commands, and the drain list, use).
+  const std::string& node = bootstrap_.place().node_name;
+  // The boot id rides along, for has_own_core(): no gather of its own at start-up.
+  for (const std::string& s :
+       bootstrap_.all_gather_strings(fmt::format("{}\n{}", node.empty() ? local_hostname() : node, boot_id()))) {
+    const size_t nl = s.find('\n');
+    hosts_.push_back(s.substr(0, nl));
+    boot_ids_.push_back(nl == std::string::npos ? std::string() : s.substr(nl + 1));
+  }
+  launcher_local_ranks_ = bootstrap_.all_gather_value<int>(bootstrap_.place().local_rank);
+  status_ =
+      std::make_unique<StatusLine>(StatusLine::mode_for(options_.quiet, rank_ == 0, ::isatty(STDERR_FILENO) != 0));
+  set_signal_rank(rank_);
+  std::vector<std::string> names;
+  for (int r = 0; r < size_; ++r) names.push_back(peer_name(r));
+  liveness_ = std::make_unique<Liveness>(bootstrap_, std::move(names));
+  bootstrap_.set_liveness_probe(liveness_->hook());
+  // A --json or --csv that cannot be written is bad input: refuse it before anything runs.
+  agree([&] {
+    if (!is_root()) return;
+    check_results_path(options_.json_path, "--json");
+    check_results_path(options_.csv_path, "--csv", "results.csv");
+    check_results_path(options_.timeline_path, "--timeline", "timeline.bin");
+    if (!options_.timeline_path.empty() &&
+        (options_.timeline_path == options_.json_path || options_.timeline_path == options_.csv_path))
+      throw UsageError(
+          fmt::format("--timeline names '{}', which another output also names: give the timeline "
+                      "its own file, e.g. --timeline {}.timeline",
+                      options_.timeline_path, options_.timeline_path));
+    if (!options_.csv_path.empty() && options_.csv_path == options_.json_path)
+      throw UsageError(fmt::format("--csv and --json both name '{}': give the CSV its own file, e.g. --csv {}.csv",
+                                   options_.csv_path, options_.csv_path));
+  });
+}
+
+RunContext::~RunContext() {
+  close_transport();
+  // The bootstrap outlives us (main owns it); its probe must not.
+  bootstrap_.set_liveness_probe({});
+}
+
+void RunContext::close_transport() noexcept {
+  // Progress refers to the transport: release it first.
+  progress_.reset();
+  transport_.reset();
+  timeline_.reset();  // after the transport, whose wrapper writes into its recorder
+}
+
+// Ranks that share a kernel share its CPUs, whatever their host names say (the netns
+// SU's "nodes" are namespaces of one machine): the kernel's boot id tells them apart.
+bool RunContext::has_own_core() const {
+  auto machine = [&](int r) -> const std::string& { return boot_ids_[r].empty() ? hosts_[r] : boot_ids_[r]; };
+  int sharing = 0;
+  for (int r = 0; r < size_; ++r) sharing += machine(r) == machine(rank_);
+  const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  return cpus > 0 && sharing <= cpus;
+}
+
+bool RunContext::all_on_one_host() const {
+  return num_hosts() == 1;
+}
+
+int RunContext::num_hosts() const {
+  return static_cast<int>(std::set(hosts_.begin(), hosts_.end()).size());
+}
+
+std::string RunContext::peer_name(int rank) const {
+  if (rank < 0 || rank >= size_) return fmt::format("rank {}", rank);
+  return fmt::format("rank {} ({})", rank, hosts_[rank]);
+}
+
+void RunContext::agree(const std::function<void()>& step) {
+  std::string failure;
+  ErrorCode code = ErrorCode::usage;
+  try {
+    step();
+  } catch (const Error& e) {
+    failure = e.what();
+    code = e.code();
+  } catch (const std::exception& e) {
+    failure = e.what();
+    code = ErrorCode::transport;
+  }
+  const auto codes = bootstrap_.all_gather_value<int>(failure.empty() ? -1 : static_cast<int>(code));
+  if (std::all_of(codes.begin(), codes.end(), [](int c) { return c < 0; })) return;
+  const auto texts = bootstrap_.all_gather_strings(failure);
+  std::vector<int> failed;
+  for (int r = 0; r < size_; ++r)
+    if (codes[r] >= 0) failed.push_back(r);
+  const bool same_everywhere = static_cast<int>(failed.size()) == size_ &&
+                               std::all_of(texts.begin(), texts.end(), [&](const auto& t) { return t == texts[0]; });
+  std::string message;
+  if (same_everywhere) {
+    message = texts[0];
+  } else {
+    for (int r : failed) message += fmt::format("{}{}: {}", message.empty() ? "" : "; ", peer_name(r), texts[r]);
+  }
+  throw AgreedError(static_cast<ErrorCode>(codes[failed.front()]), message);
+}
+
+int RunContext::local_rank() const {
+  if (bootstrap_.place().local_rank >= 0) return bootstrap_.place().local_rank;
+  int local = 0;
+  for (int r = 0; r < rank_; ++r)
+    if (hosts_[static_cast<size_t>(r)] == hosts_[static_cast<size_t>(rank_)]) ++local;
+  return local;
+}
+
+void RunContext::open_transport() {
+  PciTopology topo;
+  agree([&] {
+    spec_ = parse_transport_spec(options_.transport, options_.rails);
+    spec_.gid_index = options_.gid_index;
+    spec_.qps_per_peer = options_.qps_per_peer;
+    // GPU checks come first: without a device, that is the one line to print.
+    const bool nccl = spec_.name == "nccl";
+    if (nccl || (!options_.mem.empty() && options_.mem != "host")) topo = read_pci_topology();
+    placement_ =
+        place_memory(options_.mem, options_.gpu_map, nccl ? MemoryKind::cuda : MemoryKind::host, local_rank(), topo);
+    spec_.gpu = placement_.gpu;
+    spec_.mem = placement_.kind;
+    // Rail-optimized nodes: the NIC nearest the GPU is this slot's rail unless --rails says.
+    if (spec_.name == "verbs" && spec_.rail_names.empty() && spec_.num_rails == 1 && !placement_.nic.empty())
+      spec_.rail_names = {placement_.nic};
+    transport_ = make_transport(spec_, rank_, size_, all_on_one_host());
+  });
+  if (placement_.gpu >= 0) {
+    print(
+        fmt::format("# GPU -> nearest NIC on {} (PCI topology from sysfs; the default rail of each GPU):", hosts_[0]));
+    for (const auto& line : describe_affinity(topo)) print("#   " + line);
+  }
+  for (const auto& s : bootstrap_.all_gather_strings(placement_.to_json().dump()))
+    rank_memory_.push_back(json::parse(s));
+  transport_->connect_all(bootstrap_);
+  // From here on every completion lands in the timeline: connecting is not traffic.
+  if (!options_.timeline_path.empty())
+    timeline_ = std::make_unique<RunTimeline>(options_.timeline_path, size_, transport_, local_rank() == 0);
+  // A provider may have installed its own handlers while opening (some exit 1 on SIGTERM
+  // without a word): ours take over again, so a signal still leaves a verdict.
+  install_signal_handlers();
+  std::vector<std::string> names;
+  for (int r = 0; r < size_; ++r) names.push_back(peer_name(r));
+  progress_ = std::make_unique<Progress>(*transport_, options_.timeout_s, std::move(names));
+  progress_->set_liveness_probe(liveness_->hook());
+  progress_->set_own_core(has_own_core());
+
+  counters_ = std::make_unique<FabricCounters>(*transport_, !options_.no_counters);
+  json rails = json::array();
+  for (int i = 0; i < transport_->num_rails(); ++i) {
+    RailInfo info = transport_->rail_info(i);
+    rails.push_back(json{{"index", i},
+                         {"name", info.name},
+                         {"fabric", info.fabric},
+                         {"address", info.address},
+                         {"link_gbps", info.link_gbps},
+                         {"mtu", info.mtu}});
+    if (counters_->enabled()) rails.back()["counters"] = counters_->sources_json(i);
+  }
+  for (const auto& s : bootstrap_.all_gather_strings(rails.dump())) rank_rails_.push_back(json::parse(s));
+}
+
+json RunContext::results_header(json config) const {
+  json ranks = json::array();
+  for (int r = 0; r < size_; ++r) {
+    json entry{{"rank", r}, {"host", hosts_[r]}};
+    if (static_cast<size_t>(r) < rank_rails_.size()) entry["rails"] = rank_rails_[r];
+    if (static_cast<size_t>(r) < rank_memory_.size()) entry.update(rank_memory_[static_cast<size_t>(r)]);
+    ranks.push_back(std::move(entry));
+  }
+  json transport;
+  if (transport_) {
+    const auto& c = transport_->caps();
+    transport = json{{"name", transport_->name()},
+                     {"provider", transport_->provider()},
+                     {"rails", transport_->num_rails()},
+                     {"caps",
+                      {{"send_recv", c.send_recv},
+                       {"write", c.write},
+                       {"read", c.read},
+                       {"write_with_imm", c.write_with_imm},
+                       {"native_collectives", c.native_collectives},
+                       {"device_memory", c.device_memory},
+                       {"max_msg_size", c.max_msg_size}}}};
+    transport.update(transport_details(transport_->name()));
+  }
+  config["transport"] = options_.transport;
+  config["rails"] = options_.rails;
+  config["timeout_s"] = options_.timeout_s;
+  config["check"] = options_.check;
+  config["mem"] = to_string(placement_.kind);
+  config["gpu_map"] = options_.gpu_map;
+  return json{{"command", command_},
+              {"argv", options_.argv},
+              {"config", std::move(config)},
+              {"world",
+               {{"size", size_},
+                {"hosts", num_hosts()},
+                {"bootstrap", bootstrap_.kind()},
+                {"launcher", bootstrap_.place().launcher},
+                {"ranks", ranks}}},
+              {"transport", std::move(transport)}};
+}
+
+json RunContext::gather_channels() {
+  json mine = json::array();
+  for (const auto& c : transport_->channel_counters()) {
+    mine.push_back(json{{"rank", rank_},
+                        {"peer", c.peer},
+                        {"rail", c.rail},
+                        {"channel", c.channel},
+                        {"posted", c.posted},
+                        {"completions", c.completions},
+                        {"bytes", c.bytes}});
+  }
+  json all = json::array();
+  for (const auto& s : bootstrap_.all_gather_strings(mine.dump()))
+    for (auto& entry : json::parse(s)) all.push_back(std::move(entry));
+  return all;
+}
+
+void RunContext::finish_timeline(ResultsFile& results) {
+  if (!timeline_) return;
+  for (const auto& line : timeline_->finish(bootstrap_, results)) print(line);
+}
+
+void RunContext::counters_begin() {
+  if (counters_) counters_->begin();
+}
+
+json RunContext::counters_end() {
+  return counters_ ? counters_->end(bootstrap_, hosts_) : json(nullptr);
+}
+
+json RunContext::counters_end_local() {
+  return counters_ ? counters_->end_local() : json(nullptr);
+}
+
+void RunContext::print(const std::string& line) const {
+  if (!is_root()) return;
+  status_->hide();
+  std::fputs(line.c_str(), stdout);
+  std::fputc('\n', stdout);
+  std::fflush(stdout);
+  status_->show();
+}
+
+void RunContext::sweep_step(size_t index, size_t count, uint64_t bytes) const {
+  status_->step(sweep_step_text(command_, index, count, bytes, status_->elapsed_s()));
+}
+
+void RunContext::add_csv(ResultsFile& results) const {
+  if (is_root()) results.add_csv(options_.csv_path, results_csv_text);
+}
+
+}  // namespace railbench
