@@ -13,9 +13,9 @@
 
 #include "bench/cli/cli.h"
 #include "bench/runner/run_context.h"
-#include "lib/errors.h"
-#include "lib/signals.h"
-#include "lib/version.h"
+#include "lib/core/errors.h"
+#include "lib/core/version.h"
+#include "lib/runtime/signals.h"
 
 using namespace railbench;
 
@@ -74,7 +74,7 @@ int run_with_bootstrap(const SubcommandRun& run, double timeout_s) {
 
 int main(int argc, char** argv) {
   // Before anything else: a signal at any point ends the run with a verdict, one line and
-  // exit 128+signal (lib/signals.h). Until the bootstrap knows the rank, the launcher's
+  // exit 128+signal (lib/runtime/signals.h). Until the bootstrap knows the rank, the launcher's
   // first rank speaks for the job.
   install_signal_handlers();
   set_signal_rank(first_rank_by_environment() ? 0 : -1);

@@ -8,7 +8,7 @@
 
 #include <fmt/format.h>
 
-#include "lib/errors.h"
+#include "lib/core/errors.h"
 
 namespace railbench {
 

@@ -6,9 +6,9 @@
 #include <string>
 #include <vector>
 
-#include "lib/datatype.h"
-#include "lib/progress.h"
-#include "lib/transport.h"
+#include "lib/core/datatype.h"
+#include "lib/transport/progress.h"
+#include "lib/transport/transport.h"
 
 namespace railbench {
 

@@ -9,8 +9,8 @@
 #include "collectives/allreduce.h"
 #include "collectives/group_ops.h"
 #include "collectives/reduce.h"
-#include "lib/errors.h"
-#include "lib/gpu.h"
+#include "lib/core/errors.h"
+#include "lib/transport/gpu.h"
 
 namespace railbench {
 

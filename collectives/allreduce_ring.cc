@@ -7,8 +7,8 @@
 #include "collectives/allreduce.h"
 #include "collectives/reduce.h"
 #include "collectives/ring_common.h"
-#include "lib/errors.h"
-#include "lib/gpu.h"
+#include "lib/core/errors.h"
+#include "lib/transport/gpu.h"
 
 namespace railbench {
 

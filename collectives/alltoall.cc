@@ -6,8 +6,8 @@
 #include <fmt/format.h>
 
 #include "collectives/reduce.h"
-#include "lib/clock.h"
-#include "lib/errors.h"
+#include "lib/core/clock.h"
+#include "lib/core/errors.h"
 
 namespace railbench {
 

@@ -9,7 +9,7 @@
 
 #include "collectives/allreduce.h"
 #include "collectives/group.h"
-#include "lib/gpu.h"
+#include "lib/transport/gpu.h"
 
 namespace railbench {
 

@@ -7,7 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "lib/datatype.h"
+#include "lib/core/datatype.h"
 
 namespace railbench {
 

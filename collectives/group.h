@@ -6,8 +6,8 @@
 #include <cstddef>
 #include <vector>
 
-#include "lib/progress.h"
-#include "lib/transport.h"
+#include "lib/transport/progress.h"
+#include "lib/transport/transport.h"
 
 namespace railbench {
 

@@ -6,7 +6,7 @@
 #include <cstddef>
 
 #include "collectives/group.h"
-#include "lib/datatype.h"
+#include "lib/core/datatype.h"
 
 namespace railbench {
 

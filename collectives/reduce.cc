@@ -11,8 +11,8 @@
 #include <immintrin.h>
 #endif
 
-#include "lib/errors.h"
-#include "lib/gpu.h"
+#include "lib/core/errors.h"
+#include "lib/transport/gpu.h"
 
 namespace railbench {
 

@@ -3,8 +3,8 @@
 
 #include <cstddef>
 
-#include "lib/datatype.h"
-#include "lib/transport.h"
+#include "lib/core/datatype.h"
+#include "lib/transport/transport.h"
 
 namespace railbench {
 
@@ -12,7 +12,7 @@ namespace railbench {
 void reduce(DataType type, ReduceOp op, const void* a, const void* b, void* dst, size_t count);
 
 // The same on buffers in `kind` memory: GPU memory reduces with the CUDA kernels
-// (lib/gpu_kernels.cu; throws TransportError naming the CUDA error), host and pinned
+// (lib/transport/gpu_kernels.cu; throws TransportError naming the CUDA error), host and pinned
 // memory on the CPU.
 void reduce(MemoryKind kind, DataType type, ReduceOp op, const void* a, const void* b, void* dst, size_t count);
 

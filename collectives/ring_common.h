@@ -7,7 +7,7 @@
 #include <fmt/format.h>
 
 #include "collectives/allreduce.h"
-#include "lib/errors.h"
+#include "lib/core/errors.h"
 
 namespace railbench {
 

@@ -8,8 +8,8 @@
 #include <fmt/format.h>
 
 #include "bench/runner/burn_in.h"
-#include "lib/errors.h"
-#include "lib/launch.h"
+#include "lib/core/errors.h"
+#include "lib/runtime/launch.h"
 
 namespace railbench {
 

@@ -10,8 +10,8 @@
 
 #include <CLI/CLI.hpp>
 
-#include "bench/cli/options.h"
-#include "lib/bootstrap.h"
+#include "bench/runner/options.h"
+#include "lib/runtime/bootstrap.h"
 
 namespace railbench {
 

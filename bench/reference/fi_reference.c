@@ -169,7 +169,7 @@ static void poll_cq(struct fabric* f, int* local_done, long* remote_writes) {
 struct run {
   struct fabric* f;
   int write_mode;
-  int iov; /* pieces per fi_writemsg; 1: fi_writedata per piece */
+  int iov;    /* pieces per fi_writemsg; 1: fi_writedata per piece */
   int oneway; /* rank 0 sends `bytes`, rank 1 receives them; nothing else */
   char *sbuf, *rbuf;
   void *sdesc, *rdesc;
@@ -303,7 +303,8 @@ int main(int argc, char** argv) {
   size_t iov_limit = f.info->tx_attr->iov_limit < f.info->tx_attr->rma_iov_limit ? f.info->tx_attr->iov_limit
                                                                                  : f.info->tx_attr->rma_iov_limit;
   if ((size_t)iov > iov_limit) {
-    if (rank == 0) fprintf(stderr, "fi_reference: %s takes %zu iovecs per write; IOV %d lowered\n", argv[2], iov_limit, iov);
+    if (rank == 0)
+      fprintf(stderr, "fi_reference: %s takes %zu iovecs per write; IOV %d lowered\n", argv[2], iov_limit, iov);
   }
 
   struct run r = {.f = &f,

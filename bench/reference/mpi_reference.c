@@ -55,8 +55,10 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (argc != 7) {
-    fprintf(stderr, "usage: %s allreduce|allgather|reducescatter|alltoall|oneway MIN MAX FACTOR ITERS WARMUP\n"
-                    "       %s memcpy BYTES ITERS\n", argv[0], argv[0]);
+    fprintf(stderr,
+            "usage: %s allreduce|allgather|reducescatter|alltoall|oneway MIN MAX FACTOR ITERS WARMUP\n"
+            "       %s memcpy BYTES ITERS\n",
+            argv[0], argv[0]);
     return 2;
   }
   MPI_Init(&argc, &argv);
@@ -67,7 +69,8 @@ int main(int argc, char** argv) {
   size_t lo = (size_t)atoll(argv[2]), hi = (size_t)atoll(argv[3]), factor = (size_t)atoll(argv[4]);
   int iters = atoi(argv[5]), warmup = atoi(argv[6]);
   double bus;
-  if (strcmp(coll, "allreduce") == 0) bus = 2.0 * (n - 1) / n;
+  if (strcmp(coll, "allreduce") == 0)
+    bus = 2.0 * (n - 1) / n;
   else if (strcmp(coll, "allgather") == 0 || strcmp(coll, "reducescatter") == 0 || strcmp(coll, "alltoall") == 0)
     bus = (double)(n - 1) / n;
   else if (strcmp(coll, "oneway") == 0)

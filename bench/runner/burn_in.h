@@ -13,8 +13,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "lib/bootstrap.h"
-#include "lib/clock.h"
+#include "lib/core/clock.h"
+#include "lib/runtime/bootstrap.h"
 
 namespace railbench {
 

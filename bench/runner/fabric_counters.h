@@ -1,4 +1,4 @@
-// Fabric counters around each measurement (lib/counters.h): every rank snapshots its
+// Fabric counters around each measurement (lib/observe/counters.h): every rank snapshots its
 // rails before and after, and the deltas that moved are gathered to every rank as the
 // results' "counters" array, naming rank, host and rail.
 #pragma once
@@ -8,9 +8,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "lib/bootstrap.h"
-#include "lib/counters.h"
-#include "lib/transport.h"
+#include "lib/observe/counters.h"
+#include "lib/runtime/bootstrap.h"
+#include "lib/transport/transport.h"
 
 namespace railbench {
 

@@ -5,8 +5,8 @@
 
 #include <fmt/format.h>
 
-#include "lib/errors.h"
-#include "lib/gpu.h"
+#include "lib/core/errors.h"
+#include "lib/transport/gpu.h"
 
 namespace railbench {
 

@@ -7,8 +7,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "lib/pci_topology.h"
-#include "lib/transport.h"
+#include "lib/transport/pci_topology.h"
+#include "lib/transport/transport.h"
 
 namespace railbench {
 

@@ -7,9 +7,9 @@
 
 #include "collectives/check.h"
 #include "collectives/reduce.h"
-#include "lib/bandwidth.h"
-#include "lib/clock.h"
-#include "lib/errors.h"
+#include "lib/core/bandwidth.h"
+#include "lib/core/clock.h"
+#include "lib/core/errors.h"
 
 namespace railbench {
 

@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "lib/clock.h"
-#include "lib/progress.h"
-#include "lib/transport.h"
+#include "lib/core/clock.h"
+#include "lib/transport/progress.h"
+#include "lib/transport/transport.h"
 
 namespace railbench {
 

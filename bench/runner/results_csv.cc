@@ -73,7 +73,7 @@ Getter host_of(Getter rank_of) {
   };
 }
 
-// A JSON summary (lib/results.h) as eight columns.
+// A JSON summary (lib/results/results.h) as eight columns.
 void add_summary(std::vector<Column>& cols, const std::string& name, const std::string& unit,
                  std::function<const json*(const RowSource&)> summary) {
   for (const char* stat : {"min", "p50", "p90", "p99", "p99_9", "max", "mean", "stdev"}) {

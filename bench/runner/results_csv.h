@@ -1,4 +1,4 @@
-// --csv: the rows of a results document (lib/results.h), one table per command, for
+// --csv: the rows of a results document (lib/results/results.h), one table per command, for
 // spreadsheets and pandas. Every row is derived from the same JSON document that --json
 // writes, so the two never disagree; the file is rewritten with the JSON after every size.
 //   sendrecv                           one row per size x pair x rail
@@ -14,7 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "lib/csv.h"
+#include "lib/core/csv.h"
 
 namespace railbench {
 
@@ -26,7 +26,7 @@ CsvTable validate_csv(const nlohmann::json& doc);
 
 // By the document's "command"; std::invalid_argument for a command without a table.
 CsvTable results_csv(const nlohmann::json& doc);
-// results_csv as text (lib/csv.h's to_csv), what ResultsFile writes beside the JSON.
+// results_csv as text (lib/core/csv.h's to_csv), what ResultsFile writes beside the JSON.
 std::string results_csv_text(const nlohmann::json& doc);
 
 }  // namespace railbench

@@ -9,8 +9,8 @@
 #include <fmt/format.h>
 
 #include "bench/runner/results_csv.h"
-#include "lib/results.h"
-#include "lib/signals.h"
+#include "lib/results/results.h"
+#include "lib/runtime/signals.h"
 
 namespace railbench {
 

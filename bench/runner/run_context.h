@@ -11,16 +11,16 @@
 
 #include "bench/runner/fabric_counters.h"
 #include "bench/runner/memory_setup.h"
-#include "bench/cli/options.h"
+#include "bench/runner/options.h"
 #include "bench/runner/status_line.h"
 #include "bench/runner/timeline_run.h"
 #include "bench/runner/transport_factory.h"
-#include "lib/bootstrap.h"
-#include "lib/errors.h"
-#include "lib/liveness.h"
-#include "lib/progress.h"
-#include "lib/results.h"
-#include "lib/transport.h"
+#include "lib/core/errors.h"
+#include "lib/results/results.h"
+#include "lib/runtime/bootstrap.h"
+#include "lib/runtime/liveness.h"
+#include "lib/transport/progress.h"
+#include "lib/transport/transport.h"
 
 namespace railbench {
 

@@ -8,7 +8,7 @@
 #include <cstdio>
 #include <string>
 
-#include "lib/clock.h"
+#include "lib/core/clock.h"
 
 namespace railbench {
 

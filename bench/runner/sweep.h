@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "bench/cli/options.h"
+#include "bench/runner/options.h"
 
 namespace railbench {
 

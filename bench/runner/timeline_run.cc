@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include "lib/results.h"
+#include "lib/results/results.h"
 
 namespace railbench {
 

@@ -10,9 +10,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "lib/bootstrap.h"
-#include "lib/timeline.h"
-#include "lib/timeline_transport.h"
+#include "lib/observe/timeline.h"
+#include "lib/observe/timeline_transport.h"
+#include "lib/runtime/bootstrap.h"
 
 namespace railbench {
 

@@ -1,7 +1,7 @@
 #include "bench/runner/timing.h"
 
-#include "lib/clock.h"
-#include "lib/stats.h"
+#include "lib/core/clock.h"
+#include "lib/core/stats.h"
 
 namespace railbench {
 

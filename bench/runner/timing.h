@@ -7,9 +7,10 @@
 #include <functional>
 #include <vector>
 
+#include "bench/runner/records.h"
 #include "bench/runner/run_context.h"
-#include "lib/bandwidth.h"
-#include "lib/results.h"
+#include "lib/core/bandwidth.h"
+#include "lib/results/results.h"
 
 namespace railbench {
 

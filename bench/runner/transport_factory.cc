@@ -6,7 +6,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "lib/errors.h"
+#include "lib/core/errors.h"
 
 #ifdef RAILBENCH_HAVE_OFI
 #include "transports/ofi/ofi_transport.h"

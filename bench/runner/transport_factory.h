@@ -8,7 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "lib/transport.h"
+#include "lib/transport/transport.h"
 
 namespace railbench {
 

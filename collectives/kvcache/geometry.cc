@@ -7,8 +7,8 @@
 
 #include <fmt/format.h>
 
-#include "lib/config_path.h"
-#include "lib/errors.h"
+#include "lib/core/config_path.h"
+#include "lib/core/errors.h"
 
 namespace railbench {
 

@@ -51,7 +51,7 @@ inline constexpr uint64_t kMaxKvBytesPerToken = 64ULL << 20;  // 64 MiB at 2-byt
 // the bounds above; `where` names the source.
 KvModel kv_model_from_json(const nlohmann::json& j, const std::string& where);
 
-// The models/ folder of the configs directory (lib/config_path.h says which); "" when
+// The models/ folder of the configs directory (lib/core/config_path.h says which); "" when
 // there is none.
 std::string model_config_dir();
 // Every valid preset in `dir`, sorted by name. A preset file that cannot be used (not

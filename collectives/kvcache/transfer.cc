@@ -7,9 +7,9 @@
 
 #include <fmt/format.h>
 
-#include "lib/clock.h"
-#include "lib/errors.h"
-#include "lib/sizes.h"
+#include "lib/core/clock.h"
+#include "lib/core/errors.h"
+#include "lib/core/sizes.h"
 
 namespace railbench {
 

@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "collectives/kvcache/layout.h"
-#include "lib/bootstrap.h"
-#include "lib/progress.h"
+#include "lib/runtime/bootstrap.h"
+#include "lib/transport/progress.h"
 
 namespace railbench {
 

@@ -119,7 +119,7 @@ case $case_name in
     [[ -z $leftovers ]] || fail "temporary files left beside the results: $leftovers"
     # Nor the shm provider's regions (/dev/shm/PID:N:N): they go when a rank ends on its
     # signal, and stay when Open MPI's SIGKILL cuts it off (as it did before the other
-    # ranks waited for rank 0: lib/signals.h).
+    # ranks waited for rank 0: lib/runtime/signals.h).
     for pid in $rank_pids; do
       regions=$(ls /dev/shm/"$pid":* 2>/dev/null)
       [[ -z $regions ]] || fail "a signalled rank left its shm region: $regions"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Launchers railbench detects from the environment (lib/launch.h), each with real
+# Launchers railbench detects from the environment (lib/runtime/launch.h), each with real
 # processes meeting over the real TCP rendezvous: a Slurm job step's variables (as srun
 # sets them, without srun: the `slurm` tests run the real one), torchrun/Kubernetes
 # variables, and the launches that must fail with the variables named instead of

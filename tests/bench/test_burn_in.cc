@@ -8,8 +8,8 @@
 #include <thread>
 
 #include "bench/runner/burn_in.h"
-#include "lib/bootstrap.h"
-#include "lib/errors.h"
+#include "lib/core/errors.h"
+#include "lib/runtime/bootstrap.h"
 
 using namespace railbench;
 

@@ -6,7 +6,7 @@
 
 #include "bench/commands/congestion/impact.h"
 #include "bench/commands/congestion/placement.h"
-#include "lib/errors.h"
+#include "lib/core/errors.h"
 
 using namespace railbench;
 using namespace railbench::congestion;

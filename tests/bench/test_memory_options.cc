@@ -2,8 +2,8 @@
 #include <catch2/catch.hpp>
 
 #include "bench/runner/memory_setup.h"
-#include "lib/errors.h"
-#include "lib/gpu.h"
+#include "lib/core/errors.h"
+#include "lib/transport/gpu.h"
 
 using namespace railbench;
 using Catch::Matchers::Contains;

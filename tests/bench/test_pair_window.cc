@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "bench/runner/pair_test.h"
-#include "lib/bootstrap.h"
-#include "lib/progress.h"
+#include "lib/runtime/bootstrap.h"
+#include "lib/transport/progress.h"
 #include "tests/support/loopback_transport.h"
 #include "tests/support/net.h"
 

@@ -1,4 +1,4 @@
-// --csv: the CSV writer (lib/csv.h), the rows of each command's results (bench/
+// --csv: the CSV writer (lib/core/csv.h), the rows of each command's results (bench/
 // results_csv.h), and the file written beside the JSON at every rewrite.
 #include <catch2/catch.hpp>
 
@@ -11,10 +11,11 @@
 #include <fstream>
 #include <sstream>
 
+#include "bench/runner/records.h"
 #include "bench/runner/results_csv.h"
-#include "lib/csv.h"
-#include "lib/errors.h"
-#include "lib/results.h"
+#include "lib/core/csv.h"
+#include "lib/core/errors.h"
+#include "lib/results/results.h"
 
 using namespace railbench;
 using nlohmann::json;

@@ -4,8 +4,8 @@
 #include <cstdio>
 #include <string>
 
-#include "bench/runner/status_line.h"
 #include "bench/commands/validate/plan.h"
+#include "bench/runner/status_line.h"
 
 using namespace railbench;
 

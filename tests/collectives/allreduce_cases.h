@@ -13,7 +13,7 @@
 
 #include "collectives/allreduce.h"
 #include "collectives/check.h"
-#include "lib/progress.h"
+#include "lib/transport/progress.h"
 #include "tests/collectives/rank_buffers.h"
 #include "tests/support/net.h"
 

@@ -10,7 +10,7 @@
 
 #include "collectives/alltoall.h"
 #include "collectives/check.h"
-#include "lib/progress.h"
+#include "lib/transport/progress.h"
 #include "tests/collectives/rank_buffers.h"
 #include "tests/support/net.h"
 

@@ -10,7 +10,7 @@
 
 #include "collectives/check.h"
 #include "collectives/gather_scatter.h"
-#include "lib/progress.h"
+#include "lib/transport/progress.h"
 #include "tests/collectives/rank_buffers.h"
 #include "tests/support/net.h"
 

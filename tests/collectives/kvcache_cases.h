@@ -7,7 +7,7 @@
 #include <fmt/format.h>
 
 #include "collectives/kvcache/transfer.h"
-#include "lib/progress.h"
+#include "lib/transport/progress.h"
 #include "tests/support/net.h"
 
 namespace railbench::testing {

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "collectives/allreduce.h"
-#include "lib/transport.h"
+#include "lib/transport/transport.h"
 
 namespace railbench::testing {
 

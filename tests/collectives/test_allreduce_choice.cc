@@ -3,7 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include "collectives/allreduce.h"
-#include "lib/errors.h"
+#include "lib/core/errors.h"
 
 using namespace railbench;
 

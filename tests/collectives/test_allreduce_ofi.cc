@@ -3,8 +3,8 @@
 #include <catch2/catch.hpp>
 
 #include "collectives/allreduce.h"
-#include "lib/errors.h"
-#include "lib/progress.h"
+#include "lib/core/errors.h"
+#include "lib/transport/progress.h"
 #include "tests/collectives/allreduce_cases.h"
 #include "tests/transports/ofi_world.h"
 #include "tests/transports/world.h"

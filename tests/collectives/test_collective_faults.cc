@@ -12,8 +12,8 @@
 #include <fmt/format.h>
 
 #include "collectives/alltoall.h"
-#include "lib/clock.h"
-#include "lib/errors.h"
+#include "lib/core/clock.h"
+#include "lib/core/errors.h"
 #include "tests/collectives/allreduce_cases.h"
 #include "tests/collectives/alltoall_cases.h"
 #include "tests/collectives/kvcache_cases.h"

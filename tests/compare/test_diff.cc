@@ -5,8 +5,8 @@
 #include "bench/offline/compare/diff.h"
 #include "bench/offline/compare/figures.h"
 #include "bench/offline/compare/output.h"
-#include "lib/csv.h"
-#include "lib/errors.h"
+#include "lib/core/csv.h"
+#include "lib/core/errors.h"
 
 using namespace railbench;
 using namespace railbench::compare;

@@ -6,13 +6,13 @@
 #include <set>
 #include <sstream>
 
-#include "bench/offline/compare/diff.h"
-#include "bench/offline/compare/figures.h"
-#include "bench/offline/compare/load.h"
 #include "bench/commands/validate/baseline.h"
 #include "bench/commands/validate/su_config.h"
 #include "bench/commands/validate/verdict.h"
-#include "lib/errors.h"
+#include "bench/offline/compare/diff.h"
+#include "bench/offline/compare/figures.h"
+#include "bench/offline/compare/load.h"
+#include "lib/core/errors.h"
 
 using namespace railbench;
 using namespace railbench::compare;

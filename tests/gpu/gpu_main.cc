@@ -5,7 +5,7 @@
 
 #include <cstdio>
 
-#include "lib/gpu.h"
+#include "lib/transport/gpu.h"
 
 int main(int argc, char** argv) {
   const railbench::gpu::Probe p = railbench::gpu::probe();

@@ -8,7 +8,7 @@
 
 #include "collectives/check.h"
 #include "collectives/reduce.h"
-#include "lib/gpu.h"
+#include "lib/transport/gpu.h"
 
 using namespace railbench;
 

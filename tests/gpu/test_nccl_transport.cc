@@ -5,8 +5,8 @@
 #include <vector>
 
 #include "collectives/check.h"
-#include "lib/gpu.h"
-#include "lib/progress.h"
+#include "lib/transport/gpu.h"
+#include "lib/transport/progress.h"
 #include "tests/transports/world.h"
 #include "transports/nccl/nccl_transport.h"
 

@@ -11,7 +11,7 @@
 #include <map>
 
 #include "collectives/kvcache/geometry.h"
-#include "lib/errors.h"
+#include "lib/core/errors.h"
 
 using namespace railbench;
 

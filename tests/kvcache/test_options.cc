@@ -3,7 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include "bench/commands/kvcache/kvcache_options.h"
-#include "lib/errors.h"
+#include "lib/core/errors.h"
 
 using namespace railbench;
 

@@ -4,8 +4,8 @@
 #include <catch2/catch.hpp>
 
 #include "collectives/kvcache/transfer.h"
-#include "lib/errors.h"
-#include "lib/progress.h"
+#include "lib/core/errors.h"
+#include "lib/transport/progress.h"
 #include "tests/collectives/kvcache_cases.h"
 #include "tests/transports/ofi_world.h"
 #include "tests/transports/world.h"

@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "lib/errors.h"
-#include "lib/hostlist.h"
+#include "lib/core/errors.h"
+#include "lib/runtime/hostlist.h"
 
 int main() {
   std::string line;

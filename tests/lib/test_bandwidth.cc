@@ -1,6 +1,6 @@
 #include <catch2/catch.hpp>
 
-#include "lib/bandwidth.h"
+#include "lib/core/bandwidth.h"
 
 using namespace railbench;
 

@@ -4,8 +4,8 @@
 #include <atomic>
 #include <thread>
 
-#include "lib/bootstrap.h"
-#include "lib/errors.h"
+#include "lib/core/errors.h"
+#include "lib/runtime/bootstrap.h"
 
 using namespace railbench;
 

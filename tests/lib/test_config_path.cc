@@ -4,7 +4,7 @@
 #include <filesystem>
 #include <string>
 
-#include "lib/config_path.h"
+#include "lib/core/config_path.h"
 
 using namespace railbench;
 

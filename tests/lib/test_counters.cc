@@ -6,7 +6,7 @@
 #include <filesystem>
 #include <string>
 
-#include "lib/counters.h"
+#include "lib/observe/counters.h"
 #include "tests/support/temp_tree.h"
 
 using namespace railbench;

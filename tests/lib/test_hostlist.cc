@@ -5,8 +5,8 @@
 
 #include <fmt/format.h>
 
-#include "lib/errors.h"
-#include "lib/hostlist.h"
+#include "lib/core/errors.h"
+#include "lib/runtime/hostlist.h"
 
 using namespace railbench;
 

@@ -5,8 +5,8 @@
 #include <fmt/format.h>
 #include <catch2/catch.hpp>
 
-#include "lib/errors.h"
-#include "lib/launch.h"
+#include "lib/core/errors.h"
+#include "lib/runtime/launch.h"
 
 using namespace railbench;
 

@@ -1,4 +1,4 @@
-// The liveness probe (lib/liveness.h) and what Progress and the bootstrap say with it:
+// The liveness probe (lib/runtime/liveness.h) and what Progress and the bootstrap say with it:
 // a timed-out wait names the rank that is stopped or dead, not the live neighbour it
 // happened to wait on (issue 13, item 4).
 #include <arpa/inet.h>
@@ -15,11 +15,11 @@
 
 #include <fmt/format.h>
 
-#include "lib/bootstrap.h"
-#include "lib/clock.h"
-#include "lib/errors.h"
-#include "lib/liveness.h"
-#include "lib/progress.h"
+#include "lib/core/clock.h"
+#include "lib/core/errors.h"
+#include "lib/runtime/bootstrap.h"
+#include "lib/runtime/liveness.h"
+#include "lib/transport/progress.h"
 #include "tests/support/free_port.h"
 #include "tests/support/loopback_world.h"
 #include "tests/transports/world.h"

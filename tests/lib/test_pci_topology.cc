@@ -6,7 +6,7 @@
 
 #include <fmt/format.h>
 
-#include "lib/pci_topology.h"
+#include "lib/transport/pci_topology.h"
 #include "tests/support/temp_tree.h"
 
 using namespace railbench;

@@ -6,8 +6,8 @@
 #include <cstring>
 #include <string>
 
-#include "lib/errors.h"
-#include "lib/progress.h"
+#include "lib/core/errors.h"
+#include "lib/transport/progress.h"
 #include "tests/support/loopback_world.h"
 
 using namespace railbench;

@@ -17,10 +17,10 @@
 
 #include <fmt/format.h>
 
-#include "lib/bootstrap.h"
-#include "lib/clock.h"
-#include "lib/errors.h"
-#include "lib/rendezvous_frame.h"
+#include "lib/core/clock.h"
+#include "lib/core/errors.h"
+#include "lib/runtime/bootstrap.h"
+#include "lib/runtime/rendezvous_frame.h"
 #include "tests/support/free_port.h"
 
 using namespace railbench;

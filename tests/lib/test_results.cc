@@ -3,29 +3,15 @@
 #include <cstdio>
 #include <fstream>
 
-#include "lib/errors.h"
-#include "lib/results.h"
-#include "lib/transport.h"
-#include "lib/version.h"
+#include "lib/core/errors.h"
+#include "lib/core/version.h"
+#include "lib/results/results.h"
+#include "lib/transport/transport.h"
 
 using namespace railbench;
 using nlohmann::json;
 
 namespace {
-
-Summary sample_summary(double base) {
-  Summary s;
-  s.count = 100;
-  s.min = base;
-  s.max = base * 10;
-  s.mean = base * 2;
-  s.stdev = base / 3;
-  s.p50 = base * 1.5;
-  s.p90 = base * 3;
-  s.p99 = base * 5;
-  s.p999 = base * 9;
-  return s;
-}
 
 json read_file(const std::string& path) {
   std::ifstream in(path);
@@ -33,39 +19,6 @@ json read_file(const std::string& path) {
 }
 
 }  // namespace
-
-TEST_CASE("collective records survive a JSON round trip", "[results]") {
-  CollectiveRecord r;
-  r.bytes = 4194304;
-  r.count = 1048576;
-  r.type = "float";
-  r.redop = "sum";
-  r.root = -1;
-  r.algo = "ring";
-  r.out_of_place = CollectiveSide{123.5, 33.9, 50.8, 0, sample_summary(120)};
-  r.in_place = CollectiveSide{120.25, 34.8, 52.2, 3, sample_summary(118)};
-  const json j = json::parse(to_json(r).dump());
-  CHECK(collective_from_json(j) == r);
-  CHECK(j.at("out_of_place").at("busbw_gbps") == 50.8);
-  CHECK(j.at("in_place").at("iteration_us").at("p99_9") == Approx(118 * 9));
-}
-
-TEST_CASE("send/recv records survive a JSON round trip", "[results]") {
-  SendRecvRecord r;
-  r.bytes = 65536;
-  r.op = "send";
-  r.pairs.push_back(
-      PairRecord{0, 1, 0, sample_summary(3), sample_summary(10), sample_summary(11), sample_summary(19), 0});
-  r.pairs.push_back(
-      PairRecord{2, 3, 1, sample_summary(4), sample_summary(9), sample_summary(8), sample_summary(17), 5});
-  CHECK(sendrecv_from_json(json::parse(to_json(r).dump())) == r);
-}
-
-TEST_CASE("a missing field is an error that names it", "[results]") {
-  json j = to_json(SendRecvRecord{8, "send", {PairRecord{}}});
-  j["pairs"][0].erase("latency_us");
-  CHECK_THROWS(sendrecv_from_json(j));
-}
 
 TEST_CASE("the results file is rewritten after every size and keeps results on failure", "[results]") {
   const std::string path = "test_results_file.json";

@@ -2,7 +2,7 @@
 
 #include <set>
 
-#include "lib/schedule.h"
+#include "lib/core/schedule.h"
 
 using namespace railbench;
 

@@ -1,7 +1,7 @@
 #include <catch2/catch.hpp>
 
-#include "lib/errors.h"
-#include "lib/sizes.h"
+#include "lib/core/errors.h"
+#include "lib/core/sizes.h"
 
 using namespace railbench;
 

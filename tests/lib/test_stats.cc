@@ -1,6 +1,6 @@
 #include <catch2/catch.hpp>
 
-#include "lib/stats.h"
+#include "lib/core/stats.h"
 
 using namespace railbench;
 

@@ -12,9 +12,9 @@
 
 #include <fmt/format.h>
 
-#include "lib/errors.h"
-#include "lib/timeline.h"
-#include "lib/timeline_transport.h"
+#include "lib/core/errors.h"
+#include "lib/observe/timeline.h"
+#include "lib/observe/timeline_transport.h"
 #include "tests/support/loopback_world.h"
 
 using namespace railbench;

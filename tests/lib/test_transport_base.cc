@@ -2,7 +2,7 @@
 
 #include <string>
 
-#include "lib/transport_base.h"
+#include "lib/transport/transport_base.h"
 
 using namespace railbench;
 

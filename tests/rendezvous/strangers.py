@@ -31,8 +31,8 @@ MAGIC, VERSION = 0x7261696C, 2
 HELLO, REFUSED = 1, 3
 WRONG_TOKEN = 1
 BOUND_KIB = 8 * 1024  # rank 0's VmHWM may grow by at most 8 MiB while strangers come
-HELLO_SECONDS = 5  # lib/rendezvous_frame.h kHelloSeconds
-LOGGED = 10  # lib/rendezvous_frame.h kLoggedRefusals
+HELLO_SECONDS = 5  # lib/runtime/rendezvous_frame.h kHelloSeconds
+LOGGED = 10  # lib/runtime/rendezvous_frame.h kLoggedRefusals
 
 
 def fnv1a64(data: bytes) -> int:

@@ -14,7 +14,7 @@
 #include "bench/offline/report/colour.h"
 #include "bench/offline/report/html.h"
 #include "bench/offline/report/report.h"
-#include "lib/errors.h"
+#include "lib/core/errors.h"
 
 using namespace railbench;
 using namespace railbench::report;

@@ -13,7 +13,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "lib/clock.h"
+#include "lib/core/clock.h"
 #include "tests/support/loopback_transport.h"
 
 namespace railbench::testing {

@@ -21,7 +21,7 @@
 #include <string>
 #include <vector>
 
-#include "lib/transport.h"
+#include "lib/transport/transport.h"
 #include "tests/support/net.h"
 
 namespace railbench::testing {

@@ -7,7 +7,7 @@
 #include <memory>
 #include <vector>
 
-#include "lib/transport.h"
+#include "lib/transport/transport.h"
 #include "tests/support/loopback_transport.h"
 
 namespace railbench::testing {

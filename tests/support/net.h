@@ -7,8 +7,8 @@
 #include <memory>
 #include <string>
 
-#include "lib/bootstrap.h"
-#include "lib/transport.h"
+#include "lib/runtime/bootstrap.h"
+#include "lib/transport/transport.h"
 #include "tests/transports/world.h"
 
 namespace railbench::testing {

@@ -1,4 +1,4 @@
-// The loopback keeps lib/transport.h's contract (FIFO matching per (peer, rail),
+// The loopback keeps lib/transport/transport.h's contract (FIFO matching per (peer, rail),
 // completions only through poll, remote keys checked) and its fault rules do what
 // they say: the algorithm tests built on it are only as good as this.
 #include <catch2/catch.hpp>

@@ -5,7 +5,7 @@
 #include <memory>
 #include <string>
 
-#include "lib/bootstrap.h"
+#include "lib/runtime/bootstrap.h"
 #include "tests/support/net.h"
 #include "transports/ofi/ofi_transport.h"
 

@@ -9,8 +9,8 @@
 
 #include <fmt/format.h>
 
-#include "lib/progress.h"
-#include "lib/transport.h"
+#include "lib/transport/progress.h"
+#include "lib/transport/transport.h"
 #include "tests/transports/world.h"
 
 namespace railbench::testing {

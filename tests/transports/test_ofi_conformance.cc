@@ -11,8 +11,8 @@
 
 #include <fmt/format.h>
 
-#include "lib/errors.h"
-#include "lib/progress.h"
+#include "lib/core/errors.h"
+#include "lib/transport/progress.h"
 #include "tests/transports/ofi_world.h"
 #include "tests/transports/send_recv_check.h"
 #include "tests/transports/world.h"

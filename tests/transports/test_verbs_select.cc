@@ -5,7 +5,7 @@
 
 #include <algorithm>
 
-#include "lib/errors.h"
+#include "lib/core/errors.h"
 #include "transports/verbs/verbs_qp.h"
 #include "transports/verbs/verbs_queue.h"
 #include "transports/verbs/verbs_select.h"

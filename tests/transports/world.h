@@ -11,7 +11,7 @@
 #include <thread>
 #include <vector>
 
-#include "lib/bootstrap.h"
+#include "lib/runtime/bootstrap.h"
 
 namespace railbench::testing {
 

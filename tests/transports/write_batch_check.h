@@ -18,8 +18,8 @@
 
 #include <fmt/format.h>
 
-#include "lib/bootstrap.h"
-#include "lib/transport.h"
+#include "lib/runtime/bootstrap.h"
+#include "lib/transport/transport.h"
 #include "tests/transports/world.h"
 
 namespace railbench::testing {

@@ -2,7 +2,7 @@
 #include <catch2/catch.hpp>
 
 #include "bench/commands/validate/rank_layout.h"
-#include "lib/errors.h"
+#include "lib/core/errors.h"
 
 using namespace railbench;
 

@@ -3,7 +3,7 @@
 #include <fmt/format.h>
 
 #include "bench/commands/validate/su_config.h"
-#include "lib/errors.h"
+#include "lib/core/errors.h"
 
 using namespace railbench;
 

@@ -12,7 +12,7 @@
 #include "bench/commands/validate/inventory.h"
 #include "bench/commands/validate/su_config.h"
 #include "bench/commands/validate/tenants.h"
-#include "lib/errors.h"
+#include "lib/core/errors.h"
 
 using namespace railbench;
 namespace fs = std::filesystem;

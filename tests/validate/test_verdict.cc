@@ -13,8 +13,8 @@
 #include "bench/commands/validate/plan.h"
 #include "bench/commands/validate/report.h"
 #include "bench/commands/validate/verdict.h"
-#include "lib/errors.h"
-#include "lib/schedule.h"
+#include "lib/core/errors.h"
+#include "lib/core/schedule.h"
 
 using namespace railbench;
 

@@ -16,10 +16,10 @@
 
 #include <fmt/format.h>
 
-#include "lib/bootstrap.h"
-#include "lib/errors.h"
-#include "lib/gpu.h"
-#include "lib/transport_base.h"
+#include "lib/core/errors.h"
+#include "lib/runtime/bootstrap.h"
+#include "lib/transport/gpu.h"
+#include "lib/transport/transport_base.h"
 
 extern char** environ;
 

@@ -7,7 +7,7 @@
 #include <memory>
 #include <string>
 
-#include "lib/transport.h"
+#include "lib/transport/transport.h"
 
 namespace railbench::nccl {
 

@@ -15,7 +15,7 @@
 
 #include <fmt/format.h>
 
-#include "lib/transport.h"
+#include "lib/transport/transport.h"
 
 namespace railbench::ofi {
 

@@ -19,8 +19,8 @@
 
 #include <fmt/format.h>
 
-#include "lib/errors.h"
-#include "lib/signals.h"
+#include "lib/core/errors.h"
+#include "lib/runtime/signals.h"
 
 namespace railbench::ofi {
 

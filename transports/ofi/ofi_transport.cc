@@ -16,8 +16,8 @@
 
 #include <fmt/format.h>
 
-#include "lib/errors.h"
-#include "lib/transport_base.h"
+#include "lib/core/errors.h"
+#include "lib/transport/transport_base.h"
 #include "transports/ofi/ofi_rail.h"
 #include "transports/ofi/ofi_select.h"
 

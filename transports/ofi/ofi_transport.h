@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "lib/transport.h"
+#include "lib/transport/transport.h"
 
 namespace railbench::ofi {
 

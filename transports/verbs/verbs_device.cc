@@ -11,7 +11,7 @@
 
 #include <fmt/format.h>
 
-#include "lib/errors.h"
+#include "lib/core/errors.h"
 #include "transports/verbs/verbs_transport.h"
 
 namespace railbench::verbs {

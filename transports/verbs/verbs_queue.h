@@ -33,7 +33,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "lib/transport.h"
+#include "lib/transport/transport.h"
 
 namespace railbench::verbs {
 

@@ -9,8 +9,8 @@
 
 #include <fmt/format.h>
 
-#include "lib/errors.h"
-#include "lib/gpu.h"
+#include "lib/core/errors.h"
+#include "lib/transport/gpu.h"
 #include "transports/verbs/verbs_device.h"
 
 namespace railbench::verbs {

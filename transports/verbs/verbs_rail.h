@@ -20,7 +20,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "lib/transport.h"
+#include "lib/transport/transport.h"
 #include "transports/verbs/verbs_common.h"
 #include "transports/verbs/verbs_qp.h"
 #include "transports/verbs/verbs_queue.h"

@@ -10,7 +10,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "lib/errors.h"
+#include "lib/core/errors.h"
 
 namespace railbench::verbs {
 

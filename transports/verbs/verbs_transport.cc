@@ -6,8 +6,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "lib/errors.h"
-#include "lib/gpu.h"
+#include "lib/core/errors.h"
+#include "lib/transport/gpu.h"
 #include "transports/verbs/verbs_device.h"
 #include "transports/verbs/verbs_transport_impl.h"
 

@@ -20,7 +20,7 @@
 #include <string>
 #include <vector>
 
-#include "lib/transport_base.h"
+#include "lib/transport/transport_base.h"
 #include "transports/verbs/verbs_rail.h"
 #include "transports/verbs/verbs_transport.h"
 

@@ -7,8 +7,8 @@
 #include "bench/commands/collectives/collective_sweep.h"
 #include "collectives/alltoall.h"
 #include "collectives/check.h"
-#include "lib/results.h"
-#include "lib/stats.h"
+#include "lib/core/stats.h"
+#include "lib/results/results.h"
 
 namespace railbench {
 

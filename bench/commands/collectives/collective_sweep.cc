@@ -8,12 +8,13 @@
 #include <fmt/format.h>
 
 #include "bench/runner/burn_in.h"
+#include "bench/runner/records.h"
 #include "bench/runner/sweep.h"
 #include "bench/runner/timing.h"
-#include "lib/config_path.h"
-#include "lib/gpu.h"
-#include "lib/results.h"
-#include "lib/sizes.h"
+#include "lib/core/config_path.h"
+#include "lib/core/sizes.h"
+#include "lib/results/results.h"
+#include "lib/transport/gpu.h"
 
 namespace railbench {
 

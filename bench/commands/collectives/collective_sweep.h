@@ -12,12 +12,12 @@
 #include <nlohmann/json.hpp>
 
 #include "bench/cli/cli.h"
-#include "bench/cli/options.h"
+#include "bench/runner/options.h"
 #include "bench/runner/run_context.h"
 #include "collectives/allreduce.h"
-#include "lib/bandwidth.h"
-#include "lib/datatype.h"
-#include "lib/transport.h"
+#include "lib/core/bandwidth.h"
+#include "lib/core/datatype.h"
+#include "lib/transport/transport.h"
 
 namespace railbench {
 
@@ -63,7 +63,7 @@ struct CollectiveSpec {
   const char* name;                // the subcommand: "allreduce"
   const char* help;                // its --help line
   int order;                       // position among the subcommands
-  Pattern pattern;                 // the bus factor (lib/bandwidth.h)
+  Pattern pattern;                 // the bus factor (lib/core/bandwidth.h)
   const char* busbw_formula;       // printed in the header: "2(n-1)/n"
   CollectiveKind native;           // what a transport with its own collectives (NCCL) runs
   bool reduces;                    // takes -o (reduction op); the others print redop "none"

@@ -17,9 +17,9 @@
 #include "bench/runner/pair_test.h"
 #include "bench/runner/run_context.h"
 #include "collectives/group_ops.h"
-#include "lib/gpu.h"
-#include "lib/results.h"
-#include "lib/sizes.h"
+#include "lib/core/sizes.h"
+#include "lib/results/results.h"
+#include "lib/transport/gpu.h"
 
 namespace railbench {
 

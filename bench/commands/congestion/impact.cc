@@ -1,9 +1,9 @@
-#include "bench/congestion/impact.h"
+#include "bench/commands/congestion/impact.h"
 
 #include <algorithm>
 #include <vector>
 
-#include "lib/stats.h"
+#include "lib/core/stats.h"
 
 namespace railbench::congestion {
 

@@ -1,11 +1,11 @@
-#include "bench/congestion/placement.h"
+#include "bench/commands/congestion/placement.h"
 
 #include <algorithm>
 #include <map>
 
 #include <fmt/format.h>
 
-#include "lib/errors.h"
+#include "lib/core/errors.h"
 
 namespace railbench::congestion {
 

@@ -10,11 +10,11 @@
 #include "bench/cli/cli.h"
 #include "bench/runner/memory_setup.h"
 #include "bench/runner/transport_factory.h"
-#include "lib/counters.h"
-#include "lib/errors.h"
-#include "lib/gpu.h"
-#include "lib/launch.h"
-#include "lib/pci_topology.h"
+#include "lib/core/errors.h"
+#include "lib/observe/counters.h"
+#include "lib/runtime/launch.h"
+#include "lib/transport/gpu.h"
+#include "lib/transport/pci_topology.h"
 
 #ifdef RAILBENCH_HAVE_OFI
 #include "transports/ofi/ofi_transport.h"
@@ -144,7 +144,7 @@ void print_counters() {
 
 namespace {
 
-// Which launcher this process would join and why (lib/launch.h): the first thing to
+// Which launcher this process would join and why (lib/runtime/launch.h): the first thing to
 // check when `srun -n 4` turns out to be four single-rank runs.
 void print_launch() {
   LaunchInfo l;

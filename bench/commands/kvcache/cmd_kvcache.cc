@@ -11,9 +11,9 @@
 #include "bench/commands/kvcache/kvcache_report.h"
 #include "bench/runner/run_context.h"
 #include "collectives/kvcache/transfer.h"
-#include "lib/bandwidth.h"
-#include "lib/results.h"
-#include "lib/sizes.h"
+#include "lib/core/bandwidth.h"
+#include "lib/core/sizes.h"
+#include "lib/results/results.h"
 
 namespace railbench {
 

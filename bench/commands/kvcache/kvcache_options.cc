@@ -8,8 +8,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "lib/errors.h"
-#include "lib/sizes.h"
+#include "lib/core/errors.h"
+#include "lib/core/sizes.h"
 
 namespace railbench {
 

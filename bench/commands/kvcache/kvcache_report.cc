@@ -5,7 +5,7 @@
 #include <fmt/format.h>
 
 #include "bench/runner/run_context.h"
-#include "lib/results.h"
+#include "lib/results/results.h"
 
 namespace railbench {
 

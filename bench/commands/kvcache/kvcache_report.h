@@ -9,7 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "collectives/kvcache/geometry.h"
-#include "lib/stats.h"
+#include "lib/core/stats.h"
 
 namespace railbench {
 

@@ -4,15 +4,16 @@
 
 #include <fmt/format.h>
 
-#include "bench/runner/burn_in.h"
 #include "bench/cli/cli.h"
+#include "bench/runner/burn_in.h"
 #include "bench/runner/pair_test.h"
+#include "bench/runner/records.h"
 #include "bench/runner/run_context.h"
 #include "bench/runner/sweep.h"
-#include "lib/gpu.h"
-#include "lib/results.h"
-#include "lib/schedule.h"
-#include "lib/sizes.h"
+#include "lib/core/schedule.h"
+#include "lib/core/sizes.h"
+#include "lib/results/results.h"
+#include "lib/transport/gpu.h"
 
 namespace railbench {
 

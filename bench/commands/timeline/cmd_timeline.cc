@@ -7,9 +7,9 @@
 
 #include "bench/cli/cli.h"
 #include "bench/runner/timeline_run.h"
-#include "lib/csv.h"
-#include "lib/results.h"
-#include "lib/timeline.h"
+#include "lib/core/csv.h"
+#include "lib/observe/timeline.h"
+#include "lib/results/results.h"
 
 namespace railbench {
 

@@ -5,8 +5,8 @@
 
 #include <fmt/format.h>
 
-#include "lib/errors.h"
-#include "lib/results.h"
+#include "lib/core/errors.h"
+#include "lib/results/results.h"
 
 namespace railbench {
 

@@ -11,10 +11,10 @@
 #include <string>
 #include <vector>
 
-#include "bench/runner/burn_in.h"
 #include "bench/commands/validate/inventory.h"
 #include "bench/commands/validate/su_config.h"
 #include "bench/commands/validate/verdict.h"
+#include "bench/runner/burn_in.h"
 
 namespace railbench {
 

@@ -5,12 +5,12 @@
 #include <fmt/format.h>
 
 #include "bench/cli/cli.h"
-#include "bench/runner/run_context.h"
 #include "bench/commands/validate/phases.h"
 #include "bench/commands/validate/plan.h"
 #include "bench/commands/validate/rank_layout.h"
 #include "bench/commands/validate/su_config.h"
-#include "lib/results.h"
+#include "bench/runner/run_context.h"
+#include "lib/results/results.h"
 
 namespace railbench {
 

@@ -10,8 +10,8 @@
 #include "collectives/allreduce.h"
 #include "collectives/alltoall.h"
 #include "collectives/group_ops.h"
-#include "lib/clock.h"
-#include "lib/stats.h"
+#include "lib/core/clock.h"
+#include "lib/core/stats.h"
 
 namespace railbench {
 

@@ -6,11 +6,11 @@
 
 #include <nlohmann/json.hpp>
 
-#include "bench/runner/run_context.h"
 #include "bench/commands/validate/rank_layout.h"
 #include "bench/commands/validate/su_config.h"
 #include "bench/commands/validate/tenants.h"
 #include "bench/commands/validate/verdict.h"
+#include "bench/runner/run_context.h"
 
 namespace railbench {
 

@@ -4,7 +4,7 @@
 
 #include <fmt/format.h>
 
-#include "lib/counters.h"
+#include "lib/observe/counters.h"
 
 namespace railbench {
 

@@ -7,8 +7,8 @@
 
 #include <fmt/format.h>
 
-#include "lib/hostlist.h"
-#include "lib/results.h"
+#include "lib/results/results.h"
+#include "lib/runtime/hostlist.h"
 
 namespace railbench {
 

@@ -4,9 +4,9 @@
 #include <map>
 #include <tuple>
 
-#include "lib/clock.h"
-#include "lib/errors.h"
-#include "lib/stats.h"
+#include "lib/core/clock.h"
+#include "lib/core/errors.h"
+#include "lib/core/stats.h"
 
 namespace railbench {
 

@@ -11,10 +11,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "bench/runner/pair_test.h"
-#include "bench/runner/run_context.h"
 #include "bench/commands/validate/su_config.h"
 #include "bench/commands/validate/verdict.h"
+#include "bench/runner/pair_test.h"
+#include "bench/runner/run_context.h"
 
 namespace railbench {
 

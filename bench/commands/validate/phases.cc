@@ -10,7 +10,6 @@
 
 #include <fmt/format.h>
 
-#include "bench/runner/pair_test.h"
 #include "bench/commands/validate/arp_probe.h"
 #include "bench/commands/validate/bisection.h"
 #include "bench/commands/validate/burn_in_links.h"
@@ -24,8 +23,9 @@
 #include "bench/commands/validate/report.h"
 #include "bench/commands/validate/tenants.h"
 #include "bench/commands/validate/verdict.h"
-#include "lib/errors.h"
-#include "lib/stats.h"
+#include "bench/runner/pair_test.h"
+#include "lib/core/errors.h"
+#include "lib/core/stats.h"
 
 namespace railbench {
 

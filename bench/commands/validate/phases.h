@@ -7,12 +7,12 @@
 
 #include <string>
 
-#include "bench/runner/burn_in.h"
-#include "bench/runner/run_context.h"
 #include "bench/commands/validate/baseline.h"
 #include "bench/commands/validate/rank_layout.h"
 #include "bench/commands/validate/su_config.h"
-#include "lib/results.h"
+#include "bench/runner/burn_in.h"
+#include "bench/runner/run_context.h"
+#include "lib/results/results.h"
 
 namespace railbench {
 

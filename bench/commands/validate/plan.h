@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "bench/commands/validate/su_config.h"
-#include "lib/schedule.h"
+#include "lib/core/schedule.h"
 
 namespace railbench {
 

@@ -5,7 +5,7 @@
 
 #include <fmt/format.h>
 
-#include "lib/errors.h"
+#include "lib/core/errors.h"
 
 namespace railbench {
 

@@ -9,10 +9,10 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "lib/config_path.h"
-#include "lib/errors.h"
-#include "lib/hostlist.h"
-#include "lib/sizes.h"
+#include "lib/core/config_path.h"
+#include "lib/core/errors.h"
+#include "lib/core/sizes.h"
+#include "lib/runtime/hostlist.h"
 
 namespace railbench {
 namespace {

@@ -14,7 +14,7 @@
 #include "bench/commands/validate/inventory.h"
 #include "bench/commands/validate/su_config.h"
 #include "bench/commands/validate/verdict.h"
-#include "lib/schedule.h"
+#include "lib/core/schedule.h"
 
 namespace railbench {
 

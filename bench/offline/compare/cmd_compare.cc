@@ -10,7 +10,7 @@
 #include "bench/offline/compare/figures.h"
 #include "bench/offline/compare/load.h"
 #include "bench/offline/compare/output.h"
-#include "lib/errors.h"
+#include "lib/core/errors.h"
 
 namespace railbench {
 namespace {

@@ -6,8 +6,8 @@
 
 #include <fmt/format.h>
 
-#include "lib/errors.h"
-#include "lib/sizes.h"
+#include "lib/core/errors.h"
+#include "lib/core/sizes.h"
 
 namespace railbench::compare {
 

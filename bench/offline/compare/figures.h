@@ -22,7 +22,7 @@ struct Figure {
   std::string key() const { return subject + " | " + metric; }
 };
 
-// The bands of one distribution (lib/stats.h's Summary, as the JSON keeps it: count,
+// The bands of one distribution (lib/core/stats.h's Summary, as the JSON keeps it: count,
 // min, max, mean, stdev, p50, p90, p99, p99_9).
 struct Band {
   double lo = 0, hi = 0;

@@ -8,9 +8,9 @@
 
 #include <fmt/format.h>
 
-#include "lib/config_path.h"
-#include "lib/errors.h"
-#include "lib/results.h"
+#include "lib/core/config_path.h"
+#include "lib/core/errors.h"
+#include "lib/results/results.h"
 
 namespace railbench::compare {
 

@@ -4,9 +4,9 @@
 
 #include <fmt/format.h>
 
-#include "lib/csv.h"
-#include "lib/errors.h"
-#include "lib/results.h"
+#include "lib/core/csv.h"
+#include "lib/core/errors.h"
+#include "lib/results/results.h"
 
 namespace railbench::compare {
 

@@ -12,8 +12,8 @@
 
 #include "bench/cli/cli.h"
 #include "bench/offline/report/report.h"
-#include "lib/errors.h"
-#include "lib/sizes.h"
+#include "lib/core/errors.h"
+#include "lib/core/sizes.h"
 
 namespace railbench {
 

@@ -5,7 +5,7 @@
 
 #include <fmt/format.h>
 
-#include "lib/sizes.h"
+#include "lib/core/sizes.h"
 
 namespace railbench::report {
 

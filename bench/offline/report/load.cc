@@ -7,7 +7,7 @@
 
 #include "bench/offline/report/report.h"
 #include "bench/offline/report/sections.h"
-#include "lib/errors.h"
+#include "lib/core/errors.h"
 
 namespace railbench::report {
 

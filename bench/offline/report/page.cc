@@ -7,7 +7,7 @@
 #include "bench/offline/report/html.h"
 #include "bench/offline/report/sections.h"
 #include "bench/offline/report/svg.h"
-#include "lib/errors.h"
+#include "lib/core/errors.h"
 
 namespace railbench::report {
 

@@ -11,11 +11,11 @@
 
 #include <nlohmann/json.hpp>
 
-#include "lib/timeline.h"
+#include "lib/observe/timeline.h"
 
 namespace railbench::report {
 
-// The schema versions this renderer reads (lib/results.h writes the newest).
+// The schema versions this renderer reads (lib/results/results.h writes the newest).
 inline constexpr int kOldestSchemaVersion = 1;
 inline constexpr int kNewestSchemaVersion = 1;
 

@@ -7,7 +7,7 @@
 
 #include "bench/offline/report/colour.h"
 #include "bench/offline/report/html.h"
-#include "lib/sizes.h"
+#include "lib/core/sizes.h"
 
 namespace railbench::report {
 

@@ -10,7 +10,7 @@
 
 #include "bench/offline/report/html.h"
 #include "bench/offline/report/sections.h"
-#include "lib/errors.h"
+#include "lib/core/errors.h"
 
 namespace railbench::report {
 

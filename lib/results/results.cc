@@ -1,0 +1,427 @@
+#include "lib/results/results.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cctype>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <ctime>
+#include <exception>
+#include <fstream>
+#include <random>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "lib/core/config_path.h"
+#include "lib/core/errors.h"
+#include "lib/core/version.h"
+#include "lib/runtime/signals.h"
+
+namespace railbench {
+
+using nlohmann::json;
+
+json to_json(const Summary& s) {
+  return json{{"count", s.count}, {"min", s.min}, {"max", s.max}, {"mean", s.mean}, {"stdev", s.stdev},
+              {"p50", s.p50},     {"p90", s.p90}, {"p99", s.p99}, {"p99_9", s.p999}};
+}
+
+Summary summary_from_json(const json& j) {
+  Summary s;
+  s.count = j.at("count").get<size_t>();
+  s.min = j.at("min").get<double>();
+  s.max = j.at("max").get<double>();
+  s.mean = j.at("mean").get<double>();
+  s.stdev = j.at("stdev").get<double>();
+  s.p50 = j.at("p50").get<double>();
+  s.p90 = j.at("p90").get<double>();
+  s.p99 = j.at("p99").get<double>();
+  s.p999 = j.at("p99_9").get<double>();
+  return s;
+}
+
+namespace {
+
+std::string now_iso8601() {
+  auto t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+}  // namespace
+
+void validate_result_document(const json& doc) {
+  auto require = [&](const char* field, json::value_t type) {
+    if (!doc.contains(field)) throw IoError(fmt::format("results document has no '{}' field", field));
+    const auto& v = doc.at(field);
+    bool ok = v.type() == type || (type == json::value_t::number_integer && v.is_number_integer());
+    if (!ok) throw IoError(fmt::format("results field '{}' has type {}, expected another", field, v.type_name()));
+  };
+  require("schema", json::value_t::string);
+  if (doc.at("schema") != kResultSchema) throw IoError(fmt::format("results 'schema' is not {}", kResultSchema));
+  require("schema_version", json::value_t::number_integer);
+  if (doc.at("schema_version").get<int>() > kResultSchemaVersion) {
+    throw IoError(fmt::format("results schema_version {} is newer than this railbench understands ({}): upgrade",
+                              doc.at("schema_version").get<int>(), kResultSchemaVersion));
+  }
+  require("railbench_version", json::value_t::string);
+  require("command", json::value_t::string);
+  require("config", json::value_t::object);
+  require("world", json::value_t::object);
+  require("transport", json::value_t::object);
+  require("results", json::value_t::array);
+  require("status", json::value_t::string);
+}
+
+namespace {
+
+// strerror with a lower-case first letter, to sit inside a sentence: "no space left on device".
+std::string errno_text(int err) {
+  std::string s = std::strerror(err);
+  if (!s.empty()) s[0] = static_cast<char>(std::tolower(static_cast<unsigned char>(s[0])));
+  return s;
+}
+
+std::string directory_of(const std::string& path) {
+  const auto slash = path.rfind('/');
+  if (slash == std::string::npos) return ".";
+  return slash == 0 ? "/" : path.substr(0, slash);
+}
+
+// A device, fifo or socket (possibly behind a symlink): never to be replaced by a file.
+bool is_special_file(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode);
+}
+
+std::string random_suffix() {
+  std::random_device rd;
+  return fmt::format("{:08x}{:08x}", rd(), rd());
+}
+
+bool write_all(int fd, const std::string& text) {
+  size_t off = 0;
+  while (off < text.size()) {
+    const ssize_t w = ::write(fd, text.data() + off, text.size() - off);
+    if (w < 0 && errno == EINTR) continue;
+    if (w < 0) return false;
+    if (w == 0) {
+      errno = EIO;
+      return false;
+    }
+    off += static_cast<size_t>(w);
+  }
+  return true;
+}
+
+// Values put in the document rendered for the signal handlers, then replaced by one
+// control byte each (JSON text never holds a raw control byte), where the handler writes
+// the error text and the time.
+const std::string kErrorSentinel = "\x01railbench:error\x01";
+const std::string kTimeSentinel = "\x01railbench:time\x01";
+
+std::string punch_holes(std::string text) {
+  const std::pair<std::string, char> holes[] = {{json(kErrorSentinel).dump(), kSignalErrorHole},
+                                                {json(kTimeSentinel).dump(), kSignalTimeHole}};
+  for (const auto& [quoted, hole] : holes) {
+    // Keep the quotes: the handler writes only the text between them.
+    const std::string inner = quoted.substr(1, quoted.size() - 2);
+    for (size_t at = text.find(quoted); at != std::string::npos; at = text.find(quoted, at + 3))
+      text.replace(at + 1, inner.size(), 1, hole);
+  }
+  return text;
+}
+
+}  // namespace
+
+void check_results_path(const std::string& path, const std::string& option, const std::string& example) {
+  if (path.empty()) return;
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0) {
+    if (S_ISDIR(st.st_mode)) {
+      throw UsageError(
+          fmt::format("{} '{}' is a directory: name a file, e.g. {} {}/{}", option, path, option, path, example));
+    }
+    if (!S_ISREG(st.st_mode)) {
+      // A device or fifo is written directly, so it must be writable itself.
+      if (::access(path.c_str(), W_OK) != 0)
+        throw UsageError(
+            fmt::format("{} '{}' cannot be written ({}): name a writable file", option, path, errno_text(errno)));
+      return;
+    }
+  } else if (errno != ENOENT) {
+    throw UsageError(
+        fmt::format("{} '{}': {}: name a file in a directory that exists", option, path, errno_text(errno)));
+  }
+  const std::string dir = directory_of(path);
+  if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+    throw UsageError(
+        fmt::format("{} '{}': the directory '{}' does not exist: create it (mkdir -p '{}') or name "
+                    "a file in another",
+                    option, path, dir, dir));
+  }
+  // The file is written beside itself and renamed, so the directory must take new files.
+  if (::access(dir.c_str(), W_OK | X_OK) != 0) {
+    throw UsageError(fmt::format("{} '{}': cannot create files in '{}' ({}): name a file in a writable directory",
+                                 option, path, dir, errno_text(errno)));
+  }
+}
+
+void write_text_file(const std::string& path, const std::string& text, const std::string& option) {
+  if (is_special_file(path)) {
+    // Non-blocking open: a fifo without a reader fails (ENXIO) instead of hanging.
+    const int fd = ::open(path.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) throw IoError(fmt::format("cannot open {} '{}' ({})", option, path, errno_text(errno)));
+    const int flags = ::fcntl(fd, F_GETFL);
+    if (flags >= 0) ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
+    const bool ok = write_all(fd, text);
+    const int err = errno;
+    ::close(fd);
+    if (!ok) throw IoError(fmt::format("writing {} '{}' failed ({})", option, path, errno_text(err)));
+    return;
+  }
+  // Beside the target, created exclusively and never through a symlink, then renamed:
+  // a reader (a scheduler's script) never sees half a file.
+  std::string tmp;
+  int fd = -1;
+  for (int attempt = 0; attempt < 16 && fd < 0; ++attempt) {
+    tmp = fmt::format("{}.tmp.{}", path, random_suffix());
+    fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (fd < 0 && errno != EEXIST) break;
+  }
+  if (fd < 0)
+    throw IoError(fmt::format("{} '{}': cannot create a file beside it ({})", option, path, errno_text(errno)));
+  bool ok = write_all(fd, text);
+  int err = ok ? 0 : errno;
+  if (::close(fd) != 0 && ok) ok = false, err = errno;
+  if (ok && ::rename(tmp.c_str(), path.c_str()) != 0) ok = false, err = errno;
+  if (!ok) {
+    ::unlink(tmp.c_str());
+    throw IoError(fmt::format("writing {} '{}' failed ({})", option, path, errno_text(err)));
+  }
+}
+
+ResultsFile::ResultsFile(std::string path, json header) : path_(std::move(path)) {
+  doc_ = json{{"schema", kResultSchema},
+              {"schema_version", kResultSchemaVersion},
+              {"railbench_version", railbench_version()},
+              {"railbench_commit", railbench_git_commit()},
+              {"started_at", now_iso8601()}};
+  for (auto& [k, v] : header.items()) doc_[k] = v;
+  doc_["results"] = json::array();
+  doc_["status"] = "running";
+  check_results_path(path_);
+  write();
+}
+
+ResultsFile::~ResultsFile() {
+  if (!finished_ && !path_.empty()) {
+    // Only an exception that is not a railbench Error gets here (the commands finish()
+    // on those): the file must not keep saying "running".
+    try {
+      finish(false, std::uncaught_exceptions() > 0 ? "the run stopped on an unexpected error: see rank 0's stderr"
+                                                   : "the run ended without a verdict");
+    } catch (...) {
+    }
+  }
+  if (published_) publish_signal_document(nullptr);
+}
+
+void ResultsFile::add(json size_result) {
+  doc_["results"].push_back(std::move(size_result));
+  write();
+}
+
+void ResultsFile::set(const std::string& key, json value) {
+  doc_[key] = std::move(value);
+  write();
+}
+
+void ResultsFile::finish(bool complete, const std::string& error) {
+  if (finished_) return;
+  finished_ = true;
+  doc_["status"] = complete ? "complete" : "failed";
+  doc_["finished_at"] = now_iso8601();
+  if (!error.empty()) doc_["error"] = error;
+  write();
+}
+
+void ResultsFile::add_csv(std::string csv_path, std::function<std::string(const json&)> render) {
+  csv_path_ = std::move(csv_path);
+  csv_render_ = std::move(render);
+  if (csv_path_.empty()) return;
+  check_results_path(csv_path_, "--csv", "results.csv");
+  write();
+}
+
+std::string ResultsFile::write_csv() {
+  if (csv_path_.empty() || csv_failed_) return "";
+  // A device or fifo gets one table, at the end, as the JSON does.
+  if (is_special_file(csv_path_) && !finished_) return "";
+  std::string error;
+  try {
+    write_text_file(csv_path_, csv_render_(doc_), "--csv");
+  } catch (const Error& e) {
+    error = e.what();
+  }
+  csv_failed_ = !error.empty();
+  return error;
+}
+
+void ResultsFile::write() {
+  // Every rewrite dates itself: a "running" file whose updated_at is old is a dead run.
+  doc_["updated_at"] = now_iso8601();
+  // The CSV first: when it cannot be written, the JSON still says so.
+  const std::string csv_error = write_csv();
+  if (!csv_error.empty()) {
+    if (doc_.value("status", "") != "failed") {
+      doc_["status"] = "failed";
+      doc_["error"] = csv_error;
+      doc_["finished_at"] = doc_["updated_at"];
+    }
+    finished_ = true;
+  }
+  write_json();
+  if (!csv_error.empty()) {
+    throw IoError(
+        fmt::format("{}: the CSV keeps the rows written before; free space (or fix the directory) and "
+                    "run again",
+                    csv_error));
+  }
+}
+
+void ResultsFile::write_json() {
+  if (path_.empty()) return;
+  // Checked at every rewrite, not once: rename must never replace a device node.
+  direct_ = is_special_file(path_);
+  const std::string text = doc_.dump(2) + '\n';
+  if (!direct_) {
+    // Published before the rename: a signal from here on writes this document, which
+    // holds all a reader has seen (the one before may lack the newest results), and
+    // removes the temporary this rewrite leaves behind.
+    const std::string tmp = fmt::format("{}.tmp.{}", path_, random_suffix());
+    if (!finished_) publish_for_signals(tmp);
+    write_renamed(text, tmp);
+  } else if (finished_) {
+    write_direct(text);  // once: a device or fifo gets one document, not one per size
+  } else {
+    publish_for_signals("");
+  }
+  if (finished_ && published_) {
+    publish_signal_document(nullptr);  // the verdict is written; a late signal leaves it
+    published_ = false;
+  }
+}
+
+void ResultsFile::write_renamed(const std::string& text, std::string tmp) {
+  // Write beside the target and rename: a reader never sees half a file, and a crash
+  // mid-write leaves the previous complete version. A fresh random name, created
+  // exclusively and never through a symlink, so nothing planted there is followed.
+  int fd = -1;
+  for (int attempt = 0; attempt < 16 && fd < 0; ++attempt) {
+    if (attempt > 0) tmp = fmt::format("{}.tmp.{}", path_, random_suffix());
+    fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (fd < 0 && errno != EEXIST) break;
+  }
+  if (fd < 0) fail_write(errno, fmt::format("creating a temporary file beside '{}'", path_));
+  bool ok = write_all(fd, text);
+  int err = ok ? 0 : errno;
+  if (::close(fd) != 0 && ok) {
+    ok = false;
+    err = errno;
+  }
+  if (ok && ::rename(tmp.c_str(), path_.c_str()) != 0) {
+    ok = false;
+    err = errno;
+  }
+  if (!ok) {
+    ::unlink(tmp.c_str());
+    fail_write(err, fmt::format("writing the results to '{}'", path_));
+  }
+}
+
+void ResultsFile::write_direct(const std::string& text) const {
+  // Non-blocking open: a fifo without a reader fails (ENXIO) instead of hanging.
+  const int fd = ::open(path_.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) {
+    const int err = errno;
+    throw IoError(fmt::format("cannot open --json '{}' ({}){}", path_, errno_text(err),
+                              err == ENXIO ? ": a fifo needs a reader before the run ends" : ""));
+  }
+  const int flags = ::fcntl(fd, F_GETFL);
+  if (flags >= 0) ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
+  const bool ok = write_all(fd, text);
+  const int err = errno;
+  ::close(fd);
+  if (!ok) throw IoError(fmt::format("writing the results to '{}' failed ({})", path_, errno_text(err)));
+}
+
+void ResultsFile::fail_write(int err, const std::string& what) {
+  const std::string error = fmt::format("{} ({})", errno_text(err), what);
+  // The last good file still says "running": say "failed" in it, in place, within the
+  // space it already has (a full disk has no room for another copy).
+  bool kept = false;
+  if (published_) {
+    kept = overwrite_signal_document_in_place(*published_doc_, error.c_str());
+    publish_signal_document(nullptr);
+    published_ = false;
+  }
+  finished_ = true;
+  doc_["status"] = "failed";
+  doc_["error"] = error;
+  throw IoError(fmt::format(
+      "{}: {}; free space (or fix the directory) and run again", error,
+      kept ? "the file keeps the results written before, marked failed" : "the file keeps the results written before"));
+}
+
+void ResultsFile::publish_for_signals(const std::string& pending_tmp) {
+  auto d = std::make_unique<SignalDocument>();
+  d->path = path_;
+  d->rename = !direct_;
+  d->tmp_path = fmt::format("{}.tmp.{}", path_, random_suffix());
+  d->pending_tmp = pending_tmp;
+  json failed = doc_;
+  failed["status"] = "failed";
+  failed["error"] = kErrorSentinel;
+  failed["finished_at"] = kTimeSentinel;
+  failed["updated_at"] = kTimeSentinel;
+  d->pretty = punch_holes(failed.dump(2) + '\n');
+  d->compact = punch_holes(failed.dump() + '\n');
+  d->note = fmt::format("; the results so far are in '{}', marked failed", path_);
+  published_doc_ = d.get();
+  publish_signal_document(std::move(d));
+  published_ = true;
+}
+
+nlohmann::json read_results_file(const std::string& path, const std::string& who) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    throw UsageError(fmt::format("{}: cannot read '{}' ({}): give the --json file of a railbench run", who, path,
+                                 std::strerror(errno)));
+  }
+  std::stringstream text;
+  text << in.rdbuf();
+  nlohmann::json doc;
+  try {
+    doc = nlohmann::json::parse(text.str());
+  } catch (const nlohmann::json::parse_error& e) {
+    throw UsageError(fmt::format("{}: '{}' is not JSON ({}): give the --json file of a railbench run", who, path,
+                                 cut_for_error(e.what(), 200)));
+  }
+  try {
+    if (!doc.is_object()) throw IoError("it is not a JSON object");
+    validate_result_document(doc);
+  } catch (const IoError& e) {
+    throw UsageError(fmt::format("{}: '{}' is not a railbench results file: {}", who, path, e.what()));
+  }
+  return doc;
+}
+
+}  // namespace railbench

@@ -1,0 +1,96 @@
+// The results file: one JSON document per run, schema "railbench.result" version 1
+// (documented in README.md). It is rewritten atomically after every message size, so
+// whatever was measured survives a failure later in the sweep, and after each rewrite a
+// "failed" copy is handed to the signal handlers (lib/runtime/signals.h), so a run ended by a
+// signal still says so.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "lib/core/stats.h"
+#include "lib/runtime/signals.h"
+
+namespace railbench {
+
+inline constexpr const char* kResultSchema = "railbench.result";
+inline constexpr int kResultSchemaVersion = 1;
+
+nlohmann::json to_json(const Summary& s);
+Summary summary_from_json(const nlohmann::json& j);
+
+// Checks the top-level fields of a results document; throws IoError naming the first
+// missing or mistyped field.
+void validate_result_document(const nlohmann::json& doc);
+
+// Reads the results document at `path` (what --json wrote) for `who` ("compare",
+// "--baseline"): throws UsageError naming the file when it is missing, unreadable, not
+// JSON or not a railbench results file.
+nlohmann::json read_results_file(const std::string& path, const std::string& who);
+
+// Refuses a --json target that cannot be written, before anything runs: a directory,
+// a directory that does not exist or is not writable. Throws UsageError naming it (as
+// `option`, with `example` as the file name to suggest inside a directory).
+void check_results_path(const std::string& path, const std::string& option = "--json",
+                        const std::string& example = "results.json");
+
+// Replaces the regular file `path` with `text` atomically (written beside it, then
+// renamed), or writes a device or fifo directly. Throws IoError naming `option`.
+void write_text_file(const std::string& path, const std::string& text, const std::string& option);
+
+class ResultsFile {
+ public:
+  // `path` empty: keep the document in memory only. `header` holds "command",
+  // "config", "world" and "transport"; schema fields and timestamps are added here.
+  // A regular file (or a new one) is replaced atomically at every rewrite; a device or
+  // fifo (/dev/null, /dev/stdout) is never replaced: it gets the document once, at the end.
+  ResultsFile(std::string path, nlohmann::json header);
+  // A run that ends without finish() (an unexpected exception) is recorded as failed.
+  ~ResultsFile();
+  ResultsFile(const ResultsFile&) = delete;
+  ResultsFile& operator=(const ResultsFile&) = delete;
+
+  // Also writes `render(document)` (a CSV of its rows) to `csv_path` at every rewrite,
+  // before the JSON and the same way (atomically; a device or fifo once, at the end), and
+  // writes it now. Empty path: nothing. A CSV write that fails marks the run failed, stops
+  // the CSV (it keeps the rows written before) and throws IoError.
+  void add_csv(std::string csv_path, std::function<std::string(const nlohmann::json&)> render);
+
+  // Appends to "results" and rewrites the file. A write that fails (a full disk) marks
+  // the last good file failed in place where it can, removes the temporary and throws IoError.
+  void add(nlohmann::json size_result);
+  // Sets a top-level field (e.g. "channels") and rewrites the file.
+  void set(const std::string& key, nlohmann::json value);
+  // Marks the run complete, or failed with `error` (results so far are kept). Only the
+  // first verdict counts: after a failed write, a later finish() changes nothing.
+  void finish(bool complete, const std::string& error = "");
+  const nlohmann::json& doc() const { return doc_; }
+
+ private:
+  void write();
+  void write_json();
+  // "" when written (or nothing to write), else what went wrong.
+  std::string write_csv();
+  // `tmp`: the temporary's name, already published for the signal handlers.
+  void write_renamed(const std::string& text, std::string tmp);
+  void write_direct(const std::string& text) const;
+  [[noreturn]] void fail_write(int err, const std::string& what);
+  void publish_for_signals(const std::string& pending_tmp);
+
+  std::string path_;
+  bool direct_ = false;     // a device or fifo: written once, when the run ends
+  bool finished_ = false;   // the verdict is in: nothing changes the file any more
+  bool published_ = false;  // a document for the signal handlers is out
+  // That document: owned by lib/signals, valid while published_.
+  const SignalDocument* published_doc_ = nullptr;
+  nlohmann::json doc_;
+  std::string csv_path_;
+  std::function<std::string(const nlohmann::json&)> csv_render_;
+  bool csv_failed_ = false;  // a CSV write failed: the file keeps what it had
+};
+
+}  // namespace railbench

@@ -1,0 +1,305 @@
+// TCP rendezvous: rank 0 listens on RAILBENCH_ROOT, every other rank connects to it,
+// and collectives go through rank 0 (a star). Small messages only: addresses, keys and
+// result summaries, never benchmark data. Every message is a frame with the job token's
+// digest (lib/runtime/rendezvous_frame.h); rank 0 admits only hellos that carry it
+// (lib/runtime/rendezvous_root.h).
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <thread>
+#include <utility>
+
+#include <fmt/format.h>
+
+#include "lib/core/clock.h"
+#include "lib/core/errors.h"
+#include "lib/runtime/bootstrap.h"
+#include "lib/runtime/rendezvous_frame.h"
+#include "lib/runtime/rendezvous_root.h"
+#include "lib/runtime/rendezvous_socket.h"
+
+namespace railbench {
+
+namespace {
+
+using namespace rendezvous;
+
+// The most ranks the TCP rendezvous takes (README "Limits"): rank 0 holds a connection
+// per rank.
+constexpr int kMaxTcpWorld = 65536;
+// How long one connect attempt may take before the next address (or the next round) is
+// tried: an address that drops SYNs must not use up the whole deadline.
+constexpr double kConnectAttemptSeconds = 5.0;
+
+std::pair<std::string, std::string> split_host_port(const std::string& root) {
+  auto colon = root.rfind(':');
+  if (colon == std::string::npos || colon == 0 || colon + 1 == root.size()) {
+    throw UsageError(fmt::format("RAILBENCH_ROOT='{}' is not host:port: e.g. RAILBENCH_ROOT=node001:29500", root));
+  }
+  // Port 0 would make rank 0 listen on a random port nobody else knows: every other
+  // rank would then wait out its whole deadline.
+  const std::string port = root.substr(colon + 1);
+  const bool digits = port.size() <= 5 && port.find_first_not_of("0123456789") == std::string::npos;
+  if (!digits || std::stoi(port) < 1 || std::stoi(port) > 65535) {
+    throw UsageError(
+        fmt::format("RAILBENCH_ROOT='{}': port '{}' is not a port number 1..65535: e.g. "
+                    "RAILBENCH_ROOT=node001:29500",
+                    root, port));
+  }
+  std::string host = root.substr(0, colon);
+  if (host.size() > 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  return {host, port};
+}
+
+class TcpBootstrap final : public Bootstrap {
+ public:
+  TcpBootstrap(int rank, int size, const TcpRendezvous& where, double timeout_s)
+      : rank_(rank), size_(size), token_(token_digest(where.job_token)) {
+    timeout_s_ = timeout_s;
+    if (size < 1 || rank < 0 || rank >= size) {
+      throw UsageError(
+          fmt::format("RAILBENCH_RANK={} is outside 0..RAILBENCH_WORLD_SIZE-1 (world size {})", rank, size));
+    }
+    // Rank 0 keeps one connection (and its bookkeeping) per rank.
+    if (size > kMaxTcpWorld) {
+      throw UsageError(
+          fmt::format("RAILBENCH_WORLD_SIZE={} is more than the TCP bootstrap takes ({}): launch larger "
+                      "jobs with mpirun or srun",
+                      size, kMaxTcpWorld));
+    }
+    auto [host, port] = split_host_port(where.root);
+    if (rank == 0) {
+      RootListener listener(host, port, where);
+      peers_ = listener.admit(size_, token_, timeout_s_);
+    } else {
+      connect_to_root(host, port, where.root);
+    }
+  }
+
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  std::string kind() const override { return "tcp"; }
+
+  void all_gather(std::span<const std::byte> in, std::span<std::byte> out) override {
+    auto deadline = Deadline::after(timeout_s_);
+    const uint64_t block = in.size();
+    if (rank_ == 0) {
+      std::memcpy(out.data(), in.data(), block);
+      // Receive from every rank, in whatever order they are ready, so a timeout can
+      // name all the ranks that are missing rather than only the first.
+      std::vector<bool> done(size_, false);
+      done[0] = true;
+      int remaining = size_ - 1;
+      while (remaining > 0) {
+        std::vector<pollfd> fds;
+        std::vector<int> who;
+        for (int r = 1; r < size_; ++r) {
+          if (!done[r]) {
+            fds.push_back({peers_[r].get(), POLLIN, 0});
+            who.push_back(r);
+          }
+        }
+        int ms = static_cast<int>(deadline.remaining_seconds() * 1000.0);
+        if (ms <= 0) throw TimeoutError(missing_ranks_message("all_gather", done, timeout_s_));
+        int rc = ::poll(fds.data(), fds.size(), std::min(ms, 1000));
+        if (rc < 0 && errno != EINTR) throw BootstrapError(fmt::format("poll failed: {}", std::strerror(errno)));
+        for (size_t i = 0; rc > 0 && i < fds.size(); ++i) {
+          if (!fds[i].revents) continue;
+          const int r = who[i];
+          const std::string peer = fmt::format("rank {}", r);
+          std::array<std::byte, kHeaderBytes> bytes{};
+          recv_all(peers_[r].get(), bytes.data(), bytes.size(), deadline, peer);
+          const Header h = decode_header(bytes);
+          if (Verdict v = check_header(h, token_, Kind::gather, block); !v) {
+            if (v.fault == Fault::length) {
+              throw BootstrapError(
+                  fmt::format("bootstrap all_gather: rank {} sent {} bytes, rank 0 expected {}", r, h.length, block));
+            }
+            throw BootstrapError(fmt::format("bootstrap all_gather: rank {} sent {}", r, v.why));
+          }
+          recv_all(peers_[r].get(), out.data() + block * r, block, deadline, peer);
+          done[r] = true;
+          --remaining;
+        }
+      }
+      for (int r = 1; r < size_; ++r)
+        send_frame(peers_[r].get(), Kind::result, token_, out, deadline, fmt::format("rank {}", r));
+    } else {
+      const std::string peer = "rank 0 (bootstrap root)";
+      try {
+        send_frame(root_.get(), Kind::gather, token_, in, deadline, peer);
+        std::array<std::byte, kHeaderBytes> bytes{};
+        recv_all(root_.get(), bytes.data(), bytes.size(), deadline, peer);
+        if (Verdict v = check_header(decode_header(bytes), token_, Kind::result, out.size()); !v) {
+          throw BootstrapError(fmt::format("bootstrap all_gather: rank 0 sent {}", v.why));
+        }
+        recv_all(root_.get(), out.data(), out.size(), deadline, peer);
+      } catch (const TimeoutError& e) {
+        // Rank 0 is usually alive and waiting itself for the rank that stopped or died.
+        const std::string culprits = suspects();
+        if (culprits.empty()) throw;
+        throw TimeoutError(fmt::format("rank {}: {}; {}", rank_, culprits, e.what()));
+      }
+    }
+  }
+
+  void barrier() override {
+    std::byte in{0};
+    std::vector<std::byte> out(size_);
+    all_gather(std::span(&in, 1), out);
+  }
+
+ private:
+  // A non-blocking connect that gives up at the deadline or after kConnectAttemptSeconds.
+  static Fd connect_once(const addrinfo* ai, const Deadline& deadline, std::string& error) {
+    Fd fd(::socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, ai->ai_protocol));
+    if (!fd) {
+      error = std::strerror(errno);
+      return {};
+    }
+    if (::connect(fd.get(), ai->ai_addr, ai->ai_addrlen) != 0) {
+      if (errno != EINPROGRESS) {
+        error = std::strerror(errno);
+        return {};
+      }
+      const double wait_s = std::min(deadline.remaining_seconds(), kConnectAttemptSeconds);
+      pollfd p{fd.get(), POLLOUT, 0};
+      int rc = ::poll(&p, 1, static_cast<int>(wait_s * 1000.0));
+      int so_error = 0;
+      socklen_t len = sizeof(so_error);
+      if (rc <= 0) {
+        error = "connect timed out";
+        return {};
+      }
+      ::getsockopt(fd.get(), SOL_SOCKET, SO_ERROR, &so_error, &len);
+      if (so_error != 0) {
+        error = std::strerror(so_error);
+        return {};
+      }
+    }
+    if (connected_to_itself(fd.get())) {
+      // Rank 0 is not listening yet and the kernel picked the root's own port as this
+      // socket's source port: TCP's simultaneous open joins the socket to itself, and
+      // while it lives rank 0 cannot bind its port. Drop it with a reset (linger 0), not
+      // a FIN: a FIN leaves it in TIME_WAIT on that port, which blocks rank 0's bind
+      // for a minute even with SO_REUSEADDR. Then try again.
+      const linger abort{1, 0};
+      ::setsockopt(fd.get(), SOL_SOCKET, SO_LINGER, &abort, sizeof(abort));
+      error = "connection to itself (rank 0 not listening yet)";
+      return {};
+    }
+    set_nodelay(fd.get());
+    return fd;
+  }
+
+  // Whether a connected socket's two ends are the same address and port.
+  static bool connected_to_itself(int fd) {
+    sockaddr_storage local{};
+    sockaddr_storage remote{};
+    socklen_t local_len = sizeof(local);
+    socklen_t remote_len = sizeof(remote);
+    if (::getsockname(fd, reinterpret_cast<sockaddr*>(&local), &local_len) != 0 ||
+        ::getpeername(fd, reinterpret_cast<sockaddr*>(&remote), &remote_len) != 0) {
+      return false;
+    }
+    return local_len == remote_len && std::memcmp(&local, &remote, local_len) == 0;
+  }
+
+  // Sends this rank's hello and reads rank 0's answer: true when admitted, false when the
+  // connection was closed before an answer (rank 0 sheds its oldest waiting connection
+  // under a flood: try again). A refusal is a mistake in the launch: UsageError.
+  bool join(int fd, const Deadline& deadline, const std::string& root, std::string& error) {
+    const std::string peer = "rank 0 (bootstrap root)";
+    try {
+      send_frame(fd, Kind::hello, token_, encode(Hello{rank_, size_}), deadline, peer);
+    } catch (const BootstrapError& e) {
+      error = e.what();
+      return false;
+    }
+    std::array<std::byte, kHeaderBytes> bytes{};
+    try {
+      if (!recv_exact(fd, bytes.data(), bytes.size(), deadline, peer)) {
+        error = "rank 0 closed the connection before answering this rank's hello";
+        return false;
+      }
+    } catch (const TimeoutError&) {
+      throw TimeoutError(
+          fmt::format("rank {}: something accepted the connection at RAILBENCH_ROOT={} but sent no railbench "
+                      "welcome within {:.0f} s: is another program listening on that port?",
+                      rank_, root, timeout_s_));
+    }
+    const Header h = decode_header(bytes);
+    if (Verdict v = check_prefix(bytes); !v) {
+      throw UsageError(fmt::format("rank {}: what answers at RAILBENCH_ROOT={} is {}: pick a port nothing else uses",
+                                   rank_, root, v.why));
+    }
+    if (h.version != kVersion) {
+      throw UsageError(
+          fmt::format("rank {}: rank 0 at RAILBENCH_ROOT={} speaks rendezvous protocol version {}, this "
+                      "railbench {}: run the same railbench build on every rank",
+                      rank_, root, h.version, kVersion));
+    }
+    if (h.kind == static_cast<uint16_t>(Kind::refused) && h.length == kRefusalBytes) {
+      std::array<std::byte, kRefusalBytes> code{};
+      recv_all(fd, code.data(), code.size(), deadline, peer);
+      throw UsageError(fmt::format("rank {}: rank 0 at RAILBENCH_ROOT={} refused this rank: {}", rank_, root,
+                                   describe(static_cast<Refusal>(decode_refusal(code)))));
+    }
+    if (Verdict v = check_header(h, token_, Kind::welcome, 0); !v) {
+      throw BootstrapError(
+          fmt::format("rank {}: rank 0 at RAILBENCH_ROOT={} answered the hello with {}", rank_, root, v.why));
+    }
+    return true;
+  }
+
+  void connect_to_root(const std::string& host, const std::string& port, const std::string& root) {
+    auto deadline = Deadline::after(timeout_s_);
+    std::string last_error = "no address";
+    // Rank 0 may start later than we do: retry until the deadline.
+    while (!deadline.passed()) {
+      addrinfo hints{};
+      hints.ai_family = AF_UNSPEC;
+      hints.ai_socktype = SOCK_STREAM;
+      hints.ai_flags = AI_NUMERICSERV;
+      addrinfo* res = nullptr;
+      if (int rc = ::getaddrinfo(host.c_str(), port.c_str(), &hints, &res); rc != 0) {
+        throw UsageError(fmt::format("RAILBENCH_ROOT='{}': cannot resolve '{}': {}", root, host, gai_strerror(rc)));
+      }
+      std::unique_ptr<addrinfo, decltype(&freeaddrinfo)> guard(res, &freeaddrinfo);
+      for (auto* ai = res; ai && !deadline.passed(); ai = ai->ai_next) {
+        Fd fd = connect_once(ai, deadline, last_error);
+        if (fd && join(fd.get(), deadline, root, last_error)) {
+          root_ = std::move(fd);
+          return;
+        }
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    throw TimeoutError(
+        fmt::format("rank {}: could not reach rank 0 at RAILBENCH_ROOT={} within {:.0f} s ({}): is "
+                    "rank 0 running and the port reachable?",
+                    rank_, root, timeout_s_, last_error));
+  }
+
+  int rank_;
+  int size_;
+  uint64_t token_;         // digest of the job token, in every frame
+  Fd root_;                // non-root ranks
+  std::vector<Fd> peers_;  // rank 0: one connection per other rank
+};
+
+}  // namespace
+
+std::unique_ptr<Bootstrap> make_tcp_bootstrap(int rank, int size, const TcpRendezvous& where, double timeout_s) {
+  return std::make_unique<TcpBootstrap>(rank, size, where, timeout_s);
+}
+
+}  // namespace railbench

@@ -1,0 +1,357 @@
+#include "lib/runtime/signals.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdint>
+#include <cstring>
+
+namespace railbench {
+
+namespace {
+
+constexpr int kInterruptSignals[] = {SIGINT, SIGTERM, SIGHUP};
+constexpr int kCrashSignals[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT};
+
+// Owners of the published documents. Allocated once and never freed, so a handler that
+// runs during static destruction at exit still finds them.
+struct Published {
+  std::unique_ptr<SignalDocument> current, previous;
+};
+Published& owners() {
+  static auto* p = new Published;
+  return *p;
+}
+std::atomic<const SignalDocument*> g_document{nullptr};
+std::atomic<int> g_rank{-1};
+std::atomic<bool> g_reported{false};
+std::atomic<int> g_entered{0};
+std::atomic<pid_t> g_main_tid{0};
+// add_signal_cleanup_path: fixed storage, so a handler reads it without allocating.
+constexpr int kCleanupPaths = 16;
+char g_cleanup[kCleanupPaths][256];
+std::atomic<int> g_cleanup_count{0};
+
+void remove_cleanup_paths() noexcept {
+  const int n = g_cleanup_count.load();
+  for (int i = 0; i < n && i < kCleanupPaths; ++i) ::unlink(g_cleanup[i]);
+}
+
+// How long a rank other than 0 waits before exiting on its launcher's signal (on_signal).
+constexpr long kLauncherLingerNs = 600'000'000;
+// Crash handlers run on their own stack: after a stack overflow there is none left.
+alignas(16) char g_alt_stack[64 * 1024];
+
+bool is_crash(int sig) noexcept {
+  for (int s : kCrashSignals)
+    if (s == sig) return true;
+  return false;
+}
+
+const char* signal_name(int sig) noexcept {
+  switch (sig) {
+    case SIGINT: return "SIGINT";
+    case SIGTERM: return "SIGTERM";
+    case SIGHUP: return "SIGHUP";
+    case SIGSEGV: return "SIGSEGV";
+    case SIGBUS: return "SIGBUS";
+    case SIGFPE: return "SIGFPE";
+    case SIGILL: return "SIGILL";
+    case SIGABRT: return "SIGABRT";
+    default: return "a signal";
+  }
+}
+
+// Writes through a buffer on the stack, so a document costs a few write() calls, not
+// one per piece; no allocation.
+class FdWriter {
+ public:
+  explicit FdWriter(int fd) : fd_(fd) {}
+  void put(const char* p, size_t n) noexcept {
+    while (n > 0 && ok_) {
+      const size_t k = n < sizeof(buf_) - len_ ? n : sizeof(buf_) - len_;
+      std::memcpy(buf_ + len_, p, k);
+      len_ += k;
+      p += k;
+      n -= k;
+      if (len_ == sizeof(buf_)) flush();
+    }
+  }
+  void put(const char* s) noexcept { put(s, std::strlen(s)); }
+  void put_int(long v) noexcept {
+    char digits[24];
+    int n = 0;
+    unsigned long u = v < 0 ? 0UL - static_cast<unsigned long>(v) : static_cast<unsigned long>(v);
+    do {
+      digits[n++] = static_cast<char>('0' + u % 10);
+      u /= 10;
+    } while (u != 0 && n < 23);
+    if (v < 0) put("-", 1);
+    while (n > 0) put(&digits[--n], 1);
+  }
+  bool flush() noexcept {
+    size_t off = 0;
+    while (off < len_ && ok_) {
+      const ssize_t w = ::write(fd_, buf_ + off, len_ - off);
+      if (w < 0 && errno == EINTR) continue;
+      if (w <= 0) {
+        ok_ = false;
+        break;
+      }
+      off += static_cast<size_t>(w);
+    }
+    len_ = 0;
+    return ok_;
+  }
+
+ private:
+  int fd_;
+  char buf_[4096];
+  size_t len_ = 0;
+  bool ok_ = true;
+};
+
+// "2026-11-23T10:00:00Z" from the clock, without gmtime (not async-signal-safe).
+void format_utc_now(char (&out)[24]) noexcept {
+  timespec ts{};
+  ::clock_gettime(CLOCK_REALTIME, &ts);
+  int64_t days = ts.tv_sec / 86400;
+  int64_t secs = ts.tv_sec % 86400;
+  if (secs < 0) {
+    secs += 86400;
+    --days;
+  }
+  // Civil date from days since 1970-01-01 (H. Hinnant, "chrono-compatible date algorithms").
+  const int64_t z = days + 719468;
+  const int64_t era = (z >= 0 ? z : z - 146096) / 146097;
+  const int64_t doe = z - era * 146097;
+  const int64_t yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+  const int64_t doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+  const int64_t mp = (5 * doy + 2) / 153;
+  const int64_t day = doy - (153 * mp + 2) / 5 + 1;
+  const int64_t month = mp < 10 ? mp + 3 : mp - 9;
+  const int64_t year = yoe + era * 400 + (month <= 2 ? 1 : 0);
+  auto two = [](char* p, int64_t v) {
+    p[0] = static_cast<char>('0' + v / 10 % 10);
+    p[1] = static_cast<char>('0' + v % 10);
+  };
+  two(out, year / 100);
+  two(out + 2, year % 100);
+  out[4] = '-';
+  two(out + 5, month);
+  out[7] = '-';
+  two(out + 8, day);
+  out[10] = 'T';
+  two(out + 11, secs / 3600);
+  out[13] = ':';
+  two(out + 14, secs / 60 % 60);
+  out[16] = ':';
+  two(out + 17, secs % 60);
+  out[19] = 'Z';
+  out[20] = '\0';
+}
+
+size_t filled_size(const std::string& tmpl, size_t error_len, size_t time_len) noexcept {
+  size_t n = 0;
+  for (char c : tmpl) n += c == kSignalErrorHole ? error_len : c == kSignalTimeHole ? time_len : 1;
+  return n;
+}
+
+void put_filled(FdWriter& w, const std::string& tmpl, const char* error, const char* time) noexcept {
+  size_t start = 0;
+  for (size_t i = 0; i < tmpl.size(); ++i) {
+    const char c = tmpl[i];
+    if (c != kSignalErrorHole && c != kSignalTimeHole) continue;
+    w.put(tmpl.data() + start, i - start);
+    w.put(c == kSignalErrorHole ? error : time);
+    start = i + 1;
+  }
+  w.put(tmpl.data() + start, tmpl.size() - start);
+}
+
+void restore_default_and_raise(int sig) noexcept {
+  struct sigaction sa {};
+  sa.sa_handler = SIG_DFL;
+  sigemptyset(&sa.sa_mask);
+  ::sigaction(sig, &sa, nullptr);
+  // Still blocked while the handler runs: delivered, with the default action, on return
+  // (a fault re-executes its instruction and faults again).
+  ::raise(sig);
+}
+
+void print_line(const char* what, bool crash, const SignalDocument* doc, bool wrote) noexcept {
+  FdWriter w(STDERR_FILENO);
+  w.put(crash ? "railbench: internal error: " : "railbench: error: ");
+  if (const int rank = g_rank.load(); rank > 0) {
+    w.put("rank ");
+    w.put_int(rank);
+    w.put(": ");
+  }
+  w.put(what);
+  if (doc != nullptr) {
+    if (wrote) {
+      w.put(doc->note.data(), doc->note.size());
+    } else {
+      w.put("; the results file '");
+      w.put(doc->path.data(), doc->path.size());
+      w.put("' could not be updated and may still say \"running\"");
+    }
+  }
+  w.put("\n");
+  w.flush();
+}
+
+pid_t current_tid() noexcept {
+  return static_cast<pid_t>(::syscall(SYS_gettid));
+}
+
+void on_signal(int sig, siginfo_t* info, void*) {
+  const bool crash = is_crash(sig);
+  // A process-directed signal goes to any thread that does not block it. Handled here,
+  // the main thread would run on and could rename a newer "running" file over the
+  // verdict before _exit: pass it to the main thread, which stops where it is. (A crash
+  // belongs to the thread that faulted.)
+  if (const pid_t main_tid = g_main_tid.load(); !crash && main_tid > 0 && current_tid() != main_tid) {
+    const int saved_errno = errno;
+    if (::syscall(SYS_tgkill, ::getpid(), main_tid, sig) == 0) {
+      errno = saved_errno;
+      return;
+    }
+    errno = saved_errno;  // the main thread is gone (exiting): handle it here
+  }
+  if (g_entered.exchange(1) != 0) {
+    // Another thread is already writing the verdict and will end the process.
+    if (crash) return restore_default_and_raise(sig);
+    for (;;) ::pause();
+  }
+  const int saved_errno = errno;
+  char what[48] = {};
+  std::strcat(what, crash ? "crashed with " : "interrupted by ");
+  std::strcat(what, signal_name(sig));
+  const SignalDocument* doc = g_document.load();
+  const bool wrote = doc != nullptr && write_signal_document(*doc, what);
+  if (doc != nullptr && !doc->pending_tmp.empty()) ::unlink(doc->pending_tmp.c_str());
+  remove_cleanup_paths();
+  // The launcher signals every rank when it ends a job: only rank 0 speaks for it. A
+  // signal sent to one rank by someone else is that rank's to report.
+  const bool sent_directly = info != nullptr && info->si_code <= 0 && info->si_pid != ::getppid();
+  if (crash || sent_directly || (g_rank.load() == 0 && !g_reported.load())) print_line(what, crash, doc, wrote);
+  if (crash) {
+    errno = saved_errno;
+    return restore_default_and_raise(sig);
+  }
+  if (!sent_directly && g_rank.load() > 0) {
+    // Open MPI's orted ends a job with SIGTERM to each local rank, sleeps, and sends
+    // SIGKILL when the sleep ends, and the first child to exit cuts that sleep short.
+    // A rank that exited at once would so kill rank 0 while it writes the verdict:
+    // the others linger a moment first (nanosleep is async-signal-safe).
+    timespec linger{0, kLauncherLingerNs};
+    while (::nanosleep(&linger, &linger) != 0 && errno == EINTR) {
+    }
+  }
+  ::_exit(128 + sig);
+}
+
+}  // namespace
+
+void install_signal_handlers() {
+  pid_t none = 0;
+  g_main_tid.compare_exchange_strong(none, current_tid());
+  static bool stack_installed = false;
+  if (!stack_installed) {
+    stack_t ss{};
+    ss.ss_sp = g_alt_stack;
+    ss.ss_size = sizeof(g_alt_stack);
+    stack_installed = ::sigaltstack(&ss, nullptr) == 0;
+  }
+  struct sigaction sa {};
+  sa.sa_sigaction = on_signal;
+  sigemptyset(&sa.sa_mask);
+  // One verdict: while it is written, the other signals wait (and then find it done).
+  for (int s : kInterruptSignals) sigaddset(&sa.sa_mask, s);
+  for (int s : kCrashSignals) sigaddset(&sa.sa_mask, s);
+  sa.sa_flags = SA_SIGINFO;
+  for (int s : kInterruptSignals) ::sigaction(s, &sa, nullptr);
+  sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
+  for (int s : kCrashSignals) ::sigaction(s, &sa, nullptr);
+}
+
+void add_signal_cleanup_path(const std::string& path) {
+  const int n = g_cleanup_count.load();
+  if (path.empty() || path.size() >= sizeof(g_cleanup[0]) || n >= kCleanupPaths) return;
+  for (int i = 0; i < n; ++i)
+    if (path == g_cleanup[i]) return;
+  std::memcpy(g_cleanup[n], path.c_str(), path.size() + 1);
+  g_cleanup_count.store(n + 1);  // published after the bytes: a handler sees whole paths
+}
+
+void set_signal_rank(int rank) {
+  g_rank.store(rank);
+}
+
+void set_signal_outcome_reported() {
+  g_reported.store(true);
+}
+
+void publish_signal_document(std::unique_ptr<SignalDocument> doc) {
+  Published& p = owners();
+  const SignalDocument* next = doc.get();
+  p.previous = std::move(p.current);
+  p.current = std::move(doc);
+  g_document.store(next);
+}
+
+bool write_signal_document(const SignalDocument& doc, const char* error) noexcept {
+  char now[24];
+  format_utc_now(now);
+  if (!doc.rename) {
+    // A device or fifo: never replaced by a file. Non-blocking, so a fifo nobody reads
+    // cannot hold up the exit.
+    const int fd = ::open(doc.path.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) return false;
+    FdWriter w(fd);
+    put_filled(w, doc.pretty, error, now);
+    const bool ok = w.flush();
+    ::close(fd);
+    return ok;
+  }
+  // O_EXCL|O_NOFOLLOW: a name planted in the directory is never followed or reused.
+  const int fd = ::open(doc.tmp_path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+  if (fd >= 0) {
+    FdWriter w(fd);
+    put_filled(w, doc.pretty, error, now);
+    bool ok = w.flush();
+    if (::close(fd) != 0) ok = false;
+    if (ok && ::rename(doc.tmp_path.c_str(), doc.path.c_str()) == 0) return true;
+    ::unlink(doc.tmp_path.c_str());
+  }
+  return overwrite_signal_document_in_place(doc, error);
+}
+
+bool overwrite_signal_document_in_place(const SignalDocument& doc, const char* error) noexcept {
+  if (!doc.rename) return false;
+  char now[24];
+  format_utc_now(now);
+  const int fd = ::open(doc.path.c_str(), O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return false;
+  struct stat st {};
+  const size_t need = filled_size(doc.compact, std::strlen(error), std::strlen(now));
+  // Only within the blocks the file already has: a full disk cannot give it more, and a
+  // write that ran out of space halfway would tear the last good file.
+  bool ok = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && need <= static_cast<size_t>(st.st_size);
+  if (ok) {
+    FdWriter w(fd);
+    put_filled(w, doc.compact, error, now);
+    ok = w.flush() && ::ftruncate(fd, static_cast<off_t>(need)) == 0;
+  }
+  ::close(fd);
+  return ok;
+}
+
+}  // namespace railbench
