@@ -48,8 +48,8 @@ struct RingOptions {
   // Pipeline unit: transfers and reductions overlap per slice. 16 MiB because over
   // libfabric shm each message is one CMA copy by the receiver, and fewer, larger ones
   // measured faster (1 MiB slices 1.5x slower at 16 MiB messages, with no gain over
-  // tcp; the time is the copy, not the provider's locks: README, Performance
-  // comparison); real NICs pipeline well at this size too.
+  // tcp; the time is the copy, not the provider's locks: scripts/bench/README.md); real NICs pipeline well at this size
+  // too.
   size_t slice_bytes = 16 << 20;
   int rails = 1;  // slices go round-robin over rails
   RingProtocol protocol = RingProtocol::send;

@@ -136,7 +136,7 @@ std::unique_ptr<AllReduce> make_hier_allreduce(Progress& progress, size_t max_by
 }
 
 AllReduceAlgo choose_allreduce(size_t bytes, int ranks, int nodes, bool uniform_nodes) {
-  // Measured on one host over ofi:shm (README, "--algo auto"): rhd leads the ring up to
+  // Measured on one host over ofi:shm (bench/commands/collectives/README.md, --algo): rhd leads the ring up to
   // this size, where the ring's pipelining takes over.
   constexpr size_t kCrossover = 256 << 10;
   if (ranks <= 2) return bytes < kCrossover ? AllReduceAlgo::rhd : AllReduceAlgo::ring;

@@ -19,7 +19,7 @@
 namespace railbench {
 
 // A window whose figure is below this fraction of its group's median (the rail's, or
-// the size's own) counts as a low window (README "Burn-in"); validate takes its own from
+// the size's own) counts as a low window (bench/runner/README.md, "Burn-in"); validate takes its own from
 // the SU config (thresholds.burn_in_below_median).
 inline constexpr double kBurnInBelowFraction = 0.8;
 // A group of at least this many links (a rail's) is judged window by window against its

@@ -1,6 +1,6 @@
 // What the measuring commands record per size: a collective's two sides, a pair's
 // latency and bandwidth distributions, and their JSON form in the results file's
-// "results" array (README: results schema). lib/results knows none of them: it stores
+// "results" array (lib/results/README.md). lib/results knows none of them: it stores
 // whatever JSON a command adds.
 #pragma once
 

@@ -14,7 +14,7 @@ struct Sweep {
   int warmup = 0;
 };
 
-// The most timed (or warm-up) iterations per size (README "Limits").
+// The most timed (or warm-up) iterations per size (bench/cli/README.md, "Limits").
 inline constexpr int kMaxIters = 1000000;
 
 struct SweepDefaults {

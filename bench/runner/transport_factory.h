@@ -23,7 +23,7 @@ struct TransportSpec {
   MemoryKind mem = MemoryKind::host;    // --mem: ofi asks for FI_HMEM when it is cuda
 };
 
-// The most rails one transport opens (README "Limits"): each rail is a fabric domain
+// The most rails one transport opens (bench/cli/README.md, "Limits"): each rail is a fabric domain
 // with its own endpoints, queues and bounce buffers (tens of MB per rank), and the
 // largest nodes have 8 to 16 NICs.
 inline constexpr int kMaxRails = 64;

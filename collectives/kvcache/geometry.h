@@ -40,7 +40,7 @@ uint64_t kv_bytes_per_token(const KvModel& m, int dtype_bytes);
 // "2 x 80 layers x 8 KV heads x 128 head dim x 2 B = 327,680 B per token".
 std::string kv_formula(const KvModel& m, int dtype_bytes);
 
-// Bounds on a model's geometry (README "Limits"): real models have at most a few
+// Bounds on a model's geometry (bench/cli/README.md, "Limits"): real models have at most a few
 // hundred layers and well under 1 MiB of KV per token; these keep every product
 // (bytes per token, and that times --tokens in the memory check) far from overflow.
 inline constexpr int kMaxModelLayers = 4096;

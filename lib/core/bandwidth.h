@@ -1,4 +1,4 @@
-// Bandwidth definitions, exactly as nccl-tests defines them (see README "Definitions").
+// Bandwidth definitions, exactly as nccl-tests defines them (README.md, "What the numbers mean").
 #pragma once
 
 #include <cstdint>

@@ -24,7 +24,7 @@ struct ConfigDir {
 // Runs the lookup above (cheap: a few stat calls).
 ConfigDir find_config_dir();
 
-// Limits on what a config file may be (README "Limits"): a JSON document nested deeper
+// Limits on what a config file may be (bench/cli/README.md, "Limits"): a JSON document nested deeper
 // than this is refused before it is parsed (printing one recurses per level), and a
 // file larger than this is not a config.
 inline constexpr int kMaxConfigNesting = 64;

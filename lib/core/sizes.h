@@ -27,7 +27,7 @@ inline uint64_t add_sat(uint64_t a, uint64_t b) {
 // "4K", "1M", "1.5M": the shortest exact binary-prefix spelling, else plain bytes.
 std::string format_size(uint64_t bytes);
 
-// The most sizes one sweep may have (README "Limits"): -i over a wide range would
+// The most sizes one sweep may have (bench/cli/README.md, "Limits"): -i over a wide range would
 // otherwise ask for billions of sizes.
 inline constexpr uint64_t kMaxSweepSizes = 10000;
 

@@ -2,8 +2,8 @@
 // rail, what a 5-minute SNMP utilisation graph averages away. Recorded from completions
 // on the data path (an index and an add into memory reserved up front), optionally from a
 // sampler thread reading the rail's network interface counters, plus every timed
-// collective iteration's start and end. Written as one binary file (format in README.md,
-// "Timeline file"), whose reader is here too.
+// collective iteration's start and end. Written as one binary file (format in
+// bench/commands/timeline/README.md, "Timeline file"), whose reader is here too.
 #pragma once
 
 #include <cstddef>

@@ -1,5 +1,5 @@
 // The results file: one JSON document per run, schema "railbench.result" version 1
-// (documented in README.md). It is rewritten atomically after every message size, so
+// (documented in lib/results/README.md). It is rewritten atomically after every message size, so
 // whatever was measured survives a failure later in the sweep, and after each rewrite a
 // "failed" copy is handed to the signal handlers (lib/runtime/signals.h), so a run ended by a
 // signal still says so.

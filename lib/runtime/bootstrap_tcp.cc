@@ -32,7 +32,7 @@ namespace {
 
 using namespace rendezvous;
 
-// The most ranks the TCP rendezvous takes (README "Limits"): rank 0 holds a connection
+// The most ranks the TCP rendezvous takes (bench/cli/README.md, "Limits"): rank 0 holds a connection
 // per rank.
 constexpr int kMaxTcpWorld = 65536;
 // How long one connect attempt may take before the next address (or the next round) is

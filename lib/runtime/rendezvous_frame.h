@@ -3,8 +3,8 @@
 // version, kind, the job token's digest, payload length) and its payload. Rank 0 checks
 // a connection's header before it reads or allocates anything for it, so a stranger on
 // the port (another job, a port scanner, a health checker) is closed and logged, never
-// admitted, never a crash. The token only stops accidents: README "The rendezvous: who
-// may join" says what would stop an attacker.
+// admitted, never a crash. The token only stops accidents: lib/runtime/README.md, "The rendezvous:
+// who may join", says what would stop an attacker.
 #pragma once
 
 #include <array>
@@ -23,7 +23,7 @@ inline constexpr size_t kHeaderBytes = 24;
 inline constexpr size_t kHelloBytes = 8;    // rank, world size
 inline constexpr size_t kRefusalBytes = 4;  // a Refusal code
 
-// Limits on connections that have not sent a valid hello yet (README "Limits").
+// Limits on connections that have not sent a valid hello yet (lib/runtime/README.md, "The rendezvous: who may join").
 inline constexpr int kMaxPending = 64;        // beyond it, the oldest is closed
 inline constexpr double kHelloSeconds = 5.0;  // each connection's time to send its hello
 inline constexpr int kListenBacklog = 128;    // the kernel's queue of unaccepted connections

@@ -2,8 +2,8 @@
 // job's ranks, and only them. Connections are multiplexed with poll, each has
 // kHelloSeconds to send a valid hello and at most kMaxPending wait at once, so a
 // stranger that sends garbage, a wrong job token or nothing at all is closed and
-// logged (rate-limited) while the real ranks keep joining (README "The rendezvous: who
-// may join").
+// logged (rate-limited) while the real ranks keep joining (lib/runtime/README.md,
+// "The rendezvous: who may join").
 #pragma once
 
 #include <string>

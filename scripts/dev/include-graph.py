@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Prints the include graph between railbench's folders and fails on an edge that runs
-the wrong way (docs/architecture in bench/README.md and lib/README.md say why).
+the wrong way (scripts/dev/ARCHITECTURE.md says why).
 
   scripts/dev/include-graph.py [--root DIR] [--quiet]
 
@@ -122,7 +122,7 @@ def main():
         print(line)
     if bad:
         print(f"include-graph: {len(bad)} include(s) run the wrong way: move the code down a layer, or pass "
-              "what the lower layer needs as a parameter (lib/README.md, bench/README.md)", file=sys.stderr)
+              "what the lower layer needs as a parameter (scripts/dev/ARCHITECTURE.md)", file=sys.stderr)
         return 1
     if not args.quiet:
         print(f"include-graph: {len(edges)} edges between folders, none upward")

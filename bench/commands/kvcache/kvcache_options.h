@@ -11,7 +11,7 @@
 
 namespace railbench {
 
-// The most tokens one request may have (README "Limits"); the memory check refuses far
+// The most tokens one request may have (bench/cli/README.md, "Limits"); the memory check refuses far
 // fewer on any real host, this keeps its block arithmetic far from overflow.
 inline constexpr uint64_t kMaxKvTokens = 1ULL << 32;
 

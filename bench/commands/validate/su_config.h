@@ -1,7 +1,7 @@
 // The description of a scalable unit (SU) that `railbench validate` accepts or rejects:
 // which nodes, how many GPU slots each, which NIC (rail) serves each slot with what
 // speed and MTU, the transport, the thresholds and how hard to test. JSON with
-// comments; see configs/ and the README's "validate" section for every field.
+// comments; see configs/ and "The config" in this folder's README.md for every field.
 #pragma once
 
 #include <cstddef>
@@ -99,7 +99,7 @@ struct SuTests {
   bool bisection_cross_rail = true;
 };
 
-// The most nodes one config may list (README "Limits"): the plan's pair schedule grows
+// The most nodes one config may list (bench/cli/README.md, "Limits"): the plan's pair schedule grows
 // with the square of the nodes, and a hostlist typo must not expand into millions.
 inline constexpr size_t kMaxSuNodes = 4096;
 

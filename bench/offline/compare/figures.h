@@ -16,7 +16,7 @@ struct Figure {
   std::string unit;     // "GB/s", "us"
   bool higher_better = true;
   double value = 0;
-  // The run's own noise around `value` (README "Reports and baselines"): value +- k
+  // The run's own noise around `value` (bench/offline/compare/README.md): value +- k
   // robust standard deviations, or a tail percentile's neighbours.
   double lo = 0, hi = 0;
   std::string key() const { return subject + " | " + metric; }
@@ -37,7 +37,7 @@ Band p50_band(const nlohmann::json& summary, double k);
 Band p99_band(const nlohmann::json& summary, double k);
 Band p999_band(const nlohmann::json& summary, double k);
 
-// How wide the bands are, in (robust) standard deviations: README "Reports and baselines".
+// How wide the bands are, in (robust) standard deviations: bench/offline/compare/README.md, "The noise rule".
 inline constexpr double kDefaultNoiseK = 3;
 
 // Every figure of a results file of any measuring command (sendrecv, the collectives,
