@@ -7,7 +7,7 @@
 #include "collectives/check.h"
 #include "lib/transport/gpu.h"
 #include "lib/transport/progress.h"
-#include "tests/transports/world.h"
+#include "tests/support/world.h"
 #include "transports/nccl/nccl_transport.h"
 
 using namespace railbench;

@@ -7,8 +7,8 @@
 #include "lib/core/errors.h"
 #include "lib/transport/progress.h"
 #include "tests/collectives/kvcache_cases.h"
+#include "tests/support/world.h"
 #include "tests/transports/ofi_world.h"
-#include "tests/transports/world.h"
 
 using namespace railbench;
 using namespace railbench::testing;

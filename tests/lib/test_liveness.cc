@@ -22,7 +22,7 @@
 #include "lib/transport/progress.h"
 #include "tests/support/free_port.h"
 #include "tests/support/loopback_world.h"
-#include "tests/transports/world.h"
+#include "tests/support/world.h"
 
 using namespace railbench;
 using Catch::Matchers::Contains;

@@ -9,7 +9,7 @@
 
 #include "lib/runtime/bootstrap.h"
 #include "lib/transport/transport.h"
-#include "tests/transports/world.h"
+#include "tests/support/world.h"
 
 namespace railbench::testing {
 

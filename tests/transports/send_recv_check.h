@@ -11,7 +11,7 @@
 
 #include "lib/transport/progress.h"
 #include "lib/transport/transport.h"
-#include "tests/transports/world.h"
+#include "tests/support/world.h"
 
 namespace railbench::testing {
 

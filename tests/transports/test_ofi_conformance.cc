@@ -13,9 +13,9 @@
 
 #include "lib/core/errors.h"
 #include "lib/transport/progress.h"
+#include "tests/support/world.h"
 #include "tests/transports/ofi_world.h"
 #include "tests/transports/send_recv_check.h"
-#include "tests/transports/world.h"
 #include "tests/transports/write_batch_check.h"
 #include "transports/ofi/ofi_transport.h"
 

@@ -14,8 +14,8 @@
 
 #include "lib/core/errors.h"
 #include "lib/transport/progress.h"
+#include "tests/support/world.h"
 #include "tests/transports/send_recv_check.h"
-#include "tests/transports/world.h"
 #include "tests/transports/write_batch_check.h"
 #include "transports/verbs/verbs_transport.h"
 

@@ -1,0 +1,94 @@
+# The helpers every tests/<folder>/CMakeLists.txt registers its cases with, so each of
+# those files reads as a table of cases.
+#
+# Functions are global in CMake but variables are scoped per directory: the helpers
+# read only the RAILBENCH_TESTS_* paths set here (inherited by every subdirectory), never
+# ${CMAKE_CURRENT_SOURCE_DIR}, which changes per folder. Every test runs in the tests/
+# build directory and every test binary lands there, whichever folder registers it, so a
+# case script or a ctest command line does not depend on where the case is listed.
+
+# Included from tests/CMakeLists.txt, so these are tests/ and its build directory.
+set(RAILBENCH_TESTS_SOURCE_DIR ${CMAKE_CURRENT_SOURCE_DIR})
+set(RAILBENCH_TESTS_BINARY_DIR ${CMAKE_CURRENT_BINARY_DIR})
+
+# railbench_test(<name> [LABELS l...] [TIMEOUT s] [PROPERTIES p v...] COMMAND cmd args...)
+# One ctest test: a command with its labels, timeout and any other test properties.
+function(railbench_test name)
+  cmake_parse_arguments(PARSE_ARGV 1 arg "" "TIMEOUT" "LABELS;PROPERTIES;COMMAND")
+  if(NOT arg_COMMAND)
+    message(FATAL_ERROR "railbench_test(\"${name}\"): give COMMAND")
+  endif()
+  add_test(NAME "${name}" COMMAND ${arg_COMMAND} WORKING_DIRECTORY ${RAILBENCH_TESTS_BINARY_DIR})
+  # Labels apart: a list value would split inside a list of properties.
+  if(arg_LABELS)
+    set_tests_properties("${name}" PROPERTIES LABELS "${arg_LABELS}")
+  endif()
+  if(arg_TIMEOUT)
+    set_tests_properties("${name}" PROPERTIES TIMEOUT ${arg_TIMEOUT})
+  endif()
+  if(arg_PROPERTIES)
+    set_tests_properties("${name}" PROPERTIES ${arg_PROPERTIES})
+  endif()
+endfunction()
+
+# railbench_test_binary(<target> <sources>...): a Catch2 test binary with the shared
+# main (tests/main.cc), built into the tests/ build directory. Sources are relative to
+# the calling folder; other folders add theirs with target_sources().
+function(railbench_test_binary target)
+  add_executable(${target} ${RAILBENCH_TESTS_SOURCE_DIR}/main.cc ${ARGN})
+  set_target_properties(${target} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${RAILBENCH_TESTS_BINARY_DIR})
+endfunction()
+
+# railbench_discover(<target> PREFIX "unit: " LABELS l... TIMEOUT s): each Catch2 case of
+# <target> as its own ctest test. Call it in the folder that made the target (it adds a
+# POST_BUILD step, which CMake allows only there).
+function(railbench_discover target)
+  cmake_parse_arguments(PARSE_ARGV 1 arg "" "PREFIX;TIMEOUT" "LABELS")
+  catch_discover_tests(${target} TEST_PREFIX "${arg_PREFIX}" WORKING_DIRECTORY ${RAILBENCH_TESTS_BINARY_DIR}
+                       PROPERTIES LABELS "${arg_LABELS}" TIMEOUT ${arg_TIMEOUT})
+endfunction()
+
+# railbench_mpi_test(<name> <np> <mode> <check> <railbench args>...): "mpirun: <name>",
+# the railbench binary under a real mpirun (tests/bench/mpi_case.sh). <mode> is expect-ok
+# (then <check> is check_results.py's arguments) or expect-error[:code] (then <check> is
+# the regex the one error line must match).
+function(railbench_mpi_test name np mode check)
+  railbench_test("mpirun: ${name}" LABELS mpi TIMEOUT 400
+                 COMMAND ${RAILBENCH_TESTS_SOURCE_DIR}/bench/mpi_case.sh ${np} ${mode} "${check}" --
+                         $<TARGET_FILE:railbench> ${ARGN})
+endfunction()
+
+# railbench_bad_input_test(<name> <np> <expect-error[:code]> <regex> <railbench args>...):
+# "mpirun: bad input: <name>", railbench refusing an input under mpirun: non-zero exit
+# (or exactly <code>), one error line matching <regex>, no hang.
+function(railbench_bad_input_test name np mode regex)
+  railbench_mpi_test("bad input: ${name}" ${np} ${mode} "${regex}" ${ARGN})
+  set_tests_properties("mpirun: bad input: ${name}" PROPERTIES LABELS "mpi;bad-input")
+endfunction()
+
+# railbench_fault_test(<name> <case>): "robustness: <name>", one case of
+# tests/bench/fault_case.sh (a rank stopped or killed mid-run, windows beyond the queues).
+function(railbench_fault_test name case)
+  railbench_test("robustness: ${name}" LABELS robustness mpi TIMEOUT 120
+                 COMMAND ${RAILBENCH_TESTS_SOURCE_DIR}/bench/fault_case.sh ${case} $<TARGET_FILE:railbench>)
+endfunction()
+
+# railbench_netns_test(<name> TIMEOUT s [LABELS more...] COMMAND script args...):
+# "netns: <name>", a case on the simulated SU (network namespaces, scripts/netns-su).
+# Root only: 77 (skipped) where namespaces cannot be made; serial, as each builds an SU.
+function(railbench_netns_test name)
+  cmake_parse_arguments(PARSE_ARGV 1 arg "" "TIMEOUT" "LABELS;COMMAND")
+  railbench_test("netns: ${name}" LABELS netns ${arg_LABELS} TIMEOUT ${arg_TIMEOUT}
+                 PROPERTIES RUN_SERIAL TRUE SKIP_RETURN_CODE 77 COMMAND ${arg_COMMAND})
+endfunction()
+
+# railbench_netns_validate_test(<case> [TIMEOUT s] [LABELS more...]): "netns: validate
+# <case>", one case of tests/netns/cases.sh.
+function(railbench_netns_validate_test case)
+  cmake_parse_arguments(PARSE_ARGV 1 arg "" "TIMEOUT" "LABELS")
+  if(NOT arg_TIMEOUT)
+    set(arg_TIMEOUT 420)
+  endif()
+  railbench_netns_test("validate ${case}" TIMEOUT ${arg_TIMEOUT} LABELS ${arg_LABELS}
+                       COMMAND ${RAILBENCH_TESTS_SOURCE_DIR}/netns/cases.sh ${case} $<TARGET_FILE:railbench>)
+endfunction()
