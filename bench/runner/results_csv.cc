@@ -7,6 +7,10 @@
 #include <string>
 #include <vector>
 
+#include <fmt/format.h>
+
+#include "bench/kinds/result_kind.h"
+
 namespace railbench {
 
 using nlohmann::json;
@@ -290,12 +294,13 @@ CsvTable validate_csv(const json& doc) {
 
 CsvTable results_csv(const json& doc) {
   const std::string command = field(&doc, {"command"}).is_string() ? doc.at("command").get<std::string>() : "";
-  if (command == "sendrecv") return sendrecv_csv(doc);
-  if (command == "allreduce" || command == "allgather" || command == "reducescatter") return collective_csv(doc);
-  if (command == "alltoall") return alltoall_csv(doc);
-  if (command == "kvcache") return kvcache_csv(doc);
-  if (command == "validate") return validate_csv(doc);
-  throw std::invalid_argument("no CSV table for command '" + command + "'");
+  const ResultKind* kind = find_result_kind(command, ResultPart::csv);
+  // The document is the running command's own: a command that writes --csv without a
+  // kind that has a table is a bug, not bad input.
+  if (kind == nullptr)
+    throw std::invalid_argument(fmt::format("no CSV table for command '{}': --csv writes those of {}", command,
+                                            result_kind_names(ResultPart::csv)));
+  return kind->csv(doc);
 }
 
 std::string results_csv_text(const json& doc) {

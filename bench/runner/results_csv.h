@@ -1,5 +1,6 @@
 // --csv: the rows of a results document (lib/results/results.h), one table per command, for
-// spreadsheets and pandas. Every row is derived from the same JSON document that --json
+// spreadsheets and pandas. Each command's result kind (bench/kinds/result_kind.h) names
+// its table among those below. Every row is derived from the same JSON document that --json
 // writes, so the two never disagree; the file is rewritten with the JSON after every size.
 //   sendrecv                           one row per size x pair x rail
 //   allreduce, allgather, reducescatter one row per size x placement (out_of_place, in_place)
@@ -24,7 +25,8 @@ CsvTable alltoall_csv(const nlohmann::json& doc);
 CsvTable kvcache_csv(const nlohmann::json& doc);
 CsvTable validate_csv(const nlohmann::json& doc);
 
-// By the document's "command"; std::invalid_argument for a command without a table.
+// The table of the document's result kind (its "command"); std::invalid_argument for a
+// command whose kind has none.
 CsvTable results_csv(const nlohmann::json& doc);
 // results_csv as text (lib/core/csv.h's to_csv), what ResultsFile writes beside the JSON.
 std::string results_csv_text(const nlohmann::json& doc);

@@ -10,13 +10,10 @@
 #include <cstring>
 #include <ctime>
 #include <exception>
-#include <fstream>
 #include <random>
-#include <sstream>
 
 #include <fmt/format.h>
 
-#include "lib/core/config_path.h"
 #include "lib/core/errors.h"
 #include "lib/core/version.h"
 #include "lib/runtime/signals.h"
@@ -56,29 +53,6 @@ std::string now_iso8601() {
 }
 
 }  // namespace
-
-void validate_result_document(const json& doc) {
-  auto require = [&](const char* field, json::value_t type) {
-    if (!doc.contains(field)) throw IoError(fmt::format("results document has no '{}' field", field));
-    const auto& v = doc.at(field);
-    bool ok = v.type() == type || (type == json::value_t::number_integer && v.is_number_integer());
-    if (!ok) throw IoError(fmt::format("results field '{}' has type {}, expected another", field, v.type_name()));
-  };
-  require("schema", json::value_t::string);
-  if (doc.at("schema") != kResultSchema) throw IoError(fmt::format("results 'schema' is not {}", kResultSchema));
-  require("schema_version", json::value_t::number_integer);
-  if (doc.at("schema_version").get<int>() > kResultSchemaVersion) {
-    throw IoError(fmt::format("results schema_version {} is newer than this railbench understands ({}): upgrade",
-                              doc.at("schema_version").get<int>(), kResultSchemaVersion));
-  }
-  require("railbench_version", json::value_t::string);
-  require("command", json::value_t::string);
-  require("config", json::value_t::object);
-  require("world", json::value_t::object);
-  require("transport", json::value_t::object);
-  require("results", json::value_t::array);
-  require("status", json::value_t::string);
-}
 
 namespace {
 
@@ -398,30 +372,6 @@ void ResultsFile::publish_for_signals(const std::string& pending_tmp) {
   published_doc_ = d.get();
   publish_signal_document(std::move(d));
   published_ = true;
-}
-
-nlohmann::json read_results_file(const std::string& path, const std::string& who) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    throw UsageError(fmt::format("{}: cannot read '{}' ({}): give the --json file of a railbench run", who, path,
-                                 std::strerror(errno)));
-  }
-  std::stringstream text;
-  text << in.rdbuf();
-  nlohmann::json doc;
-  try {
-    doc = nlohmann::json::parse(text.str());
-  } catch (const nlohmann::json::parse_error& e) {
-    throw UsageError(fmt::format("{}: '{}' is not JSON ({}): give the --json file of a railbench run", who, path,
-                                 cut_for_error(e.what(), 200)));
-  }
-  try {
-    if (!doc.is_object()) throw IoError("it is not a JSON object");
-    validate_result_document(doc);
-  } catch (const IoError& e) {
-    throw UsageError(fmt::format("{}: '{}' is not a railbench results file: {}", who, path, e.what()));
-  }
-  return doc;
 }
 
 }  // namespace railbench

@@ -1,8 +1,8 @@
-// The results file: one JSON document per run, schema "railbench.result" version 1
-// (documented in lib/results/README.md). It is rewritten atomically after every message size, so
-// whatever was measured survives a failure later in the sweep, and after each rewrite a
-// "failed" copy is handed to the signal handlers (lib/runtime/signals.h), so a run ended by a
-// signal still says so.
+// The results file: one JSON document per run, schema "railbench.result" (schema.h,
+// documented in lib/results/README.md; read.h reads one back). It is rewritten
+// atomically after every message size, so whatever was measured survives a failure later
+// in the sweep, and after each rewrite a "failed" copy is handed to the signal handlers
+// (lib/runtime/signals.h), so a run ended by a signal still says so.
 #pragma once
 
 #include <cstdint>
@@ -13,24 +13,13 @@
 #include <nlohmann/json.hpp>
 
 #include "lib/core/stats.h"
+#include "lib/results/schema.h"
 #include "lib/runtime/signals.h"
 
 namespace railbench {
 
-inline constexpr const char* kResultSchema = "railbench.result";
-inline constexpr int kResultSchemaVersion = 1;
-
 nlohmann::json to_json(const Summary& s);
 Summary summary_from_json(const nlohmann::json& j);
-
-// Checks the top-level fields of a results document; throws IoError naming the first
-// missing or mistyped field.
-void validate_result_document(const nlohmann::json& doc);
-
-// Reads the results document at `path` (what --json wrote) for `who` ("compare",
-// "--baseline"): throws UsageError naming the file when it is missing, unreadable, not
-// JSON or not a railbench results file.
-nlohmann::json read_results_file(const std::string& path, const std::string& who);
 
 // Refuses a --json target that cannot be written, before anything runs: a directory,
 // a directory that does not exist or is not writable. Throws UsageError naming it (as

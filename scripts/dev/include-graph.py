@@ -30,11 +30,16 @@ LAYERS = {
     # Algorithms are written only against lib/ (and, for features, the collectives).
     "collectives": LIB,
     "collectives/kvcache": LIB + ["collectives"],
-    # bench/: runner < cli < commands, offline < main.
-    "bench/runner": LIB + ["collectives", "transports"],
+    # bench/: kinds < runner < cli < commands, offline < main. The result-kind registry
+    # (kinds) is below both the readers (runner's CSV, offline) and the commands whose
+    # folders register their kinds, naming parts from offline's public headers: so
+    # commands may include bench/offline/report and bench/offline/compare, never the reverse.
+    "bench/kinds": LIB,
+    "bench/runner": LIB + ["collectives", "transports", "bench/kinds"],
     "bench/cli": LIB + ["bench/runner"],
-    "bench/commands": LIB + ["collectives", "bench/runner", "bench/cli"],
-    "bench/offline": LIB + ["bench/cli"],
+    "bench/commands": LIB + ["collectives", "bench/kinds", "bench/runner", "bench/cli", "bench/offline/report",
+                             "bench/offline/compare"],
+    "bench/offline": LIB + ["bench/kinds", "bench/cli"],
     "bench/main.cc": LIB + ["bench/runner", "bench/cli"],
     # Tests may include what they test; their support code only lib/ and itself.
     "tests/support": LIB,

@@ -85,11 +85,11 @@ case $case_name in
     }
     expect2 "cannot be compared: command: allreduce in .*ar2.json, sendrecv in .*sr.json" "$work/ar2.json" "$work/sr.json"
     expect2 "cannot be compared: world size: 2 in .*ar2.json, 3 in .*ar3.json" "$work/ar2.json" "$work/ar3.json"
-    expect2 "cannot read '.*nosuch.json' \(No such file" "$work/ar2.json" "$work/nosuch.json"
+    expect2 "compare: .*nosuch.json: cannot read the results file \(no such file" "$work/ar2.json" "$work/nosuch.json"
     echo "not json" >"$work/text.json"
-    expect2 "'.*text.json' is not JSON" "$work/text.json" "$work/ar2.json"
+    expect2 "compare: .*text.json: not JSON" "$work/text.json" "$work/ar2.json"
     echo '{"a": 1}' >"$work/other.json"
-    expect2 "'.*other.json' is not a railbench results file" "$work/ar2.json" "$work/other.json"
+    expect2 "compare: .*other.json: not a railbench results file" "$work/ar2.json" "$work/other.json"
     expect2 "--threshold 'x5'" "$work/ar2.json" "$work/ar2.json" --threshold x5
     ;;
   outputs)

@@ -142,8 +142,11 @@ if case == "bad-input":
     for content, words in [("{", "not JSON"), ('{"a": 1}', "not a railbench results file"),
                            ('{"schema": "railbench.result", "schema_version": 9, "command": "allreduce"}',
                             "schema_version 9 is not one this railbench reads"),
-                           ('{"schema": "railbench.result", "schema_version": 1, "command": "nosuch"}',
-                            "unknown command 'nosuch'")]:
+                           ('{"schema": "railbench.result", "schema_version": 1, "command": "allreduce"}',
+                            "no 'railbench_version' field"),
+                           ('{"schema": "railbench.result", "schema_version": 1, "railbench_version": "0.1.0", '
+                            '"command": "nosuch", "config": {}, "world": {}, "transport": {}, "results": [], '
+                            '"status": "complete"}', "unknown command 'nosuch'")]:
         with open(bad, "w") as f:
             f.write(content)
         _, _, text = report([bad], expect_rc=2)

@@ -54,6 +54,13 @@ bool has_class(const std::string& classes, const std::string& c) {
   return (" " + classes + " ").find(" " + c + " ") != std::string::npos;
 }
 
+// The top-level fields every results file has (lib/results/schema.h), for `command`.
+json header_doc(const std::string& command) {
+  return json{{"schema", "railbench.result"}, {"schema_version", 1},      {"railbench_version", "test"},
+              {"command", command},           {"config", json::object()}, {"world", json::object()},
+              {"transport", json::object()},  {"results", json::array()}, {"status", "complete"}};
+}
+
 // A minimal validate document: `nodes` x 1 rail at 400 Gb/s line rate (50 GB/s), every
 // cell at `fraction` of it, with the header fields a results file always has.
 json validate_doc(int nodes, double fraction) {
@@ -68,25 +75,23 @@ json validate_doc(int nodes, double fraction) {
     bw.push_back(row);
     lat.push_back(lrow);
   }
-  return json{{"schema", "railbench.result"},
-              {"schema_version", 1},
-              {"command", "validate"},
-              {"status", "complete"},
-              {"argv", {"railbench", "validate"}},
-              {"rails",
-               {{{"rail", 0},
-                 {"nic", "mlx5_0"},
-                 {"leaf", "leaf1"},
-                 {"line_rate_gbps", 400},
-                 {"nodes", names},
-                 {"bw_gbs", bw},
-                 {"bidir_gbs", bw},
-                 {"lat_p50_us", lat},
-                 {"lat_p99_us", lat},
-                 {"links", json::array()},
-                 {"errors", json::array()}}}},
-              {"findings", json::array()},
-              {"verdict", "PASS"}};
+  json doc = header_doc("validate");
+  doc.update(json{{"argv", {"railbench", "validate"}},
+                  {"rails",
+                   {{{"rail", 0},
+                     {"nic", "mlx5_0"},
+                     {"leaf", "leaf1"},
+                     {"line_rate_gbps", 400},
+                     {"nodes", names},
+                     {"bw_gbs", bw},
+                     {"bidir_gbs", bw},
+                     {"lat_p50_us", lat},
+                     {"lat_p99_us", lat},
+                     {"links", json::array()},
+                     {"errors", json::array()}}}},
+                  {"findings", json::array()},
+                  {"verdict", "PASS"}});
+  return doc;
 }
 
 std::string render_one(const json& doc, const std::string& path = "t.json") {
@@ -129,8 +134,10 @@ TEST_CASE("report: bad input names the file and the problem", "[report]") {
              "schema_version 7 is not one this railbench reads (1..1)");
   fails_with(tmp.write("noversion.json", R"({"schema": "railbench.result", "command": "allreduce"})"),
              "\"schema_version\" is missing");
-  fails_with(tmp.write("cmd.json", R"({"schema": "railbench.result", "schema_version": 1, "command": "frobnicate"})"),
-             "unknown command 'frobnicate'");
+  fails_with(
+      tmp.write("nofield.json", R"({"schema": "railbench.result", "schema_version": 1, "command": "allreduce"})"),
+      "no 'railbench_version' field");
+  fails_with(tmp.write("cmd.json", header_doc("frobnicate").dump()), "unknown command 'frobnicate'");
   fails_with(tmp.dir.string(), "is a directory");
   // A field of the wrong type is bad input naming the file, not a crash.
   json doc = validate_doc(2, 0.9);
@@ -276,7 +283,7 @@ TEST_CASE("report: a file without the fields newer versions add still renders", 
   const std::string page = render_one(doc);
   CHECK_THAT(page, Catch::Contains("No verdict"));
   CHECK(cell_classes(svg_by_id(page, "run1-bw-r0")).size() == 9);
-  json minimal{{"schema", "railbench.result"}, {"schema_version", 1}, {"command", "allreduce"}};
+  const json minimal = header_doc("allreduce");
   CHECK_THAT(render_one(minimal), Catch::Contains("No size was measured"));
 }
 

@@ -6,7 +6,7 @@
 #include <fmt/format.h>
 
 #include "lib/core/errors.h"
-#include "lib/results/results.h"
+#include "lib/results/read.h"
 
 namespace railbench {
 

@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "bench/kinds/result_kind.h"
 #include "lib/core/errors.h"
 #include "lib/core/sizes.h"
 
@@ -55,6 +56,8 @@ Figure rate_from_time(std::string subject, std::string metric, double value, dou
   }
   return f;
 }
+
+}  // namespace
 
 void collective_figures(const json& doc, double k, std::vector<Figure>& out) {
   for (const auto& r : doc.at("results")) {
@@ -109,6 +112,8 @@ void kvcache_figures(const json& doc, double k, std::vector<Figure>& out) {
   }
 }
 
+namespace {
+
 double median(std::vector<double> v) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
@@ -147,6 +152,8 @@ bool measured(const json& link) {
   return link.at("pairs").get<int>() - link.at("failed").get<int>() > 0;
 }
 
+}  // namespace
+
 void validate_figures(const json& doc, double k, std::vector<Figure>& out) {
   if (!doc.contains("rails")) return;  // --inventory-only, or no traffic ran
   const json pairs = doc.value("rail_pairs", json::array());
@@ -181,8 +188,6 @@ void validate_figures(const json& doc, double k, std::vector<Figure>& out) {
   }
 }
 
-}  // namespace
-
 Band p50_band(const json& s, double k) {
   const double p50 = num(s, "p50");
   const double sigma = (num(s, "p90") - p50) / kP90Sigmas;
@@ -210,18 +215,12 @@ Band p999_band(const json& s, double k) {
 std::vector<Figure> figures_of(const json& doc, const std::string& path, double k) {
   std::vector<Figure> out;
   const std::string command = doc.value("command", "");
+  const ResultKind* kind = find_result_kind(command, ResultPart::figures);
+  if (kind == nullptr)
+    unreadable(path, fmt::format("command '{}' has no figures to compare (compare reads {})", command,
+                                 result_kind_names(ResultPart::figures)));
   try {
-    if (command == "allreduce" || command == "allgather" || command == "reducescatter" || command == "alltoall") {
-      collective_figures(doc, k, out);
-    } else if (command == "sendrecv") {
-      sendrecv_figures(doc, k, out);
-    } else if (command == "kvcache") {
-      kvcache_figures(doc, k, out);
-    } else if (command == "validate") {
-      validate_figures(doc, k, out);
-    } else {
-      unreadable(path, fmt::format("command '{}' has no figures to compare", command));
-    }
+    kind->figures(doc, k, out);
   } catch (const json::exception& e) {
     unreadable(path, fmt::format("a {} result lacks a field ({})", command, e.what()));
   }

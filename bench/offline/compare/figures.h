@@ -40,10 +40,21 @@ Band p999_band(const nlohmann::json& summary, double k);
 // How wide the bands are, in (robust) standard deviations: bench/offline/compare/README.md, "The noise rule".
 inline constexpr double kDefaultNoiseK = 3;
 
-// Every figure of a results file of any measuring command (sendrecv, the collectives,
-// kvcache, validate). Throws UsageError naming `path` when the file holds no results
-// this version can read.
+// Every figure of a results file, by its result kind (bench/kinds/result_kind.h). Throws
+// UsageError naming `path` when its kind has no figures or a field is missing.
 std::vector<Figure> figures_of(const nlohmann::json& doc, const std::string& path, double k = kDefaultNoiseK);
+
+// The figures of each kind of results file, named by the kinds' registrations
+// (bench/commands/<family>/*_kind*.cc): they append to `out`, each with its band of k
+// (robust) standard deviations, and throw nlohmann::json::exception on a missing field.
+// allreduce, allgather, reducescatter, alltoall: busbw and time p99 per size and placement.
+void collective_figures(const nlohmann::json& doc, double k, std::vector<Figure>& out);
+// Bandwidth p50 per direction and latency p50, p99, p99.9 per size, pair and rail.
+void sendrecv_figures(const nlohmann::json& doc, double k, std::vector<Figure>& out);
+// GB/s and request time p50, p99, p99.9 per mode and token count.
+void kvcache_figures(const nlohmann::json& doc, double k, std::vector<Figure>& out);
+// tx, rx, lat p50 and p99 per link (node x rail), banded by its partners and its rail.
+void validate_figures(const nlohmann::json& doc, double k, std::vector<Figure>& out);
 
 // The figures whose metric is one of `metrics` (all when it is empty). Throws
 // UsageError for a name that no figure has, listing those there are.

@@ -1,16 +1,11 @@
 #include "bench/offline/compare/load.h"
 
-#include <cerrno>
-#include <cstring>
-#include <fstream>
-#include <sstream>
 #include <vector>
 
 #include <fmt/format.h>
 
-#include "lib/core/config_path.h"
 #include "lib/core/errors.h"
-#include "lib/results/results.h"
+#include "lib/results/read.h"
 
 namespace railbench::compare {
 

@@ -9,8 +9,9 @@
 
 namespace railbench::compare {
 
-// The results document at `path`. Throws UsageError naming the file when it is missing,
-// unreadable, not JSON or not a railbench results file.
+// The results document at `path` (lib/results/read.h, errors prefixed "compare:").
+// Throws UsageError naming the file when it is missing, unreadable, not JSON or not a
+// railbench results file.
 nlohmann::json load_results(const std::string& path);
 
 // Throws UsageError listing every difference ("transport: ofi:shm in a.json, ofi:tcp in

@@ -81,15 +81,9 @@ std::string render_report(const std::vector<RunDocument>& runs, const std::vecto
     // A document that passed check_document may still have a field of an unexpected
     // type (a damaged or hand-edited file): name the file rather than crash.
     try {
+      const ResultKind& kind = report_kind(run.doc, run.path);
       body += run_header(ctx);
-      if (command == "validate")
-        body += validate_section(ctx);
-      else if (command == "sendrecv")
-        body += sendrecv_section(ctx);
-      else if (command == "kvcache")
-        body += kvcache_section(ctx);
-      else
-        body += collective_section(ctx);
+      body += kind.report_section(ctx);
       body += timeline_section(ctx);
     } catch (const nlohmann::json::exception& e) {
       throw UsageError(

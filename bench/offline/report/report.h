@@ -15,10 +15,6 @@
 
 namespace railbench::report {
 
-// The schema versions this renderer reads (lib/results/results.h writes the newest).
-inline constexpr int kOldestSchemaVersion = 1;
-inline constexpr int kNewestSchemaVersion = 1;
-
 // One results document and the file it came from (named in the page and in errors).
 struct RunDocument {
   std::string path;
@@ -29,9 +25,10 @@ struct RunDocument {
   std::string timeline_note;
 };
 
-// Reads and checks one results file. Throws UsageError naming the file and the problem
-// (missing, not JSON, not a railbench results document, a schema version this build
-// does not read, a command it does not know).
+// Reads and checks one results file (lib/results/read.h), then its kind: throws
+// UsageError naming the file and the problem (missing, not JSON, not a railbench results
+// document, a schema version this build does not read, a command whose result kind has
+// no report section, naming those that have one).
 RunDocument load_run(const std::string& path);
 
 // Checks an already parsed document the same way (`path` only names it in errors).

@@ -1,11 +1,14 @@
-// The report's sections, one per kind of results file, and the header every run gets.
-// Internal to bench/report: render_report (page.cc) is the entry point.
+// What the report's sections share: the run they draw, the header every run gets and
+// helpers. Internal to bench/offline/report: render_report (page.cc) is the entry point,
+// and the sections themselves are in kind_sections.h.
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "bench/kinds/result_kind.h"
+#include "bench/offline/report/kind_sections.h"
 #include "bench/offline/report/report.h"
 
 namespace railbench::report {
@@ -18,6 +21,9 @@ struct RunContext {
 };
 
 std::string run_header(const RunContext& ctx);
+// The document's result kind; UsageError naming `path` and the kinds report draws when
+// its "command" has no report section (load.cc).
+const ResultKind& report_kind(const nlohmann::json& doc, const std::string& path);
 
 // Helpers the sections share (runs.cc).
 // The results entry at `bytes` (0: the largest); `note` says when another was taken.
@@ -31,10 +37,6 @@ std::vector<int> host_starts(const nlohmann::json& world, int ranks);
 std::string change(double now, double base);
 // A summary's field (p50, p99, p99_9, ...) or NaN.
 double stat(const nlohmann::json& summary, const char* field);
-std::string validate_section(const RunContext& ctx);
-std::string sendrecv_section(const RunContext& ctx);
-std::string collective_section(const RunContext& ctx);  // allreduce, allgather, reducescatter, alltoall
-std::string kvcache_section(const RunContext& ctx);
 // The run's --timeline (timeline.cc): "" when it has none.
 std::string timeline_section(const RunContext& ctx);
 // Reads the timeline file the results name, beside the results file if moved (load.cc).
