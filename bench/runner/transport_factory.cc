@@ -13,9 +13,16 @@ TransportSpec parse_transport_spec(const std::string& transport, const std::stri
   auto colon = transport.find(':');
   spec.name = transport.substr(0, colon);
   if (colon != std::string::npos) spec.provider = transport.substr(colon + 1);
-  find_transport(spec.name, transport);
+  const TransportEntry& entry = find_transport(spec.name, transport);
   if (colon != std::string::npos && spec.provider.empty()) {
-    throw UsageError(fmt::format("transport '{}' names no provider after ':': e.g. -t ofi:tcp", transport));
+    std::string example = entry.name;  // the entry's first form with a provider, if any
+    for (const auto& form : entry.forms) {
+      if (form.find(':') != std::string::npos) {
+        example = form;
+        break;
+      }
+    }
+    throw UsageError(fmt::format("transport '{}' names no provider after ':': e.g. -t {}", transport, example));
   }
   if (!rails.empty()) {
     int n = 0;
