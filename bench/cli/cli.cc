@@ -90,7 +90,9 @@ void add_burn_in_options(CLI::App& app, CommonOptions& o) {
 }
 
 void add_transport_options(CLI::App& app, CommonOptions& o) {
-  for (const TransportEntry* t : transports()) {
+  // Those of a transport this build lacks too: they parse as in any build, and
+  // make_transport refuses them by name.
+  for (const TransportEntry* t : all_transports()) {
     for (const TransportOption& opt : t->options) {
       const std::string flag = t->name + "-" + opt.name;
       // std::map keeps the slot where it is while CLI11 holds a reference to it.

@@ -46,7 +46,7 @@ bool first_rank_by_environment();
 // -t, -b/-e/-f/-i, -n/-w, -c, --json, --csv, -q, --rails, --timeout, the transports' own
 // options and the GPU options.
 void add_common_options(CLI::App& sub, CommonOptions& options);
-// Every built transport's own options (--verbs-gid-index, ... with their aliases), from
+// Every registered transport's own options (--verbs-gid-index, ... with their aliases), from
 // lib/transport/registry.h; part of add_common_options.
 void add_transport_options(CLI::App& sub, CommonOptions& options);
 // --csv and -q/--quiet alone, for commands with their own options (validate).

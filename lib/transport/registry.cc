@@ -40,7 +40,7 @@ std::string examples(const std::vector<const TransportEntry*>& built) {
 // Another transport's options given away from their defaults: refused with the option,
 // its owner and the fix, rather than silently ignored.
 void refuse_foreign_options(const TransportEntry& chosen, const TransportSpec& spec) {
-  for (const auto* owner : transports()) {
+  for (const auto* owner : all_transports()) {
     if (owner == &chosen) continue;
     std::vector<std::string> given;
     for (const auto& o : owner->options) {

@@ -81,7 +81,8 @@ struct TransportEntry {
   // What the results record beyond the name (nccl: version and NCCL_* environment).
   std::function<nlohmann::json()> details;
   // For a transport this build lacks: what it needs, "needs a build with CUDA and NCCL
-  // found". Such an entry is not offered, only named in the unknown-transport error.
+  // found". Such an entry is not offered, only named in the unknown-transport error;
+  // its options (if it declares them) still parse, and are refused by name.
   std::string missing_note;
 
   bool built() const { return static_cast<bool>(make); }

@@ -5,6 +5,7 @@
 
 #include "lib/core/errors.h"
 #include "lib/transport/registry.h"
+#include "transports/verbs/verbs_options.h"
 #include "transports/verbs/verbs_sysfs.h"
 #include "transports/verbs/verbs_transport.h"
 
@@ -52,15 +53,7 @@ const bool registered = register_transport(TransportEntry{
     .name = "verbs",
     .order = 20,
     .forms = {"verbs"},
-    .options = {{.name = "gid-index",
-                 .alias = "--gid-index",
-                 .help = "verbs: GID table index (default: the port's RoCE v2 IPv4 GID)",
-                 .default_value = -1},
-                {.name = "qps-per-peer",
-                 .alias = "--qps-per-peer",
-                 .help = "verbs: RC queue pairs per peer and rail (ECMP entropy)",
-                 .default_value = 1,
-                 .show_default = true}},
+    .options = transport_options(),
     .foreign_options_note = "ibverbs has no such setting",
     .rail_near_gpu = true,
     .info = print_info,
