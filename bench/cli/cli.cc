@@ -10,6 +10,7 @@
 #include "bench/runner/burn_in.h"
 #include "lib/core/errors.h"
 #include "lib/runtime/launch.h"
+#include "lib/transport/registry.h"
 
 namespace railbench {
 
@@ -88,10 +89,25 @@ void add_burn_in_options(CLI::App& app, CommonOptions& o) {
   app.add_option("--cycles", o.cycles, "Burn-in: repeat the measurement this many windows")->check(at_least(1));
 }
 
+void add_transport_options(CLI::App& app, CommonOptions& o) {
+  // Those of a transport this build lacks too: they parse as in any build, and
+  // make_transport refuses them by name.
+  for (const TransportEntry* t : all_transports()) {
+    for (const TransportOption& opt : t->options) {
+      const std::string flag = t->name + "-" + opt.name;
+      // std::map keeps the slot where it is while CLI11 holds a reference to it.
+      int& value = o.transport_options[flag];
+      value = opt.default_value;
+      // The alias as a second name of the same option (an option of its own, hidden,
+      // would lose its name in CLI11's errors, which name hidden options "").
+      auto* added = app.add_option("--" + flag + (opt.alias.empty() ? "" : "," + opt.alias), value, opt.help);
+      if (opt.show_default) added->capture_default_str();
+    }
+  }
+}
+
 void add_common_options(CLI::App& app, CommonOptions& o) {
-  app.add_option("-t,--transport", o.transport,
-                 "Transport[:provider]: ofi, ofi:tcp, ofi:shm, ofi:verbs, ofi:efa, verbs, nccl")
-      ->capture_default_str();
+  app.add_option("-t,--transport", o.transport, transport_help())->capture_default_str();
   app.add_option("-b,--min-bytes", o.min_bytes, "Smallest message size (8, 4K, 1M, 1G)");
   app.add_option("-e,--max-bytes", o.max_bytes, "Largest message size");
   app.add_option("-f,--step-factor", o.step_factor, "Multiply the size by this between steps")
@@ -110,9 +126,7 @@ void add_common_options(CLI::App& app, CommonOptions& o) {
   app.add_option("--rails", o.rails, "Rails: a count (2) or names (eth0,eth1 / mlx5_0,mlx5_1)");
   app.add_option("--timeout", o.timeout_s, "Seconds without progress from a peer before failing")
       ->capture_default_str();
-  app.add_option("--gid-index", o.gid_index, "verbs: GID table index (default: the port's RoCE v2 IPv4 GID)");
-  app.add_option("--qps-per-peer", o.qps_per_peer, "verbs: RC queue pairs per peer and rail (ECMP entropy)")
-      ->capture_default_str();
+  add_transport_options(app, o);
   app.add_option("--mem", o.mem,
                  "Buffer memory: host, cuda (GPU, GPUDirect RDMA) or cuda-host (default: cuda for "
                  "-t nccl, else host)");

@@ -43,8 +43,12 @@ std::vector<const Subcommand*> subcommands();
 // line gives one line rather than one per rank.
 bool first_rank_by_environment();
 
-// -t, -b/-e/-f/-i, -n/-w, -c, --json, --csv, -q, --rails, --timeout, verbs and GPU options.
+// -t, -b/-e/-f/-i, -n/-w, -c, --json, --csv, -q, --rails, --timeout, the transports' own
+// options and the GPU options.
 void add_common_options(CLI::App& sub, CommonOptions& options);
+// Every registered transport's own options (--verbs-gid-index, ... with their aliases), from
+// lib/transport/registry.h; part of add_common_options.
+void add_transport_options(CLI::App& sub, CommonOptions& options);
 // --csv and -q/--quiet alone, for commands with their own options (validate).
 void add_output_options(CLI::App& sub, CommonOptions& options);
 // --duration and --cycles (burn-in, bench/runner/burn_in.h): one or the other, checked as parsed;

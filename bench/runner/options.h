@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -25,8 +26,9 @@ struct CommonOptions {
   bool no_counters = false;       // --no-counters: no fabric counter snapshots around measurements
   std::string rails;              // --rails: a count ("2") or names ("eth0,eth1")
   double timeout_s = 60;          // --timeout: no progress from a peer for this long fails
-  int gid_index = -1;             // --gid-index (verbs): -1 picks the RoCE v2 GID of the port's IPv4 address
-  int qps_per_peer = 1;           // --qps-per-peer (verbs): RC queue pairs per (peer, rail)
+  // Each transport's own options (--verbs-gid-index, ...) by flag without dashes; the
+  // transports declare them (lib/transport/registry.h) and bench/cli adds them.
+  std::map<std::string, int> transport_options;
   std::string mem;                // --mem: host, cuda, cuda-host; empty: cuda for -t nccl, else host
   std::string gpu_map;            // --gpu-map: GPU per local rank ("0,1,2,3"); empty: local rank i -> GPU i
   std::string duration;           // --duration: burn-in by time ("10m"; bench/runner/burn_in.h); empty: off

@@ -155,19 +155,18 @@ void RunContext::open_transport() {
   PciTopology topo;
   agree([&] {
     spec_ = parse_transport_spec(options_.transport, options_.rails);
-    spec_.gid_index = options_.gid_index;
-    spec_.qps_per_peer = options_.qps_per_peer;
+    spec_.options = options_.transport_options;
+    const TransportEntry& entry = find_transport(spec_.name, options_.transport);
     // GPU checks come first: without a device, that is the one line to print.
-    const bool nccl = spec_.name == "nccl";
-    if (nccl || (!options_.mem.empty() && options_.mem != "host")) topo = read_pci_topology();
-    placement_ =
-        place_memory(options_.mem, options_.gpu_map, nccl ? MemoryKind::cuda : MemoryKind::host, local_rank(), topo);
+    const bool gpu_default = entry.default_memory != MemoryKind::host;
+    if (gpu_default || (!options_.mem.empty() && options_.mem != "host")) topo = read_pci_topology();
+    placement_ = place_memory(options_.mem, options_.gpu_map, entry.default_memory, local_rank(), topo);
     spec_.gpu = placement_.gpu;
     spec_.mem = placement_.kind;
     // Rail-optimized nodes: the NIC nearest the GPU is this slot's rail unless --rails says.
-    if (spec_.name == "verbs" && spec_.rail_names.empty() && spec_.num_rails == 1 && !placement_.nic.empty())
+    if (entry.rail_near_gpu && spec_.rail_names.empty() && spec_.num_rails == 1 && !placement_.nic.empty())
       spec_.rail_names = {placement_.nic};
-    transport_ = make_transport(spec_, rank_, size_, all_on_one_host());
+    transport_ = make_transport(spec_, TransportJob{rank_, size_, all_on_one_host()});
   });
   if (placement_.gpu >= 0) {
     print(
@@ -226,7 +225,7 @@ json RunContext::results_header(json config) const {
                        {"native_collectives", c.native_collectives},
                        {"device_memory", c.device_memory},
                        {"max_msg_size", c.max_msg_size}}}};
-    transport.update(transport_details(transport_->name()));
+    transport.update(transport_details(spec_.name));
   }
   config["transport"] = options_.transport;
   config["rails"] = options_.rails;

@@ -6,18 +6,22 @@
 // interface with no constructor, so a test double (a loopback transport) implements it
 // with no state of its own, while the real transports derive from this and share one
 // set of rules for their error text (fixed buffer, no allocation, never throws).
-// Header-only so that lib's build files stay as they are.
+// Header-only: RailTransport is a template over the transport's rail type.
 #pragma once
 
 #include <algorithm>
 #include <array>
 #include <cstddef>
+#include <cstdint>
 #include <cstring>
+#include <span>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include <fmt/format.h>
 
+#include "lib/core/errors.h"
 #include "lib/transport/transport.h"
 
 namespace railbench {
@@ -83,6 +87,45 @@ class TransportBase : public Transport {
   static constexpr size_t kMaxErrorSize = 1024;  // the longest data-path message is ~600
   std::array<char, kMaxErrorSize> last_error_{};
   size_t last_error_size_ = 0;
+};
+
+// A transport whose rails are objects of its own (ofi, verbs): name, rails, their
+// descriptions and addresses, and connect() with one set of range checks. `RailPtr`
+// owns one rail (std::unique_ptr or std::shared_ptr) whose type offers describe(),
+// blob() and connect(peer, remote address). The data path reaches rails_ directly, so
+// it costs no more than a member of the transport itself.
+template <class RailPtr>
+class RailTransport : public TransportBase {
+ public:
+  std::string name() const override { return name_; }
+  int num_rails() const override { return static_cast<int>(rails_.size()); }
+  RailInfo rail_info(int rail) const override { return checked_rail(rail).describe(); }
+  std::vector<uint8_t> local_address(int rail) const override { return checked_rail(rail).blob(); }
+  // peer == rank works too: a rail facing itself connects to itself (loopback).
+  void connect(int peer, int rail, std::span<const uint8_t> remote_address) override {
+    checked_rail(rail);
+    if (peer < 0 || peer >= world_size_) {
+      throw UsageError(fmt::format("cannot connect peer {} on rail {}: ranks are 0..{}", peer, rail, world_size_ - 1));
+    }
+    rails_[static_cast<size_t>(rail)]->connect(peer, remote_address);
+  }
+
+ protected:
+  RailTransport(const char* name, int rank, int world_size) : TransportBase(rank, world_size), name_(name) {}
+
+  // Setup only: throws UsageError for a rail that does not exist.
+  const auto& checked_rail(int rail) const {
+    if (rail < 0 || rail >= num_rails()) {
+      throw UsageError(
+          fmt::format("rail {} does not exist: the {} transport has {} rail(s)", rail, name_, num_rails()));
+    }
+    return *rails_[static_cast<size_t>(rail)];
+  }
+
+  std::vector<RailPtr> rails_;
+
+ private:
+  const char* name_;  // "ofi": a literal, lives as long as the program
 };
 
 }  // namespace railbench

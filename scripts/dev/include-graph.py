@@ -34,8 +34,9 @@ LAYERS = {
     # (kinds) is below both the readers (runner's CSV, offline) and the commands whose
     # folders register their kinds, naming parts from offline's public headers: so
     # commands may include bench/offline/report and bench/offline/compare, never the reverse.
+    # No transport is named above transports/: each registers itself (lib/transport/registry.h).
     "bench/kinds": LIB,
-    "bench/runner": LIB + ["collectives", "transports", "bench/kinds"],
+    "bench/runner": LIB + ["collectives", "bench/kinds"],
     "bench/cli": LIB + ["bench/runner"],
     "bench/commands": LIB + ["collectives", "bench/kinds", "bench/runner", "bench/cli", "bench/offline/report",
                              "bench/offline/compare"],

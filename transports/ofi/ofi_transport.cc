@@ -27,19 +27,13 @@ namespace {
 
 // One transport is driven by one thread at a time (its domains are opened with
 // FI_THREAD_DOMAIN); separate transports may run on separate threads.
-class OfiTransport final : public TransportBase {
+class OfiTransport final : public RailTransport<std::shared_ptr<Rail>> {
  public:
   OfiTransport(Selection selection, int rank, int world_size);
   // Memory regions keep their rails' domains alive, but not the endpoints: those close
   // with the transport, before any region or buffer the caller still holds is freed.
   ~OfiTransport() override;
 
-  std::string name() const override { return "ofi"; }
-  int num_rails() const override { return static_cast<int>(rails_.size()); }
-  RailInfo rail_info(int rail) const override { return checked_rail(rail).describe(); }
-
-  std::vector<uint8_t> local_address(int rail) const override { return checked_rail(rail).blob(); }
-  void connect(int peer, int rail, std::span<const uint8_t> remote_address) override;
   std::unique_ptr<MemoryRegion> register_memory(void* data, size_t length, MemoryKind kind) override;
 
   Status post_send(int peer, int rail, const LocalSpan& src, uint64_t wr_id) noexcept override;
@@ -64,7 +58,6 @@ class OfiTransport final : public TransportBase {
     uint64_t key = 0;
   };
 
-  const Rail& checked_rail(int rail) const;
   // Checks the arguments and fills everything but the context; anything but ok is the
   // post's answer.
   Status check(const char* what, OpKind op, int peer, int rail, const LocalSpan& local, const RemoteSpan* remote,
@@ -95,7 +88,6 @@ class OfiTransport final : public TransportBase {
   size_t post_deferred(Rail& rail, std::span<Completion> out) noexcept;
 
   int gpu_ = 0;  // CUDA device of GPU buffers (FI_HMEM_CUDA)
-  std::vector<std::shared_ptr<Rail>> rails_;
   // post_write_batch's checked spans, caps().max_batch of them, allocated at setup: the
   // second pass fills the contexts from them instead of checking every span again.
   std::vector<Prepared> batch_prep_;
@@ -103,7 +95,7 @@ class OfiTransport final : public TransportBase {
 };
 
 OfiTransport::OfiTransport(Selection selection, int rank, int world_size)
-    : TransportBase(rank, world_size), gpu_(selection.gpu) {
+    : RailTransport("ofi", rank, world_size), gpu_(selection.gpu) {
   provider_ = std::move(selection.provider);
   // 28 bits: the top 4 tag bits stay clear for providers that reserve them.
   const uint32_t salt = std::random_device{}() & 0x0fffffffu;
@@ -152,21 +144,6 @@ OfiTransport::OfiTransport(Selection selection, int rank, int world_size)
 
 OfiTransport::~OfiTransport() {
   for (const auto& r : rails_) r->close_endpoint();
-}
-
-const Rail& OfiTransport::checked_rail(int rail) const {
-  if (rail < 0 || rail >= num_rails()) {
-    throw UsageError(fmt::format("rail {} does not exist: the ofi transport has {} rail(s)", rail, num_rails()));
-  }
-  return *rails_[rail];
-}
-
-void OfiTransport::connect(int peer, int rail, std::span<const uint8_t> remote_address) {
-  checked_rail(rail);
-  if (peer < 0 || peer >= world_size_) {
-    throw UsageError(fmt::format("cannot connect peer {} on rail {}: ranks are 0..{}", peer, rail, world_size_ - 1));
-  }
-  rails_[rail]->connect(peer, remote_address);
 }
 
 std::unique_ptr<MemoryRegion> OfiTransport::register_memory(void* data, size_t length, MemoryKind kind) {

@@ -20,7 +20,7 @@ constexpr int kMaxChannels = 64;
 }  // namespace
 
 VerbsTransport::VerbsTransport(const PortChoice& ports, const VerbsOptions& options, int rank, int world_size)
-    : TransportBase(rank, world_size), channels_(options.qps_per_peer) {
+    : RailTransport("verbs", rank, world_size), channels_(options.qps_per_peer) {
   RailConfig cfg;
   cfg.rank = rank;
   cfg.world_size = world_size;
@@ -62,22 +62,6 @@ VerbsTransport::VerbsTransport(const PortChoice& ports, const VerbsOptions& opti
   caps_.max_batch = std::clamp<size_t>(caps_.max_batch, 1, kMaxBatch);
   batch_wr_.resize(caps_.max_batch);
   batch_sge_.resize(caps_.max_batch);
-}
-
-const Rail& VerbsTransport::checked_rail(int rail) const {
-  if (rail < 0 || rail >= num_rails()) {
-    throw UsageError(fmt::format("rail {} does not exist: the verbs transport has {} rail(s)", rail, num_rails()));
-  }
-  return *rails_[static_cast<size_t>(rail)];
-}
-
-void VerbsTransport::connect(int peer, int rail, std::span<const uint8_t> remote_address) {
-  checked_rail(rail);
-  if (peer < 0 || peer >= world_size_) {
-    throw UsageError(fmt::format("cannot connect peer {} on rail {}: ranks are 0..{}", peer, rail, world_size_ - 1));
-  }
-  // peer == rank works too: each QP facing ourselves connects to itself (loopback).
-  rails_[static_cast<size_t>(rail)]->connect(peer, remote_address);
 }
 
 std::unique_ptr<MemoryRegion> VerbsTransport::register_memory(void* data, size_t length, MemoryKind kind) {

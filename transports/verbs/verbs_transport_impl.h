@@ -26,16 +26,10 @@
 
 namespace railbench::verbs {
 
-class VerbsTransport final : public TransportBase {
+class VerbsTransport final : public RailTransport<std::unique_ptr<Rail>> {
  public:
   VerbsTransport(const PortChoice& ports, const VerbsOptions& options, int rank, int world_size);
 
-  std::string name() const override { return "verbs"; }
-  int num_rails() const override { return static_cast<int>(rails_.size()); }
-  RailInfo rail_info(int rail) const override { return checked_rail(rail).describe(); }
-
-  std::vector<uint8_t> local_address(int rail) const override { return checked_rail(rail).blob(); }
-  void connect(int peer, int rail, std::span<const uint8_t> remote_address) override;
   std::unique_ptr<MemoryRegion> register_memory(void* data, size_t length, MemoryKind kind) override;
 
   Status post_send(int peer, int rail, const LocalSpan& src, uint64_t wr_id) noexcept override;
@@ -60,7 +54,6 @@ class VerbsTransport final : public TransportBase {
     uint32_t rkey = 0;
   };
 
-  const Rail& checked_rail(int rail) const;
   // Validates the arguments and picks the channel from `next[peer]`; anything but ok
   // is the post's answer.
   Status prepare(const char* what, int peer, int rail, const LocalSpan& local, const RemoteSpan* remote,
@@ -81,7 +74,6 @@ class VerbsTransport final : public TransportBase {
   void record_failure(const Rail& rail, const QueueSlot& q, const WorkRecord& r, const ibv_wc& wc) noexcept;
 
   int channels_;
-  std::vector<std::unique_ptr<Rail>> rails_;
   // One batch's chained work requests and their scatter entries, caps().max_batch each,
   // allocated at setup so post_write_batch allocates nothing.
   std::vector<ibv_send_wr> batch_wr_;

@@ -1,7 +1,6 @@
 // railbench info: what this build contains and what this host offers.
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
 #include <map>
 
 #include <fmt/format.h>
@@ -9,78 +8,19 @@
 
 #include "bench/cli/cli.h"
 #include "bench/runner/memory_setup.h"
-#include "bench/runner/transport_factory.h"
 #include "lib/core/errors.h"
 #include "lib/observe/counters.h"
 #include "lib/runtime/launch.h"
 #include "lib/transport/gpu.h"
 #include "lib/transport/pci_topology.h"
-
-#ifdef RAILBENCH_HAVE_OFI
-#include "transports/ofi/ofi_transport.h"
-#endif
-#ifdef RAILBENCH_HAVE_VERBS
-#include "transports/verbs/verbs_transport.h"
-#endif
+#include "lib/transport/registry.h"
 
 namespace railbench {
 
 namespace {
 
-std::string read_first_line(const std::filesystem::path& p) {
-  std::ifstream in(p);
-  std::string line;
-  std::getline(in, line);
-  return line;
-}
-
-// Verbs devices from sysfs, so `info` works in builds without the verbs transport and
-// on hosts whose kernel has no RDMA (it then says so).
-void print_rdma_devices() {
-  const std::filesystem::path root = "/sys/class/infiniband";
-  std::error_code ec;
-  if (!std::filesystem::exists(root, ec)) {
-    fmt::print(
-        "verbs devices: none (no /sys/class/infiniband: this kernel has no RDMA, or no RDMA device; "
-        "see scripts/rxe-vm for soft-RoCE)\n");
-    return;
-  }
-  bool any = false;
-  for (const auto& dev : std::filesystem::directory_iterator(root, ec)) {
-    for (const auto& port : std::filesystem::directory_iterator(dev.path() / "ports", ec)) {
-      any = true;
-      fmt::print("verbs device {} port {}: state {}, rate {}, link layer {}\n", dev.path().filename().string(),
-                 port.path().filename().string(), read_first_line(port.path() / "state"),
-                 read_first_line(port.path() / "rate"), read_first_line(port.path() / "link_layer"));
-    }
-  }
-  if (!any) fmt::print("verbs devices: none\n");
-}
-
-#ifdef RAILBENCH_HAVE_VERBS
-// What -t verbs would see: every port with its GID table; "(default)" marks the GID
-// the transport picks without --gid-index.
-void print_verbs_ports() {
-  const auto ports = verbs::list_devices();
-  if (ports.empty()) {
-    fmt::print(
-        "verbs (-t verbs): no RDMA devices (ibv_get_device_list found none): load a driver, or use "
-        "scripts/rxe-vm/run.sh for soft-RoCE\n");
-    print_rdma_devices();  // says whether the kernel has RDMA at all
-    return;
-  }
-  fmt::print("verbs (-t verbs): devices and ports:\n");
-  for (const auto& p : ports) {
-    fmt::print("  {}:{}  state {}, link layer {}, active MTU {}, {} Gb/s, GID table {} entries\n", p.device, p.port,
-               p.state, p.link_layer, p.active_mtu, p.link_gbps, p.gid_table_len);
-    for (const auto& g : p.gids) {
-      fmt::print("    gid[{}] {:<40} {}{}\n", g.index, g.gid, g.type, g.index == p.default_gid ? " (default)" : "");
-    }
-  }
-}
-#endif
-
-// CUDA and NCCL in this build, the devices this host shows, and the GPU -> NIC table.
+// CUDA in this build (and what each transport adds, e.g. the NCCL version), the devices
+// this host shows, and the GPU -> NIC table.
 void print_gpus() {
   if (!gpu::built_in()) {
     fmt::print("memory kinds: host (built without CUDA: no --mem cuda, no -t nccl)\n");
@@ -89,9 +29,8 @@ void print_gpus() {
   const auto ver = [](int v) { return v ? fmt::format("{}.{}", v / 1000, (v % 1000) / 10) : std::string("none"); };
   fmt::print("memory kinds: host, cuda, cuda-host (CUDA runtime {}, driver {})\n", ver(gpu::runtime_version()),
              ver(gpu::driver_version()));
-  const auto details = transport_details("nccl");
-  if (details.contains("nccl_version"))
-    fmt::print("nccl: {} (-t nccl)\n", details.at("nccl_version").get<std::string>());
+  for (const TransportEntry* t : all_transports())
+    if (t->gpu_info) t->gpu_info();
   const gpu::Probe p = gpu::probe();
   if (p.count == 0) {
     fmt::print("CUDA devices: 0 (cudaGetDeviceCount returned {})\n", p.error);
@@ -181,19 +120,9 @@ int run_info() {
 #endif
   print_launch();
   print_gpus();
-#ifdef RAILBENCH_HAVE_OFI
-  fmt::print("libfabric {}: providers offering RDM endpoints on this host:\n", ofi::libfabric_version());
-  fmt::print("  {:<16} {:<10} {:<24} {:<4} {:<7} {}\n", "provider", "domain", "fabric", "rma", "tagged", "mr_mode");
-  for (const auto& p : ofi::list_providers()) {
-    fmt::print("  {:<16} {:<10} {:<24} {:<4} {:<7} {}\n", p.provider, p.domain, p.fabric, p.rma ? "yes" : "no",
-               p.tagged ? "yes" : "no", p.mr_mode.empty() ? "-" : p.mr_mode);
-  }
-#endif
-#ifdef RAILBENCH_HAVE_VERBS
-  print_verbs_ports();
-#else
-  print_rdma_devices();
-#endif
+  // Each transport's section; one this build lacks may still say what the host has.
+  for (const TransportEntry* t : all_transports())
+    if (t->info) t->info();
   print_counters();
   return 0;
 }

@@ -57,8 +57,9 @@ int run_validate(Bootstrap& bootstrap, CommonOptions common, const ValidateOptio
   common.timeout_s = opt.timeout_s > 0 ? opt.timeout_s : c.tests.pair_timeout_s;
   bootstrap.set_timeout(std::max(bootstrap.timeout(), 8 * common.timeout_s + 30));
   common.transport = opt.transport.empty() ? c.transport : opt.transport;
-  common.gid_index = c.gid_index;
-  common.qps_per_peer = c.qps_per_peer;
+  // The config's verbs settings, as --verbs-gid-index and --verbs-qps-per-peer would give them.
+  common.transport_options["verbs-gid-index"] = c.gid_index;
+  common.transport_options["verbs-qps-per-peer"] = c.qps_per_peer;
   RunContext ctx(bootstrap, common, "validate");
   // Refused up front, like --json: the list matters most when the run fails.
   ctx.agree([&] {
