@@ -391,7 +391,8 @@ bool register_collective(const CollectiveSpec& spec) {
         add_burn_in_options(sub, common);
         sub.add_option("-d,--datatype", opt->datatype, "f32, f64, f16, bf16, i32, i64, u8")->capture_default_str();
         if (spec.reduces) sub.add_option("-o,--op", opt->op, "sum, prod, min, max")->capture_default_str();
-        sub.add_option("--algo", opt->algo, spec.algo_help);
+        // Only where there is a choice: one algorithm needs no option.
+        if (spec.algos.size() > 1) sub.add_option("--algo", opt->algo, spec.algo_help);
         spec.add_options(sub, *opt);
         return SubcommandRun{
             {}, [&spec, &common, opt](Bootstrap& b) { return run_collective_sweep(b, common, *opt, spec); }};
