@@ -25,9 +25,8 @@ struct ResultsEpilogue {
 
 class ResultsRun {
  public:
-  // Opens the results file with `ctx`'s header around `config` (rank 0 writes --json; the
-  // others keep the document in memory), and the --csv beside it. Collective only in that
-  // every rank must construct one.
+  // Opens the results file with `ctx`'s header around `config`, and the --csv beside it:
+  // rank 0 writes them, the other ranks keep the document in memory. No communication.
   ResultsRun(RunContext& ctx, nlohmann::json config, ResultsEpilogue epilogue = {});
   ResultsRun(const ResultsRun&) = delete;
   ResultsRun& operator=(const ResultsRun&) = delete;
