@@ -64,11 +64,63 @@ CLI::Validator at_least(long long lo) {
 
 }  // namespace
 
-void add_output_options(CLI::App& app, CommonOptions& o) {
+void add_transport_options(CLI::App& app, CommonOptions& o) {
+  app.add_option("-t,--transport", o.transport, transport_help())->capture_default_str();
+  app.add_option("--rails", o.rails, "Rails: a count (2) or names (eth0,eth1 / mlx5_0,mlx5_1)");
+  // Every registered transport's own options, those of a transport this build lacks too:
+  // they parse as in any build, and make_transport refuses them by name.
+  for (const TransportEntry* t : all_transports()) {
+    for (const TransportOption& opt : t->options) {
+      const std::string flag = t->name + "-" + opt.name;
+      // std::map keeps the slot where it is while CLI11 holds a reference to it.
+      int& value = o.transport_options[flag];
+      value = opt.default_value;
+      // The alias as a second name of the same option (an option of its own, hidden,
+      // would lose its name in CLI11's errors, which name hidden options "").
+      auto* added = app.add_option("--" + flag + (opt.alias.empty() ? "" : "," + opt.alias), value, opt.help);
+      if (opt.show_default) added->capture_default_str();
+    }
+  }
+}
+
+void add_sweep_options(CLI::App& app, CommonOptions& o) {
+  app.add_option("-b,--min-bytes", o.min_bytes, "Smallest message size (8, 4K, 1M, 1G)");
+  app.add_option("-e,--max-bytes", o.max_bytes, "Largest message size");
+  app.add_option("-f,--step-factor", o.step_factor, "Multiply the size by this between steps")
+      ->check(at_least(2))
+      ->capture_default_str();
+  app.add_option("-i,--step-bytes", o.step_bytes, "Add this many bytes between steps instead of -f")
+      ->check(at_least(1));
+}
+
+void add_iteration_options(CLI::App& app, CommonOptions& o) {
+  app.add_option("-n,--iters", o.iters, "Timed iterations per size")->check(at_least(1));
+  add_warmup_option(app, o, "Untimed iterations before timing");
+}
+
+void add_warmup_option(CLI::App& app, CommonOptions& o, const std::string& help) {
+  app.add_option("-w,--warmup-iters", o.warmup_iters, help)->check(at_least(0));
+}
+
+void add_check_option(CLI::App& app, CommonOptions& o) {
+  app.add_flag("-c,--check", o.check, "Verify the data and count wrong elements");
+}
+
+void add_output_options(CLI::App& app, CommonOptions& o, OutputOptions which) {
+  if (which.json)
+    app.add_option("--json", o.json_path, "Write results (JSON, schema in README) to this file after every size");
   app.add_option("--csv", o.csv_path, "Write the results' rows (CSV, columns in README) to this file after every size");
   app.add_flag("-q,--quiet", o.quiet, "No progress lines on stderr (where a long run is)");
-  app.add_flag("--no-counters", o.no_counters,
-               "Do not read the rails' fabric counters around each measurement (results without \"counters\")");
+  if (which.counters) {
+    app.add_flag("--no-counters", o.no_counters,
+                 "Do not read the rails' fabric counters around each measurement (results without \"counters\")");
+  }
+}
+
+void add_timeline_option(CLI::App& app, CommonOptions& o) {
+  app.add_option("--timeline", o.timeline_path,
+                 "Record bytes per 1 ms per rank and rail (and collective iterations) to this binary file "
+                 "(format in README)");
 }
 
 void add_burn_in_options(CLI::App& app, CommonOptions& o) {
@@ -89,48 +141,17 @@ void add_burn_in_options(CLI::App& app, CommonOptions& o) {
   app.add_option("--cycles", o.cycles, "Burn-in: repeat the measurement this many windows")->check(at_least(1));
 }
 
-void add_transport_options(CLI::App& app, CommonOptions& o) {
-  // Those of a transport this build lacks too: they parse as in any build, and
-  // make_transport refuses them by name.
-  for (const TransportEntry* t : all_transports()) {
-    for (const TransportOption& opt : t->options) {
-      const std::string flag = t->name + "-" + opt.name;
-      // std::map keeps the slot where it is while CLI11 holds a reference to it.
-      int& value = o.transport_options[flag];
-      value = opt.default_value;
-      // The alias as a second name of the same option (an option of its own, hidden,
-      // would lose its name in CLI11's errors, which name hidden options "").
-      auto* added = app.add_option("--" + flag + (opt.alias.empty() ? "" : "," + opt.alias), value, opt.help);
-      if (opt.show_default) added->capture_default_str();
-    }
-  }
-}
-
-void add_common_options(CLI::App& app, CommonOptions& o) {
-  app.add_option("-t,--transport", o.transport, transport_help())->capture_default_str();
-  app.add_option("-b,--min-bytes", o.min_bytes, "Smallest message size (8, 4K, 1M, 1G)");
-  app.add_option("-e,--max-bytes", o.max_bytes, "Largest message size");
-  app.add_option("-f,--step-factor", o.step_factor, "Multiply the size by this between steps")
-      ->check(at_least(2))
-      ->capture_default_str();
-  app.add_option("-i,--step-bytes", o.step_bytes, "Add this many bytes between steps instead of -f")
-      ->check(at_least(1));
-  app.add_option("-n,--iters", o.iters, "Timed iterations per size")->check(at_least(1));
-  app.add_option("-w,--warmup-iters", o.warmup_iters, "Untimed iterations before timing")->check(at_least(0));
-  app.add_flag("-c,--check", o.check, "Verify the data and count wrong elements");
-  app.add_option("--json", o.json_path, "Write results (JSON, schema in README) to this file after every size");
-  add_output_options(app, o);
-  app.add_option("--timeline", o.timeline_path,
-                 "Record bytes per 1 ms per rank and rail (and collective iterations) to this binary file "
-                 "(format in README)");
-  app.add_option("--rails", o.rails, "Rails: a count (2) or names (eth0,eth1 / mlx5_0,mlx5_1)");
-  app.add_option("--timeout", o.timeout_s, "Seconds without progress from a peer before failing")
-      ->capture_default_str();
-  add_transport_options(app, o);
+void add_memory_options(CLI::App& app, CommonOptions& o, bool gpu_map) {
   app.add_option("--mem", o.mem,
                  "Buffer memory: host, cuda (GPU, GPUDirect RDMA) or cuda-host (default: cuda for "
                  "-t nccl, else host)");
-  app.add_option("--gpu-map", o.gpu_map, "GPU of each local rank, e.g. 0,1,2,3 (default: local rank i -> GPU i)");
+  if (gpu_map)
+    app.add_option("--gpu-map", o.gpu_map, "GPU of each local rank, e.g. 0,1,2,3 (default: local rank i -> GPU i)");
+}
+
+void add_timeout_option(CLI::App& app, CommonOptions& o) {
+  app.add_option("--timeout", o.timeout_s, "Seconds without progress from a peer before failing")
+      ->capture_default_str();
 }
 
 }  // namespace railbench

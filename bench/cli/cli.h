@@ -43,16 +43,36 @@ std::vector<const Subcommand*> subcommands();
 // line gives one line rather than one per rank.
 bool first_rank_by_environment();
 
-// -t, -b/-e/-f/-i, -n/-w, -c, --json, --csv, -q, --rails, --timeout, the transports' own
-// options and the GPU options.
-void add_common_options(CLI::App& sub, CommonOptions& options);
-// Every registered transport's own options (--verbs-gid-index, ... with their aliases), from
-// lib/transport/registry.h; part of add_common_options.
+// The shared options in small groups: each command registers the groups whose options it
+// honours, so that every option its --help lists changes its run or its output
+// (tests/bench/options_walk.py proves it).
+
+// -t and --rails, and every registered transport's own options (--verbs-gid-index, ...
+// with their aliases), from lib/transport/registry.h.
 void add_transport_options(CLI::App& sub, CommonOptions& options);
-// --csv and -q/--quiet alone, for commands with their own options (validate).
-void add_output_options(CLI::App& sub, CommonOptions& options);
+// -b, -e, -f, -i: the message sizes of a sweep.
+void add_sweep_options(CLI::App& sub, CommonOptions& options);
+// -n and -w.
+void add_iteration_options(CLI::App& sub, CommonOptions& options);
+// -w alone, worded for the command (kvcache: warm-up requests; it has no -n).
+void add_warmup_option(CLI::App& sub, CommonOptions& options, const std::string& help);
+// -c: verify the data.
+void add_check_option(CLI::App& sub, CommonOptions& options);
+// What a command writes: --json (unless `json` is false: validate words its own), --csv,
+// -q and, for a command that reads fabric counters, --no-counters.
+struct OutputOptions {
+  bool json = true;
+  bool counters = true;
+};
+void add_output_options(CLI::App& sub, CommonOptions& options, OutputOptions which = {});
+// --timeline: the 1 ms traffic timeline (bench/runner/timeline_run.h).
+void add_timeline_option(CLI::App& sub, CommonOptions& options);
 // --duration and --cycles (burn-in, bench/runner/burn_in.h): one or the other, checked as parsed;
 // for the commands that repeat their measurement in windows (sendrecv, collectives, validate).
 void add_burn_in_options(CLI::App& sub, CommonOptions& options);
+// --mem and, unless `gpu_map` is false (a command that refuses GPU memory), --gpu-map.
+void add_memory_options(CLI::App& sub, CommonOptions& options, bool gpu_map = true);
+// --timeout: how long a peer may go without progress.
+void add_timeout_option(CLI::App& sub, CommonOptions& options);
 
 }  // namespace railbench

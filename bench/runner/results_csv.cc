@@ -188,6 +188,37 @@ CsvTable kvcache_csv(const json& doc) {
   return make_table(cols, sources);
 }
 
+// One row per placement x victim metric x aggressor pattern; the figures are in the
+// row's "unit" (us for latency and allreduce, GB/s for bandwidth).
+CsvTable congestion_csv(const json& doc) {
+  auto element = [](const char* key, size_t i) {
+    return [key, i](const RowSource& s) -> json {
+      const json& a = field(s.entry, {key});
+      return a.is_array() && a.size() > i ? a[i] : kNull;
+    };
+  };
+  std::vector<Column> cols{{"placement", from_entry({"placement"})},
+                           {"victim_a", element("victim_ranks", 0)},
+                           {"victim_b", element("victim_ranks", 1)},
+                           {"victim_a_host", element("victim_hosts", 0)},
+                           {"victim_b_host", element("victim_hosts", 1)},
+                           {"metric", from_entry({"metric"})},
+                           {"unit", from_entry({"unit"})},
+                           {"aggressor", from_entry({"aggressor"})},
+                           {"aggressor_gbps", from_entry({"aggressor_gbps"})},
+                           {"aggressor_capped", from_entry({"aggressor_capped"})}};
+  for (const char* phase : {"isolated", "congested"}) {
+    cols.push_back({std::string(phase) + "_count", from_entry({phase, "count"})});
+    for (const char* stat : {"p50", "p99", "p99_9"})
+      cols.push_back({std::string(phase) + "_" + stat, from_entry({phase, stat})});
+  }
+  for (const char* stat : {"p50", "p99", "p99_9"})
+    cols.push_back({std::string("impact_") + stat, from_entry({"impact", stat})});
+  std::vector<RowSource> sources;
+  for (const auto& e : results_of(doc)) sources.push_back({&doc, &e, &e});
+  return make_table(cols, sources);
+}
+
 namespace {
 
 // Each link's findings, by (node index, rail).

@@ -7,6 +7,8 @@
 //   alltoall                           the same, plus one row per size x link src -> dst
 //                                      (column "row": "collective" or "link")
 //   kvcache                            one row per token count x mode
+//   congestion                         one row per victim placement x metric x aggressor
+//                                      (figures in the row's "unit": us or GB/s)
 //   validate                           one row per link (node x rail): inventory, figures, verdict
 // Column names carry their unit: _us microseconds, _gbps GB/s (1e9 bytes/s, as in the JSON),
 // _gbit_s Gb/s (line rates and port speeds), bytes in bytes. A distribution (a JSON
@@ -23,6 +25,7 @@ CsvTable sendrecv_csv(const nlohmann::json& doc);
 CsvTable collective_csv(const nlohmann::json& doc);  // allreduce, allgather, reducescatter
 CsvTable alltoall_csv(const nlohmann::json& doc);
 CsvTable kvcache_csv(const nlohmann::json& doc);
+CsvTable congestion_csv(const nlohmann::json& doc);
 CsvTable validate_csv(const nlohmann::json& doc);
 
 // The table of the document's result kind (its "command"); std::invalid_argument for a

@@ -50,6 +50,9 @@ class RunContext {
   // communicate (a rank that failed would not take part).
   void agree(const std::function<void()>& step);
 
+  // The command line as this run uses it (validate's after its config filled it in).
+  const CommonOptions& options() const { return options_; }
+
   // This rank's --rails, before open_transport (validate: each rank its slot's NIC).
   void set_rails(const std::string& rails) { options_.rails = rails; }
 

@@ -85,6 +85,20 @@ def kvcache_rows(doc):
         yield row
 
 
+def congestion_rows(doc):
+    for e in doc["results"]:
+        row = {"placement": e["placement"], "victim_a": e["victim_ranks"][0], "victim_b": e["victim_ranks"][1],
+               "victim_a_host": e["victim_hosts"][0], "victim_b_host": e["victim_hosts"][1]}
+        for k in ("metric", "unit", "aggressor", "aggressor_gbps", "aggressor_capped"):
+            row[k] = e[k]
+        for phase in ("isolated", "congested"):
+            for k in ("count", "p50", "p99", "p99_9"):
+                row[f"{phase}_{k}"] = e[phase][k]
+        for k in ("p50", "p99", "p99_9"):
+            row[f"impact_{k}"] = e["impact"][k]
+        yield row
+
+
 def validate_rows(doc):
     inventory = doc.get("inventory", [])
     nodes = []
@@ -122,7 +136,7 @@ def validate_rows(doc):
 
 ROWS = {"sendrecv": sendrecv_rows, "allreduce": collective_rows, "allgather": collective_rows,
         "reducescatter": collective_rows, "alltoall": alltoall_rows, "kvcache": kvcache_rows,
-        "validate": validate_rows}
+        "congestion": congestion_rows, "validate": validate_rows}
 
 
 def same(cell, value):

@@ -95,6 +95,14 @@ def main():
         if w.get("measured_over") != doc["transport"]["provider"] or w.get("host_transport") is not True:
             fail(f"what_if does not say it was measured over the host transport {doc['transport']['provider']}: "
                  f"measured_over {w.get('measured_over')!r}, host_transport {w.get('host_transport')!r}")
+    elif a.command == "congestion":
+        for res in results:
+            where = f"{res['placement']} {res['metric']} under {res['aggressor']}"
+            for phase in ("isolated", "congested"):
+                if res[phase]["count"] < 1 or res[phase]["p50"] <= 0:
+                    fail(f"{where}: {phase} {res[phase]}")
+            if res["impact"]["p50"] <= 0:
+                fail(f"{where}: impact {res['impact']}")
     elif a.command == "sendrecv":
         # A write latency says how it was measured; the other verbs have no method to name.
         method = doc["config"].get("write_latency")

@@ -187,6 +187,36 @@ TEST_CASE("kvcache csv: one row per token count x mode", "[csv]") {
   CHECK(cell(t, 1, "ratio_to_contiguous") == "0.42");
 }
 
+TEST_CASE("congestion csv: one row per placement x metric x aggressor, figures in the row's unit", "[csv]") {
+  json doc{{"command", "congestion"}, {"results", json::array()}};
+  for (const char* metric : {"latency", "bandwidth"}) {
+    const bool lat = std::string(metric) == "latency";
+    doc["results"].push_back(json{{"placement", "cross-spine"},
+                                  {"victim_ranks", {0, 3}},
+                                  {"victim_hosts", {"node01", "node02"}},
+                                  {"victim_slots", {0, 1}},
+                                  {"metric", metric},
+                                  {"unit", lat ? "us" : "GB/s"},
+                                  {"tail", lat ? "high" : "low"},
+                                  {"aggressor", "incast"},
+                                  {"aggressor_ranks", {1, 2}},
+                                  {"aggressor_gbps", 0.011},
+                                  {"aggressor_capped", false},
+                                  {"isolated", {{"count", 300}, {"p50", 8.2}, {"p99", 33.3}, {"p99_9", 36.1}}},
+                                  {"congested", {{"count", 300}, {"p50", 8.3}, {"p99", 42.3}, {"p99_9", 46.9}}},
+                                  {"impact", {{"p50", 1.01}, {"p99", 1.27}, {"p99_9", 1.3}}}});
+  }
+  const CsvTable t = results_csv(doc);
+  REQUIRE(t.rows.size() == 2);
+  CHECK(cell(t, 0, "victim_b") == "3");
+  CHECK(cell(t, 0, "victim_b_host") == "node02");
+  CHECK(cell(t, 1, "metric") == "bandwidth");
+  CHECK(cell(t, 1, "unit") == "GB/s");
+  CHECK(cell(t, 0, "congested_p99") == "42.3");
+  CHECK(cell(t, 0, "impact_p99_9") == "1.3");
+  CHECK(cell(t, 0, "aggressor_capped") == "false");
+}
+
 namespace {
 
 json validate_doc(bool measured) {

@@ -9,6 +9,7 @@
 
 #include "bench/runner/burn_in.h"
 #include "bench/runner/records.h"
+#include "bench/runner/results_run.h"
 #include "bench/runner/sweep.h"
 #include "bench/runner/timing.h"
 #include "lib/core/config_path.h"
@@ -112,7 +113,7 @@ class CollectiveSweep {
   void fill(const CollectiveBuffers& bufs, size_t count, uint32_t seed);
   uint64_t count_wrong(const CollectiveBuffers& bufs, size_t count, uint32_t seed);
   CollectiveSide measure(const CollectiveBuffers& bufs, size_t count, size_t bytes, uint32_t seed, bool in_place);
-  json run_size(size_t si, CollectiveRecord& rec, bool print);
+  json run_size(size_t si, CollectiveRecord& rec, bool print, ResultsRun& results);
   void print_window(const BurnInLog& log, const std::vector<CollectiveRecord>& window, int pass) const;
 
   RunContext ctx_;
@@ -280,7 +281,7 @@ std::string side_columns(const CollectiveSide& s, bool check) {
                      check ? fmt::format("{}", s.wrong) : std::string("N/A"), s.iter_us.p50, s.iter_us.p99);
 }
 
-json CollectiveSweep::run_size(size_t si, CollectiveRecord& rec, bool print) {
+json CollectiveSweep::run_size(size_t si, CollectiveRecord& rec, bool print, ResultsRun& results) {
   const size_t count = sweep_.sizes[si] / esize_ / per_;
   const size_t bytes = count * per_ * esize_;
   ctx_.sweep_step(si + 1, sweep_.sizes.size(), bytes);
@@ -292,7 +293,7 @@ json CollectiveSweep::run_size(size_t si, CollectiveRecord& rec, bool print) {
   runner_->begin_size();
   // Counters go with the first burn-in window's results, the ones printed and kept (a
   // collective gather: `print` is the same on every rank, from rank 0's clock).
-  if (print) ctx_.counters_begin();
+  if (print) results.counters_begin();
   for (int in_place = 0; in_place < 2; ++in_place) {
     const auto seed = static_cast<uint32_t>(si * 2 + static_cast<size_t>(in_place));
     (in_place ? rec.in_place : rec.out_of_place) =
@@ -303,9 +304,8 @@ json CollectiveSweep::run_size(size_t si, CollectiveRecord& rec, bool print) {
                            rec.root, side_columns(rec.out_of_place, common_.check),
                            side_columns(rec.in_place, common_.check),
                            algo_ == "auto" ? fmt::format("  {}", rec.algo) : std::string()));
-  json counters = print ? ctx_.counters_end() : json(nullptr);  // both sides of this size
   json entry = to_json(rec);
-  if (!counters.is_null()) entry["counters"] = std::move(counters);
+  if (print) results.add_counters(entry);  // both sides of this size
   runner_->end_size(ctx_, bytes, count * esize_, entry);
   return entry;
 }
@@ -326,43 +326,37 @@ int CollectiveSweep::run() {
               {"protocol", opt_.protocol},
               {"nodes", layout_.nodes()}};
   if (spec_.pattern == Pattern::all_to_all) config["window"] = opt_.window;
-  ResultsFile results(ctx_.is_root() ? common_.json_path : "", ctx_.results_header(config));
-  ctx_.add_csv(results);
+  ResultsRun results(ctx_, config);
   print_header(algo_);
   uint64_t total_wrong = 0;
   double busbw_sum = 0;
   int busbw_n = 0;
   // Burn-in: the sweep again and again, one window per pass; the table and "results"
   // are the first window's, later windows keep one figure per size (bench/runner/burn_in.h).
-  BurnInClock clock(ctx_.bootstrap(), burn_in_);
   BurnInLog log;
-  try {
-    while (clock.next_window()) {
-      const bool first = clock.windows_started() == 1;
-      log.begin_window(clock.elapsed_s());
-      std::vector<CollectiveRecord> window;
-      for (size_t si = 0; si < sweep_.sizes.size(); ++si) {
-        if (sweep_.sizes[si] / esize_ / per_ == 0) continue;  // less than one element per rank, as nccl-tests skips it
-        CollectiveRecord rec;
-        json entry = run_size(si, rec, first);
-        if (first) results.add(std::move(entry));
-        total_wrong += rec.out_of_place.wrong + rec.in_place.wrong;
-        if (first) busbw_sum += rec.out_of_place.busbw + rec.in_place.busbw, busbw_n += 2;
-        log.add(fmt::format("{} B", rec.bytes), fmt::format("{} B", rec.bytes), "GB/s", rec.out_of_place.busbw);
-        window.push_back(std::move(rec));
-      }
-      log.end_window(clock.elapsed_s());
-      // A line and a rewrite at most every few seconds: small sizes make many windows a second.
-      if (clock.rewrite_due()) {
-        print_window(log, window, clock.windows_started());
-        results.set("burn_in", log.to_json(burn_in_));
-      }
-    }
-    if (burn_in_.on()) results.set("burn_in", log.to_json(burn_in_));
-  } catch (const Error& e) {
-    results.finish(false, e.what());
-    throw;
-  }
+  std::vector<CollectiveRecord> window;
+  results.measure([&] {
+    results.burn_in(
+        burn_in_, log,
+        [&](const BurnInClock& clock) {
+          const bool first = clock.windows_started() == 1;
+          window.clear();
+          for (size_t si = 0; si < sweep_.sizes.size(); ++si) {
+            // Less than one element per rank, as nccl-tests skips it.
+            if (sweep_.sizes[si] / esize_ / per_ == 0) continue;
+            CollectiveRecord rec;
+            json entry = run_size(si, rec, first, results);
+            if (first) results.add(std::move(entry));
+            total_wrong += rec.out_of_place.wrong + rec.in_place.wrong;
+            if (first) busbw_sum += rec.out_of_place.busbw + rec.in_place.busbw, busbw_n += 2;
+            log.add(fmt::format("{} B", rec.bytes), fmt::format("{} B", rec.bytes), "GB/s", rec.out_of_place.busbw);
+            window.push_back(std::move(rec));
+          }
+        },
+        [&](const BurnInClock& clock, bool rewrite_due) {
+          if (rewrite_due) print_window(log, window, clock.windows_started());
+        });
+  });
   ctx_.status().clear();
   if (common_.check)
     ctx_.print(fmt::format("# Out of bounds values : {} {}", total_wrong, total_wrong ? "FAILED" : "OK"));
@@ -371,10 +365,7 @@ int CollectiveSweep::run() {
   if (burn_in_.on())
     for (const auto& line : log.table(fmt::format("{} busbw (out-of-place) per size", spec_.name), "size"))
       ctx_.print(line);
-  results.set("channels", ctx_.gather_channels());
-  ctx_.finish_timeline(results);
-  results.finish(true);
-  if (!common_.json_path.empty()) ctx_.print(fmt::format("# results: {}", common_.json_path));
+  results.finish();
   return total_wrong ? 1 : 0;
 }
 
@@ -389,11 +380,19 @@ bool register_collective(const CollectiveSpec& spec) {
   return register_subcommand(Subcommand{
       spec.name, spec.help, spec.order, [&spec](CLI::App& sub, CommonOptions& common) {
         auto opt = std::make_shared<CollectiveOptions>();
-        add_common_options(sub, common);
+        add_transport_options(sub, common);
+        add_sweep_options(sub, common);
+        add_iteration_options(sub, common);
+        add_check_option(sub, common);
+        add_output_options(sub, common);
+        add_timeline_option(sub, common);
+        add_timeout_option(sub, common);
+        add_memory_options(sub, common);
         add_burn_in_options(sub, common);
         sub.add_option("-d,--datatype", opt->datatype, "f32, f64, f16, bf16, i32, i64, u8")->capture_default_str();
         if (spec.reduces) sub.add_option("-o,--op", opt->op, "sum, prod, min, max")->capture_default_str();
-        sub.add_option("--algo", opt->algo, spec.algo_help);
+        // Only where there is a choice: one algorithm needs no option.
+        if (spec.algos.size() > 1) sub.add_option("--algo", opt->algo, spec.algo_help);
         spec.add_options(sub, *opt);
         return SubcommandRun{
             {}, [&spec, &common, opt](Bootstrap& b) { return run_collective_sweep(b, common, *opt, spec); }};

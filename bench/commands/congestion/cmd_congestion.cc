@@ -15,6 +15,7 @@
 #include "bench/commands/congestion/impact.h"
 #include "bench/commands/congestion/placement.h"
 #include "bench/runner/pair_test.h"
+#include "bench/runner/results_run.h"
 #include "bench/runner/run_context.h"
 #include "collectives/group_ops.h"
 #include "lib/core/sizes.h"
@@ -95,7 +96,7 @@ class CongestionBench {
   LocalSpan tok(size_t offset) const { return LocalSpan{ctl_mr_.get(), offset, 8}; }
   std::string where(int rank) const;
   void print_placement(const Placement& pl) const;
-  void report(ResultsFile& results, const Placement& pl, Pattern pattern, const VictimSamples& isolated,
+  void report(ResultsRun& results, const Placement& pl, Pattern pattern, const VictimSamples& isolated,
               const VictimSamples& congested, const AggressorLoad& load);
 
   RunContext ctx_;
@@ -160,8 +161,12 @@ void CongestionBench::resolve() {
                       "lacks: use -t ofi or -t verbs",
                       t.name(), t.provider()));
     }
-    if (ctx_.memory_kind() != MemoryKind::host)
-      throw UnsupportedError("congestion measures from host memory: leave out --mem (or use --mem host)");
+    if (ctx_.memory_kind() != MemoryKind::host) {
+      throw UnsupportedError(
+          fmt::format("congestion measures from host memory, and -t {} moves GPU memory only: use "
+                      "-t ofi or -t verbs",
+                      t.name()));
+    }
     // A round posts its window of receives per peer at once, next to a control token.
     if (const size_t depth = t.caps().max_outstanding;
         depth > 0 && opt_.aggressor_window + 2 > static_cast<int>(depth)) {
@@ -345,7 +350,7 @@ void CongestionBench::print_placement(const Placement& pl) const {
                          "isolated p50/p99/p99.9", "congested p50/p99/p99.9", "impact p50/p99/p99.9", "aggr GB/s"));
 }
 
-void CongestionBench::report(ResultsFile& results, const Placement& pl, Pattern pattern, const VictimSamples& isolated,
+void CongestionBench::report(ResultsRun& results, const Placement& pl, Pattern pattern, const VictimSamples& isolated,
                              const VictimSamples& congested, const AggressorLoad& load) {
   struct Metric {
     const char* name;
@@ -410,7 +415,7 @@ int CongestionBench::run() {
               {"lead_s", opt_.lead_s},
               {"ranks_per_node", opt_.ranks_per_node},
               {"nodes", nodes}};
-  ResultsFile results(ctx_.is_root() ? common_.json_path : "", ctx_.results_header(config));
+  ResultsRun results(ctx_, config);
   const Transport& t = ctx_.transport();
   ctx_.print(
       fmt::format("# railbench congestion: transport {} ({}), {} ranks on {} nodes, up to {} per node (slot s "
@@ -425,7 +430,7 @@ int CongestionBench::run() {
   ctx_.print(
       "# impact = congested / isolated (latency), isolated / congested (bandwidth: p99, p99.9 are the low "
       "tail); above 1 is worse");
-  try {
+  results.measure([&] {
     for (const Placement& pl : placements_) {
       const bool victim = ctx_.rank() == pl.victims.first || ctx_.rank() == pl.victims.second;
       print_placement(pl);
@@ -462,14 +467,9 @@ int CongestionBench::run() {
         }
       }
     }
-  } catch (const Error& e) {
-    results.finish(false, e.what());
-    throw;
-  }
+  });
   ctx_.status().clear();
-  results.set("channels", ctx_.gather_channels());
-  results.finish(true);
-  if (ctx_.is_root() && !common_.json_path.empty()) ctx_.print(fmt::format("# results: {}", common_.json_path));
+  results.finish();
   return 0;
 }
 
@@ -477,7 +477,11 @@ const bool registered = register_subcommand(Subcommand{
     "congestion", "Victim latency and bandwidth alone and under aggressors (GPCNeT's congestion impact)", 12,
     [](CLI::App& sub, CommonOptions& common) {
       auto opt = std::make_shared<CongestionOptions>();
-      add_common_options(sub, common);
+      add_transport_options(sub, common);
+      add_iteration_options(sub, common);
+      add_output_options(sub, common, {.json = true, .counters = false});
+      add_timeline_option(sub, common);
+      add_timeout_option(sub, common);
       sub.add_option("--victims", opt->victims,
                      "Victim pair placement: same-leaf, cross-spine or both (auto: both with 2+ ranks per node)")
           ->capture_default_str();

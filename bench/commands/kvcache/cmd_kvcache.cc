@@ -9,6 +9,7 @@
 #include "bench/cli/cli.h"
 #include "bench/commands/kvcache/kvcache_options.h"
 #include "bench/commands/kvcache/kvcache_report.h"
+#include "bench/runner/results_run.h"
 #include "bench/runner/run_context.h"
 #include "collectives/kvcache/transfer.h"
 #include "lib/core/bandwidth.h"
@@ -167,12 +168,11 @@ KvRecord KvCacheBench::run_mode(KvTransfer& transfer, const KvOptions& o, KvMode
 
 int KvCacheBench::run() {
   open();
-  ResultsFile results(ctx_.is_root() ? common_.json_path : "", ctx_.results_header(config_json()));
-  ctx_.add_csv(results);
+  ResultsRun results(ctx_, config_json());
   print_header();
   uint64_t total_wrong = 0;
   std::map<std::string, double> efficiency;  // per mode, at the largest token count
-  try {
+  results.measure([&] {
     const size_t steps = plan_.token_counts.size() * (plan_.modes.size() + 1);
     size_t step = 0;
     for (uint64_t tokens : plan_.token_counts) {
@@ -185,21 +185,17 @@ int KvCacheBench::run() {
       for (KvMode mode : order) {
         ctx_.status().step(fmt::format("kvcache: step {}/{} ({} tokens, {}), {} elapsed", ++step, steps, tokens,
                                        to_string(mode), format_clock(ctx_.status().elapsed_s())));
-        ctx_.counters_begin();
+        results.counters_begin();
         const KvRecord rec = run_mode(transfer, o, mode, contiguous_gbps);
-        json counters = ctx_.counters_end();
+        json entry = to_json(rec);
+        results.add_counters(entry);
         total_wrong += rec.wrong;
         efficiency[rec.mode] = rec.ratio;
         print_kv_row(ctx_, rec);
-        json entry = to_json(rec);
-        if (!counters.is_null()) entry["counters"] = std::move(counters);
         results.add(std::move(entry));
       }
     }
-  } catch (const Error& e) {
-    results.finish(false, e.what());
-    throw;
-  }
+  });
   ctx_.status().clear();
   const std::string basis = efficiency.count("per-block")
                                 ? "per-block"
@@ -209,10 +205,7 @@ int KvCacheBench::run() {
   what_if["efficiency_by_mode"] = efficiency;
   results.set("what_if", what_if);
   if (common_.check) ctx_.print(fmt::format("# Wrong bytes : {} {}", total_wrong, total_wrong ? "FAILED" : "OK"));
-  results.set("channels", ctx_.gather_channels());
-  ctx_.finish_timeline(results);
-  results.finish(true);
-  if (!common_.json_path.empty()) ctx_.print(fmt::format("# results: {}", common_.json_path));
+  results.finish();
   return total_wrong ? 1 : 0;
 }
 
@@ -247,7 +240,15 @@ const bool registered = register_subcommand(Subcommand{
     "kvcache", "KV-cache transfer of prefill/decode disaggregation: paged blocks per mode vs one contiguous write", 55,
     [](CLI::App& sub, CommonOptions& common) {
       auto opt = std::make_shared<KvCacheOptions>();
-      add_common_options(sub, common);
+      add_transport_options(sub, common);
+      // No -n: --requests is the count of timed requests.
+      add_warmup_option(sub, common, "Untimed requests per pair and mode before timing (default 1)");
+      add_check_option(sub, common);
+      add_output_options(sub, common);
+      add_timeline_option(sub, common);
+      add_timeout_option(sub, common);
+      // --mem only to refuse GPU memory with a clear message: the block pools are host memory.
+      add_memory_options(sub, common, false);
       add_kvcache_options(sub, *opt);
       return SubcommandRun{{}, [&common, opt](Bootstrap& b) { return KvCacheBench(b, common, *opt).run(); }};
     }});

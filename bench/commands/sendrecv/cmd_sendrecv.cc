@@ -8,6 +8,7 @@
 #include "bench/runner/burn_in.h"
 #include "bench/runner/pair_test.h"
 #include "bench/runner/records.h"
+#include "bench/runner/results_run.h"
 #include "bench/runner/run_context.h"
 #include "bench/runner/sweep.h"
 #include "lib/core/schedule.h"
@@ -341,48 +342,39 @@ int SendRecvBench::run() {
               {"pairs_per_rail", npairs}};
   // How a write latency was taken (poll as ib_write_lat, or imm); no key for the other verbs.
   if (verb_ == Verb::write) config["write_latency"] = opt_.write_latency;
-  ResultsFile results(ctx_.is_root() ? common_.json_path : "", ctx_.results_header(config));
-  ctx_.add_csv(results);
+  ResultsRun results(ctx_, config);
   print_header(ctx_, opt_, npairs, per_pair);
   std::vector<SendRecvRecord> records;
   uint64_t total_wrong = 0;
   // Burn-in: the whole sweep once per window; the tables and "results" are the first
   // window's, every window keeps one figure per pair and rail (bench/runner/burn_in.h).
-  BurnInClock clock(ctx_.bootstrap(), burn_in_);
   BurnInLog log;
-  try {
-    while (clock.next_window()) {
-      const bool first = clock.windows_started() == 1;
-      log.begin_window(clock.elapsed_s());
-      SendRecvRecord largest;
-      for (size_t si = 0; si < sweep_.sizes.size(); ++si) {
-        // Counters go with the first window's results (a collective gather, so every
-        // rank agrees: `first` comes from rank 0's clock).
-        if (first) ctx_.counters_begin();
-        SendRecvRecord rec = run_size(si);
-        json counters = first ? ctx_.counters_end() : json(nullptr);
-        for (const auto& p : rec.pairs) total_wrong += p.wrong;
-        if (si + 1 == sweep_.sizes.size()) largest = rec;
-        if (!first) continue;
-        print_size(ctx_, rec.bytes, rec.pairs, per_pair);
-        json entry = to_json(rec);
-        if (!counters.is_null()) entry["counters"] = std::move(counters);
-        results.add(std::move(entry));
-        records.push_back(std::move(rec));
-      }
-      log.end_window(clock.elapsed_s());
-      if (burn_in_.on()) log_window(log, largest);
-      // A line and a rewrite at most every few seconds: small sizes make many windows a second.
-      if (clock.rewrite_due()) {
-        print_window(log, largest, clock.windows_started());
-        results.set("burn_in", log.to_json(burn_in_));
-      }
-    }
-    if (burn_in_.on()) results.set("burn_in", log.to_json(burn_in_));
-  } catch (const Error& e) {
-    results.finish(false, e.what());
-    throw;
-  }
+  SendRecvRecord largest;
+  results.measure([&] {
+    results.burn_in(
+        burn_in_, log,
+        [&](const BurnInClock& clock) {
+          const bool first = clock.windows_started() == 1;
+          for (size_t si = 0; si < sweep_.sizes.size(); ++si) {
+            // Counters go with the first window's results (a collective gather, so every
+            // rank agrees: `first` comes from rank 0's clock).
+            if (first) results.counters_begin();
+            SendRecvRecord rec = run_size(si);
+            json entry = to_json(rec);
+            if (first) results.add_counters(entry);
+            for (const auto& p : rec.pairs) total_wrong += p.wrong;
+            if (si + 1 == sweep_.sizes.size()) largest = rec;
+            if (!first) continue;
+            print_size(ctx_, rec.bytes, rec.pairs, per_pair);
+            results.add(std::move(entry));
+            records.push_back(std::move(rec));
+          }
+          if (burn_in_.on()) log_window(log, largest);
+        },
+        [&](const BurnInClock& clock, bool rewrite_due) {
+          if (rewrite_due) print_window(log, largest, clock.windows_started());
+        });
+  });
   ctx_.status().clear();
   print_slowest(ctx_, records);
   if (burn_in_.on()) {
@@ -391,10 +383,7 @@ int SendRecvBench::run() {
     for (const auto& line : log.table(what, "pair")) ctx_.print(line);
   }
   if (common_.check) ctx_.print(fmt::format("# Wrong bytes : {} {}", total_wrong, total_wrong ? "FAILED" : "OK"));
-  results.set("channels", ctx_.gather_channels());
-  ctx_.finish_timeline(results);
-  results.finish(true);
-  if (ctx_.is_root() && !common_.json_path.empty()) ctx_.print(fmt::format("# results: {}", common_.json_path));
+  results.finish();
   return total_wrong ? 1 : 0;
 }
 
@@ -402,7 +391,14 @@ const bool registered = register_subcommand(Subcommand{
     "sendrecv", "Point-to-point latency and bandwidth between every pair of ranks", 10,
     [](CLI::App& sub, CommonOptions& common) {
       auto opt = std::make_shared<SendRecvOptions>();
-      add_common_options(sub, common);
+      add_transport_options(sub, common);
+      add_sweep_options(sub, common);
+      add_iteration_options(sub, common);
+      add_check_option(sub, common);
+      add_output_options(sub, common);
+      add_timeline_option(sub, common);
+      add_timeout_option(sub, common);
+      add_memory_options(sub, common);
       add_burn_in_options(sub, common);
       sub.add_option("--verb", opt->verb, "send (two-sided), write (RDMA write) or read (RDMA read)")
           ->capture_default_str();

@@ -9,6 +9,7 @@
 #include "bench/commands/validate/plan.h"
 #include "bench/commands/validate/rank_layout.h"
 #include "bench/commands/validate/su_config.h"
+#include "bench/runner/results_run.h"
 #include "bench/runner/run_context.h"
 #include "lib/results/results.h"
 
@@ -75,17 +76,16 @@ int run_validate(Bootstrap& bootstrap, CommonOptions common, const ValidateOptio
            {"pair_timeout_s", common.timeout_s}};
   if (!opt.baseline.empty()) cfg["baseline"] = opt.baseline;
   if (burn_in.on()) cfg["burn_in"] = burn_in.describe();
-  ResultsFile results(ctx.is_root() ? common.json_path : "", ctx.results_header(cfg));
-  ctx.add_csv(results);
-  try {
-    return validate_phases(ctx, c, L,
-                           ValidateRun{common.transport, common.json_path, opt.inventory_only, opt.drain_list,
+  // No "channels": the pair tests' traffic is in the per-link results.
+  ResultsRun results(ctx, cfg, ResultsEpilogue{.channels = false});
+  int code = 0;
+  results.measure([&] {
+    code = validate_phases(ctx, c, L,
+                           ValidateRun{common.transport, opt.inventory_only, opt.drain_list,
                                        opt.baseline.empty() ? nullptr : &baseline, burn_in},
                            results);
-  } catch (const Error& e) {
-    results.finish(false, e.what());  // what was measured stays in the file
-    throw;
-  }
+  });
+  return code;
 }
 
 // --plan needs no ranks (the first rank of a launch prints it); a bad --pair-timeout
@@ -118,7 +118,7 @@ const bool registered = register_subcommand(Subcommand{
       sub.add_option("--baseline", opt->baseline,
                      "An accepted validate run's --json: a link well below its own figure there is a finding "
                      "(config: thresholds.baseline_bw_below)");
-      add_output_options(sub, common);
+      add_output_options(sub, common, {.json = false, .counters = true});
       add_burn_in_options(sub, common);
       return SubcommandRun{[opt] { return before_bootstrap(*opt); },
                            [&common, opt](Bootstrap& b) { return run_validate(b, common, *opt); }};

@@ -41,7 +41,7 @@ struct ValidateState {
   const SuConfig& c;
   const SuLayout& L;
   const ValidateRun& run;
-  ResultsFile& results;
+  ResultsRun& results;
   DrainListFile& drain;
   int my_node = 0, my_slot = 0;  // this rank's node and GPU slot (= its rail)
   int nodes = 0, rails = 0;
@@ -313,28 +313,27 @@ std::vector<PairResult> rail_pass(ValidateState& s, PairRunner& runner, bool fir
 // Phase 2, once or (burn-in) in windows until rank 0's clock or count says stop.
 void phase_rail_checks(ValidateState& s, PairRunner& runner) {
   const BurnInPlan& plan = s.run.burn_in;
-  BurnInClock clock(s.ctx.bootstrap(), plan);
   // The NICs' link-down counters around each window: a link that went down in a window
   // has a low window, whatever its figure (a flap between two pair tests slows none).
   auto counters = plan.on() ? gather_counters(s) : std::vector<std::vector<LinkCounters>>{};
-  while (clock.next_window()) {
-    const bool first = clock.windows_started() == 1;
-    s.burn_in.begin_window(clock.elapsed_s());
-    auto got = rail_pass(s, runner, first, plan.on() ? ", burn-in " + window_label(clock) : "");
-    s.burn_in.end_window(clock.elapsed_s());
-    if (plan.on()) {
-      const std::string line = log_rail_window(s.burn_in, s.c, s.L.node_names, got);
-      auto now = gather_counters(s);
-      flag_link_downs(s.burn_in, s.L.node_names, counters, now);
-      counters = std::move(now);
-      const WindowTime& t = s.burn_in.times().back();
-      s.ctx.print(fmt::format("# burn-in pass {} at +{:.1f} s ({}), {:.1f} s: {}", clock.windows_started(), t.start_s,
-                              t.wall, t.end_s - t.start_s, line));
-    }
-    if (clock.rewrite_due()) s.results.set("burn_in", s.burn_in.to_json(plan));
-    if (first) s.rail_results = std::move(got);
-  }
-  if (plan.on()) s.results.set("burn_in", s.burn_in.to_json(plan));
+  std::vector<PairResult> got;
+  s.results.burn_in(
+      plan, s.burn_in,
+      [&](const BurnInClock& clock) {
+        const bool first = clock.windows_started() == 1;
+        got = rail_pass(s, runner, first, plan.on() ? ", burn-in " + window_label(clock) : "");
+        if (first) s.rail_results = got;
+      },
+      [&](const BurnInClock& clock, bool) {
+        if (!plan.on()) return;
+        const std::string line = log_rail_window(s.burn_in, s.c, s.L.node_names, got);
+        auto now = gather_counters(s);
+        flag_link_downs(s.burn_in, s.L.node_names, counters, now);
+        counters = std::move(now);
+        const WindowTime& t = s.burn_in.times().back();
+        s.ctx.print(fmt::format("# burn-in pass {} at +{:.1f} s ({}), {:.1f} s: {}", clock.windows_started(), t.start_s,
+                                t.wall, t.end_s - t.start_s, line));
+      });
   const auto rounds = circle_schedule(s.nodes);
   s.stats = link_stats(s.c, s.nodes, s.rail_results);
   s.results.set("rails", rail_matrices(s.c, s.L.node_names, s.rail_results, s.stats));
@@ -659,15 +658,14 @@ int finish(ValidateState& s) {
   const bool pass =
       std::none_of(s.findings.begin(), s.findings.end(), [](const Finding& f) { return f.severity == Severity::fail; });
   s.results.set("verdict", pass ? "PASS" : "FAIL");
-  s.results.finish(true, "");
-  if (!s.run.json_path.empty()) s.ctx.print(fmt::format("# results: {}", s.run.json_path));
+  s.results.finish();
   return pass ? 0 : 1;
 }
 
 }  // namespace
 
 int validate_phases(RunContext& ctx, const SuConfig& c, const SuLayout& L, const ValidateRun& run,
-                    ResultsFile& results) {
+                    ResultsRun& results) {
   const int nodes = static_cast<int>(L.node_names.size());
   DrainListFile drain(ctx.is_root() ? run.drain_path : "");
   ValidateState s{.ctx = ctx,

@@ -11,6 +11,7 @@
 #include "bench/commands/validate/rank_layout.h"
 #include "bench/commands/validate/su_config.h"
 #include "bench/runner/burn_in.h"
+#include "bench/runner/results_run.h"
 #include "bench/runner/run_context.h"
 #include "lib/results/results.h"
 
@@ -18,17 +19,15 @@ namespace railbench {
 
 struct ValidateRun {
   std::string transport;  // what the ranks run over (config or -t)
-  std::string json_path;  // --json, printed at the end
   bool inventory_only = false;
   std::string drain_path;                      // --drain-list: the bad nodes as one hostlist, written by rank 0
   const ValidateBaseline* baseline = nullptr;  // --baseline: each link against its accepted figure
   BurnInPlan burn_in;                          // --duration / --cycles: phase 2 repeated in windows
 };
 
-// Returns the exit code: 0 PASS, 1 FAIL. Throws on an error that ends the run; what
-// was measured by then is already in `results`, and the bad nodes found by then in the
-// drain list.
-int validate_phases(RunContext& ctx, const SuConfig& c, const SuLayout& L, const ValidateRun& run,
-                    ResultsFile& results);
+// Returns the exit code: 0 PASS, 1 FAIL, with the verdict and the epilogue written
+// (ResultsRun::finish). Throws on an error that ends the run; what was measured by then
+// is already in `results`, and the bad nodes found by then in the drain list.
+int validate_phases(RunContext& ctx, const SuConfig& c, const SuLayout& L, const ValidateRun& run, ResultsRun& results);
 
 }  // namespace railbench

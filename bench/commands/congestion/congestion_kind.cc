@@ -1,0 +1,12 @@
+// congestion's result kind: its --csv rows (one per placement, metric and aggressor).
+// compare and report have no part for it and refuse its results file by name.
+#include "bench/kinds/result_kind.h"
+#include "bench/runner/results_csv.h"
+
+namespace railbench {
+namespace {
+
+const bool registered = register_result_kind({"congestion", congestion_csv, nullptr, nullptr});
+
+}  // namespace
+}  // namespace railbench
