@@ -48,6 +48,14 @@ void Bootstrap::abort(int code) noexcept {
   std::_Exit(code);
 }
 
+bool mpi_bootstrap_built() {
+#ifdef RAILBENCH_HAVE_MPI
+  return true;
+#else
+  return false;
+#endif
+}
+
 std::unique_ptr<Bootstrap> make_bootstrap_from_environment(double timeout_s) {
   const LaunchInfo launch = detect_launch(process_environment());
   std::unique_ptr<Bootstrap> b;

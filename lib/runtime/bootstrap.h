@@ -115,6 +115,9 @@ std::unique_ptr<Bootstrap> make_single_bootstrap();
 // MPI_COMM_WORLD; calls MPI_Init if nobody has and MPI_Finalize when destroyed.
 // Only in builds with MPI.
 std::unique_ptr<Bootstrap> make_mpi_bootstrap();
+// Whether this build has the MPI bootstrap (what `railbench info` says), so that code
+// above lib/ asks instead of testing the build's macros.
+bool mpi_bootstrap_built();
 
 // Joins the job of the launcher that started this process (lib/runtime/launch.h's
 // detect_launch: RAILBENCH_*, MPI, Slurm, torchrun-style, else a single rank).

@@ -51,6 +51,9 @@ LAYERS = {
 PER_CHILD = ["bench/commands", "bench/offline", "transports"]
 SOURCES = (".h", ".cc", ".cu", ".c")
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
+# bench/ asks lib/ what this build has (the transport registry, mpi_bootstrap_built) and
+# never tests a build macro itself: a new transport or bootstrap must not need an edit there.
+BUILD_MACRO = re.compile(r"^\s*#\s*(if|ifdef|ifndef|elif)\b.*\bRAILBENCH_HAVE_")
 
 
 def folder_of(path):
@@ -108,6 +111,9 @@ def main():
                     continue
                 with open(os.path.join(root, path), encoding="utf-8", errors="replace") as f:
                     for lineno, line in enumerate(f, 1):
+                        if path.startswith("bench/") and BUILD_MACRO.match(line):
+                            bad.append(f"{path}:{lineno}: tests a build macro ({line.strip()}): ask lib/ what the "
+                                       "build has instead")
                         m = INCLUDE.match(line)
                         if not m:
                             continue

@@ -113,11 +113,10 @@ void print_launch() {
 int run_info() {
   fmt::print("railbench {}\n", RAILBENCH_VERSION);
   fmt::print("transports built in: {}\n", fmt::join(built_transports(), ", "));
-#ifdef RAILBENCH_HAVE_MPI
-  fmt::print("bootstraps: mpi, tcp (RAILBENCH_*, Slurm without MPI, torchrun-style), single\n");
-#else
-  fmt::print("bootstraps: tcp (RAILBENCH_*, Slurm without MPI, torchrun-style), single (built without MPI)\n");
-#endif
+  if (mpi_bootstrap_built())
+    fmt::print("bootstraps: mpi, tcp (RAILBENCH_*, Slurm without MPI, torchrun-style), single\n");
+  else
+    fmt::print("bootstraps: tcp (RAILBENCH_*, Slurm without MPI, torchrun-style), single (built without MPI)\n");
   print_launch();
   print_gpus();
   // Each transport's section; one this build lacks may still say what the host has.
