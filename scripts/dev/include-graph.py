@@ -133,7 +133,7 @@ def main():
     for line in bad:
         print(line)
     if bad:
-        print(f"include-graph: {len(bad)} include(s) run the wrong way: move the code down a layer, or pass "
+        print(f"include-graph: {len(bad)} edge(s) run the wrong way: move the code down a layer, or pass "
               "what the lower layer needs as a parameter (scripts/dev/ARCHITECTURE.md)", file=sys.stderr)
         return 1
     if not args.quiet:
