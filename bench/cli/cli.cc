@@ -66,21 +66,6 @@ CLI::Validator at_least(long long lo) {
 
 void add_transport_options(CLI::App& app, CommonOptions& o) {
   app.add_option("-t,--transport", o.transport, transport_help())->capture_default_str();
-  app.add_option("--rails", o.rails, "Rails: a count (2) or names (eth0,eth1 / mlx5_0,mlx5_1)");
-  // Every registered transport's own options, those of a transport this build lacks too:
-  // they parse as in any build, and make_transport refuses them by name.
-  for (const TransportEntry* t : all_transports()) {
-    for (const TransportOption& opt : t->options) {
-      const std::string flag = t->name + "-" + opt.name;
-      // std::map keeps the slot where it is while CLI11 holds a reference to it.
-      int& value = o.transport_options[flag];
-      value = opt.default_value;
-      // The alias as a second name of the same option (an option of its own, hidden,
-      // would lose its name in CLI11's errors, which name hidden options "").
-      auto* added = app.add_option("--" + flag + (opt.alias.empty() ? "" : "," + opt.alias), value, opt.help);
-      if (opt.show_default) added->capture_default_str();
-    }
-  }
 }
 
 void add_sweep_options(CLI::App& app, CommonOptions& o) {
@@ -149,9 +134,24 @@ void add_memory_options(CLI::App& app, CommonOptions& o, bool gpu_map) {
     app.add_option("--gpu-map", o.gpu_map, "GPU of each local rank, e.g. 0,1,2,3 (default: local rank i -> GPU i)");
 }
 
-void add_timeout_option(CLI::App& app, CommonOptions& o) {
+void add_link_options(CLI::App& app, CommonOptions& o) {
+  app.add_option("--rails", o.rails, "Rails: a count (2) or names (eth0,eth1 / mlx5_0,mlx5_1)");
   app.add_option("--timeout", o.timeout_s, "Seconds without progress from a peer before failing")
       ->capture_default_str();
+  // Every registered transport's own options, those of a transport this build lacks too:
+  // they parse as in any build, and make_transport refuses them by name.
+  for (const TransportEntry* t : all_transports()) {
+    for (const TransportOption& opt : t->options) {
+      const std::string flag = t->name + "-" + opt.name;
+      // std::map keeps the slot where it is while CLI11 holds a reference to it.
+      int& value = o.transport_options[flag];
+      value = opt.default_value;
+      // The alias as a second name of the same option (an option of its own, hidden,
+      // would lose its name in CLI11's errors, which name hidden options "").
+      auto* added = app.add_option("--" + flag + (opt.alias.empty() ? "" : "," + opt.alias), value, opt.help);
+      if (opt.show_default) added->capture_default_str();
+    }
+  }
 }
 
 }  // namespace railbench

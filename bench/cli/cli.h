@@ -47,8 +47,7 @@ bool first_rank_by_environment();
 // honours, so that every option its --help lists changes its run or its output
 // (tests/bench/options_walk.py proves it).
 
-// -t and --rails, and every registered transport's own options (--verbs-gid-index, ...
-// with their aliases), from lib/transport/registry.h.
+// -t: which transport (the forms every registered transport answers).
 void add_transport_options(CLI::App& sub, CommonOptions& options);
 // -b, -e, -f, -i: the message sizes of a sweep.
 void add_sweep_options(CLI::App& sub, CommonOptions& options);
@@ -72,7 +71,10 @@ void add_timeline_option(CLI::App& sub, CommonOptions& options);
 void add_burn_in_options(CLI::App& sub, CommonOptions& options);
 // --mem and, unless `gpu_map` is false (a command that refuses GPU memory), --gpu-map.
 void add_memory_options(CLI::App& sub, CommonOptions& options, bool gpu_map = true);
-// --timeout: how long a peer may go without progress.
-void add_timeout_option(CLI::App& sub, CommonOptions& options);
+// How the transport reaches its peers: --rails, --timeout (how long a peer may go
+// without progress) and every registered transport's own options (--verbs-gid-index, ...
+// with their aliases, from lib/transport/registry.h). Separate from -t so that --help
+// lists them where it always has, after the output options.
+void add_link_options(CLI::App& sub, CommonOptions& options);
 
 }  // namespace railbench

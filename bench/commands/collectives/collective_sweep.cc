@@ -386,7 +386,7 @@ bool register_collective(const CollectiveSpec& spec) {
         add_check_option(sub, common);
         add_output_options(sub, common);
         add_timeline_option(sub, common);
-        add_timeout_option(sub, common);
+        add_link_options(sub, common);
         add_memory_options(sub, common);
         add_burn_in_options(sub, common);
         sub.add_option("-d,--datatype", opt->datatype, "f32, f64, f16, bf16, i32, i64, u8")->capture_default_str();

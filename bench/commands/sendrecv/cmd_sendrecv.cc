@@ -397,7 +397,7 @@ const bool registered = register_subcommand(Subcommand{
       add_check_option(sub, common);
       add_output_options(sub, common);
       add_timeline_option(sub, common);
-      add_timeout_option(sub, common);
+      add_link_options(sub, common);
       add_memory_options(sub, common);
       add_burn_in_options(sub, common);
       sub.add_option("--verb", opt->verb, "send (two-sided), write (RDMA write) or read (RDMA read)")
