@@ -133,6 +133,8 @@ TEST_CASE("result kinds: a results file of a kind nobody registered is refused, 
                                            known));
   }
   // --csv renders the running command's own document: an unknown kind there is a bug.
+  // congestion has a table but no figures or section, so only --csv names it.
   CHECK_THROWS_WITH(results_csv(results_doc("nosuch")),
-                    Catch::Contains("no CSV table for command 'nosuch': --csv writes those of " + known));
+                    Catch::Contains("no CSV table for command 'nosuch': --csv writes those of allgather, allreduce, "
+                                    "alltoall, congestion, kvcache, reducescatter, sendrecv, validate"));
 }
