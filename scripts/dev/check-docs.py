@@ -39,22 +39,8 @@ def markdown_files(root):
 
 def text_lines(path):
     """(line number, line) of the Markdown text outside fenced code, inline code blanked."""
-    out = []
-    fence = None
-    with open(path, encoding="utf-8", errors="replace") as f:
-        for lineno, line in enumerate(f, 1):
-            m = FENCE.match(line)
-            if m:
-                mark = m.group(1)
-                if fence is None:
-                    fence = mark[0] * 3
-                elif mark.startswith(fence):
-                    fence = None
-                continue
-            if fence is not None:
-                continue
-            out.append((lineno, re.sub(r"(`+)(?:(?!\1).)+?\1", lambda m: " " * len(m.group(0)), line)))
-    return out
+    return [(lineno, re.sub(r"(`+)(?:(?!\1).)+?\1", lambda m: " " * len(m.group(0)), line))
+            for lineno, line in text_lines_raw_headings(path)]
 
 
 def slugify(heading):
