@@ -385,6 +385,15 @@ PY
   delay)
     "$su/fault.sh" delay node02 rail0 25 || exit 77  # no netem: says so, skipped
     run_validate 600 netns-4x1-delay 1
+    # Under the VM's emulated CPUs a healthy link's timed windows can stall long enough to
+    # draw a finding of their own (seen: node04 "intermittent", confirmed on its re-test):
+    # when a link other than the delayed one is blamed, measure once more, and judge
+    # that run as strictly as the first.
+    others=$(blamed | sort -u | grep -v '^node02 rail0 ')
+    if [[ -n $others ]]; then
+      echo "blamed beside node02 rail0: ${others//$'\n'/; }: measuring once more"
+      run_validate 600 netns-4x1-delay 1
+    fi
     ((rc != 0)) || fail "a link with 25 ms added must fail the SU"
     expect_blamed "node02 rail0" "latency"
     expect_drain "node02"
