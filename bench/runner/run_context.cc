@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <set>
 
 #include <fmt/format.h>
@@ -36,6 +37,14 @@ std::string boot_id() {
   return id;
 }
 
+// "pid:[4026531836]": the same text in two processes of one kernel means one pid
+// namespace, where a pid names the same process (empty when it cannot be read).
+std::string pid_namespace() {
+  char buf[64] = {};
+  const ssize_t n = ::readlink("/proc/self/ns/pid", buf, sizeof(buf) - 1);
+  return n > 0 ? std::string(buf, static_cast<size_t>(n)) : std::string();
+}
+
 }  // namespace
 
 RunContext::RunContext(Bootstrap& bootstrap, const CommonOptions& options, std::string command)
@@ -45,13 +54,32 @@ RunContext::RunContext(Bootstrap& bootstrap, const CommonOptions& options, std::
   // The launcher's node name where it gives one (Slurm's node names are the ones its
   // commands, and the drain list, use).
   const std::string& node = bootstrap_.place().node_name;
-  // The boot id rides along, for has_own_core(): no gather of its own at start-up.
-  for (const std::string& s :
-       bootstrap_.all_gather_strings(fmt::format("{}\n{}", node.empty() ? local_hostname() : node, boot_id()))) {
-    const size_t nl = s.find('\n');
-    hosts_.push_back(s.substr(0, nl));
-    boot_ids_.push_back(nl == std::string::npos ? std::string() : s.substr(nl + 1));
+  // The boot id rides along, for has_own_core(), and the pid with its namespace, for the
+  // signal handlers: no gather of their own at start-up.
+  const std::string kernel = boot_id(), pids = pid_namespace();
+  std::string rank0_kernel, rank0_pids;
+  pid_t rank0_pid = 0;
+  for (const std::string& s : bootstrap_.all_gather_strings(fmt::format(
+           "{}\n{}\n{}\n{}", node.empty() ? local_hostname() : node, kernel, pids, static_cast<long>(::getpid())))) {
+    std::vector<std::string> parts;
+    for (size_t at = 0; at <= s.size();) {
+      const size_t nl = std::min(s.find('\n', at), s.size());
+      parts.push_back(s.substr(at, nl - at));
+      at = nl + 1;
+    }
+    parts.resize(4);
+    hosts_.push_back(parts[0]);
+    boot_ids_.push_back(parts[1]);
+    pids_.push_back(std::strtol(parts[3].c_str(), nullptr, 10));
+    if (hosts_.size() == 1) {
+      rank0_kernel = parts[1];
+      rank0_pids = parts[2];
+      rank0_pid = static_cast<pid_t>(std::strtol(parts[3].c_str(), nullptr, 10));
+    }
   }
+  // Ranks beside rank 0 (its kernel and pid namespace) wait for it to exit on their
+  // launcher's signal, so that its verdict is written before the launcher's SIGKILL.
+  if (!kernel.empty() && !pids.empty() && rank0_kernel == kernel && rank0_pids == pids) set_signal_leader(rank0_pid);
   launcher_local_ranks_ = bootstrap_.all_gather_value<int>(bootstrap_.place().local_rank);
   status_ =
       std::make_unique<StatusLine>(StatusLine::mode_for(options_.quiet, rank_ == 0, ::isatty(STDERR_FILENO) != 0));
@@ -206,7 +234,8 @@ void RunContext::open_transport() {
 json RunContext::results_header(json config) const {
   json ranks = json::array();
   for (int r = 0; r < size_; ++r) {
-    json entry{{"rank", r}, {"host", hosts_[r]}};
+    // The pid tells a dead "running" file from a live run: is it still there on its host?
+    json entry{{"rank", r}, {"host", hosts_[r]}, {"pid", pids_[r]}};
     if (static_cast<size_t>(r) < rank_rails_.size()) entry["rails"] = rank_rails_[r];
     if (static_cast<size_t>(r) < rank_memory_.size()) entry.update(rank_memory_[static_cast<size_t>(r)]);
     ranks.push_back(std::move(entry));

@@ -117,6 +117,7 @@ class RunContext {
   int rank_ = 0, size_ = 1;
   std::vector<std::string> hosts_;
   std::vector<std::string> boot_ids_;  // per rank: its kernel's boot id, "" if unreadable
+  std::vector<long> pids_;             // per rank: its process id on its host
   std::vector<int> launcher_local_ranks_;
   std::unique_ptr<Liveness> liveness_;  // names a stopped or dead rank when a wait times out
   TransportSpec spec_;

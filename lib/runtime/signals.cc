@@ -33,6 +33,12 @@ std::atomic<int> g_rank{-1};
 std::atomic<bool> g_reported{false};
 std::atomic<int> g_entered{0};
 std::atomic<pid_t> g_main_tid{0};
+std::atomic<pid_t> g_leader{0};
+// Where an interrupt that another thread passed on to the main thread came from: the
+// main thread sees our own tgkill (SI_TKILL from our pid), not the launcher.
+std::atomic<bool> g_forwarded{false};
+std::atomic<int> g_forwarded_code{0};
+std::atomic<pid_t> g_forwarded_pid{0};
 // add_signal_cleanup_path: fixed storage, so a handler reads it without allocating.
 constexpr int kCleanupPaths = 16;
 char g_cleanup[kCleanupPaths][256];
@@ -43,8 +49,11 @@ void remove_cleanup_paths() noexcept {
   for (int i = 0; i < n && i < kCleanupPaths; ++i) ::unlink(g_cleanup[i]);
 }
 
-// How long a rank other than 0 waits before exiting on its launcher's signal (on_signal).
+// How long a rank other than 0 waits before exiting on its launcher's signal (on_signal):
+// for rank 0 to exit where it shares our pid namespace, else a fixed while.
 constexpr long kLauncherLingerNs = 600'000'000;
+constexpr long kLeaderWaitNs = 2'000'000'000;
+constexpr long kLeaderPollNs = 5'000'000;
 // Crash handlers run on their own stack: after a stack overflow there is none left.
 alignas(16) char g_alt_stack[64 * 1024];
 
@@ -211,6 +220,47 @@ pid_t current_tid() noexcept {
   return static_cast<pid_t>(::syscall(SYS_gettid));
 }
 
+void sleep_ns(long ns) noexcept {
+  timespec left{ns / 1'000'000'000, ns % 1'000'000'000};
+  while (::nanosleep(&left, &left) != 0 && errno == EINTR) {
+  }
+}
+
+// Whether `pid` is still a live process: not gone and not a zombie waiting for its
+// parent (kill(pid, 0) succeeds on a zombie). Reads /proc/PID/stat with open and read.
+bool process_alive(pid_t pid) noexcept {
+  char path[32] = "/proc/";
+  char digits[16];
+  int n = 0;
+  for (long v = pid; v > 0 && n < 15; v /= 10) digits[n++] = static_cast<char>('0' + v % 10);
+  size_t at = std::strlen(path);
+  while (n > 0) path[at++] = digits[--n];
+  std::memcpy(path + at, "/stat", 6);
+  const int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return errno != ENOENT && errno != ESRCH;
+  char buf[512];
+  const ssize_t len = ::read(fd, buf, sizeof(buf) - 1);
+  ::close(fd);
+  if (len <= 0) return false;
+  // "PID (comm) S ...": the state follows the last ')' (comm may hold one itself).
+  const char* state = nullptr;
+  for (ssize_t i = len - 1; i >= 0; --i)
+    if (buf[i] == ')') {
+      state = i + 2 < len ? buf + i + 2 : nullptr;
+      break;
+    }
+  return state != nullptr && *state != 'Z' && *state != 'X';
+}
+
+// A rank ended by its launcher: give rank 0 the time to write its verdict (see
+// kLauncherLingerNs).
+void linger_for_rank0() noexcept {
+  const pid_t leader = g_leader.load();
+  if (leader <= 0) return sleep_ns(kLauncherLingerNs);
+  for (long waited = 0; waited < kLeaderWaitNs && process_alive(leader); waited += kLeaderPollNs)
+    sleep_ns(kLeaderPollNs);
+}
+
 void on_signal(int sig, siginfo_t* info, void*) {
   const bool crash = is_crash(sig);
   // A process-directed signal goes to any thread that does not block it. Handled here,
@@ -219,6 +269,10 @@ void on_signal(int sig, siginfo_t* info, void*) {
   // belongs to the thread that faulted.)
   if (const pid_t main_tid = g_main_tid.load(); !crash && main_tid > 0 && current_tid() != main_tid) {
     const int saved_errno = errno;
+    if (info != nullptr && !g_forwarded.exchange(true)) {
+      g_forwarded_code.store(info->si_code);
+      g_forwarded_pid.store(info->si_pid);
+    }
     if (::syscall(SYS_tgkill, ::getpid(), main_tid, sig) == 0) {
       errno = saved_errno;
       return;
@@ -240,7 +294,13 @@ void on_signal(int sig, siginfo_t* info, void*) {
   remove_cleanup_paths();
   // The launcher signals every rank when it ends a job: only rank 0 speaks for it. A
   // signal sent to one rank by someone else is that rank's to report.
-  const bool sent_directly = info != nullptr && info->si_code <= 0 && info->si_pid != ::getppid();
+  int code = info != nullptr ? info->si_code : SI_KERNEL;
+  pid_t from = info != nullptr ? info->si_pid : 0;
+  if (code == SI_TKILL && from == ::getpid() && g_forwarded.load()) {
+    code = g_forwarded_code.load();
+    from = g_forwarded_pid.load();
+  }
+  const bool sent_directly = code <= 0 && from != ::getppid();
   if (crash || sent_directly || (g_rank.load() == 0 && !g_reported.load())) print_line(what, crash, doc, wrote);
   if (crash) {
     errno = saved_errno;
@@ -250,10 +310,8 @@ void on_signal(int sig, siginfo_t* info, void*) {
     // Open MPI's orted ends a job with SIGTERM to each local rank, sleeps, and sends
     // SIGKILL when the sleep ends, and the first child to exit cuts that sleep short.
     // A rank that exited at once would so kill rank 0 while it writes the verdict:
-    // the others linger a moment first (nanosleep is async-signal-safe).
-    timespec linger{0, kLauncherLingerNs};
-    while (::nanosleep(&linger, &linger) != 0 && errno == EINTR) {
-    }
+    // the others wait for it first (nanosleep, open and read are async-signal-safe).
+    linger_for_rank0();
   }
   ::_exit(128 + sig);
 }
@@ -293,6 +351,10 @@ void add_signal_cleanup_path(const std::string& path) {
 
 void set_signal_rank(int rank) {
   g_rank.store(rank);
+}
+
+void set_signal_leader(pid_t rank0_pid) {
+  g_leader.store(rank0_pid == ::getpid() ? 0 : rank0_pid);
 }
 
 void set_signal_outcome_reported() {

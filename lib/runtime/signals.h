@@ -2,14 +2,17 @@
 // from outside still leaves a results file with a verdict:
 //   SIGINT, SIGTERM, SIGHUP, SIGPIPE: the file says "failed", "interrupted by SIGTERM";
 //     one line on stderr; exit 128+signal. A rank other than 0 that its launcher
-//     signalled waits 0.6 s first, so that rank 0 writes its verdict before Open MPI's
-//     SIGKILL (sent as soon as any local rank has exited).
+//     signalled first waits for rank 0 to exit (set_signal_leader) or 0.6 s, so that
+//     rank 0 writes its verdict before Open MPI's SIGKILL (sent as soon as any local
+//     rank has exited).
 //   SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT: "failed", "crashed with SIGSEGV"; one
 //     line; then the signal's default action (so the exit status still names it).
 // A handler may run anywhere, even inside malloc, so it only writes a document rendered
 // ahead of time (lib/results/results.cc renders one after every rewrite of the file) with
 // async-signal-safe calls: open, write, rename, ftruncate, _exit.
 #pragma once
+
+#include <sys/types.h>
 
 #include <memory>
 #include <string>
@@ -43,6 +46,13 @@ void install_signal_handlers();
 // print it only for a signal sent to them directly, not one their launcher sent to the
 // whole job, so that ending a job prints one line, not one per rank.
 void set_signal_rank(int rank);
+
+// Rank 0's pid, from a rank that shares its kernel and pid namespace (0: rank 0 is
+// elsewhere). On its launcher's signal such a rank waits for rank 0 to have exited (up to
+// 2 s) before it exits itself, instead of a fixed 0.6 s: Open MPI's orted sends SIGKILL
+// to every local rank as soon as the first one exits, so a rank that left before rank 0
+// would cut rank 0's verdict short however long rank 0 needs.
+void set_signal_leader(pid_t rank0_pid);
 
 // This process has said how its run ended (its table and verdict, or its error line):
 // a launcher's signal that arrives afterwards (mpirun ending the job because another rank

@@ -262,6 +262,23 @@ TEST_CASE("report: a failed run renders what it measured, with its error", "[rep
   CHECK(count(page, "<tr><td>") >= sizes);
 }
 
+TEST_CASE("report: a file left \"running\" names the process that wrote it", "[report]") {
+  RunDocument run = fixture("allreduce-failed");
+  run.doc["status"] = "running";
+  run.doc.erase("error");
+  run.doc.erase("finished_at");
+  run.doc["world"]["ranks"][0]["pid"] = 41234;
+  run.doc["world"]["ranks"][0]["host"] = "node07";
+  const std::string page = render_report({run}, {});
+  CHECK_THAT(page, Catch::Contains("it is still running, or it died without a verdict"));
+  CHECK_THAT(page, Catch::Contains("written by pid 41234 on node07"));
+  // A file from before the pid was recorded still gets the banner, without the pid.
+  run.doc["world"]["ranks"][0].erase("pid");
+  const std::string older = render_report({run}, {});
+  CHECK_THAT(older, Catch::Contains("died without a verdict"));
+  CHECK(count(older, "written by pid") == 0);
+}
+
 TEST_CASE("report: text from a results file is escaped", "[report]") {
   json doc = validate_doc(2, 0.9);
   doc["argv"] = {"railbench", "<script>alert(1)</script>", "a&b"};

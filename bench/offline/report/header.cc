@@ -79,10 +79,16 @@ std::string run_header(const RunContext& ctx) {
         "</div>\n",
         esc(text_at(d, "error", "no error recorded")));
   } else if (status == "running") {
+    // Rank 0 writes the file: whether its process still exists tells the two apart.
+    std::string writer;
+    const auto& ranks = d.value("world", nlohmann::json::object()).value("ranks", nlohmann::json::array());
+    if (!ranks.empty() && ranks[0].is_object() && ranks[0].contains("pid") && ranks[0]["pid"].is_number_integer())
+      writer = fmt::format(" It was written by pid {} on {}: if no railbench runs under that pid there, the run died.",
+                           ranks[0]["pid"].get<long>(), text_at(ranks[0], "host", "its host"));
     out += fmt::format(
         "<div class=\"banner warn\">This run had not finished when the file was last written ({}): it is still "
-        "running, or it died without a verdict.<small>What it measured until then is shown below.</small></div>\n",
-        esc(text_at(d, "updated_at", "unknown time")));
+        "running, or it died without a verdict.{}<small>What it measured until then is shown below.</small></div>\n",
+        esc(text_at(d, "updated_at", "unknown time")), esc(writer));
   }
   Table t({"run", ""}, "head");
   t.row({"command line", "<code>" + esc(command_line(d.value("argv", nlohmann::json::array()))) + "</code>"});
