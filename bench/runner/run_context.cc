@@ -57,8 +57,7 @@ RunContext::RunContext(Bootstrap& bootstrap, const CommonOptions& options, std::
   // The boot id rides along, for has_own_core(), and the pid with its namespace, for the
   // signal handlers: no gather of their own at start-up.
   const std::string kernel = boot_id(), pids = pid_namespace();
-  std::string rank0_kernel, rank0_pids;
-  pid_t rank0_pid = 0;
+  std::string rank0_pids;
   for (const std::string& s : bootstrap_.all_gather_strings(fmt::format(
            "{}\n{}\n{}\n{}", node.empty() ? local_hostname() : node, kernel, pids, static_cast<long>(::getpid())))) {
     std::vector<std::string> parts;
@@ -70,16 +69,13 @@ RunContext::RunContext(Bootstrap& bootstrap, const CommonOptions& options, std::
     parts.resize(4);
     hosts_.push_back(parts[0]);
     boot_ids_.push_back(parts[1]);
+    if (hosts_.size() == 1) rank0_pids = parts[2];
     pids_.push_back(std::strtol(parts[3].c_str(), nullptr, 10));
-    if (hosts_.size() == 1) {
-      rank0_kernel = parts[1];
-      rank0_pids = parts[2];
-      rank0_pid = static_cast<pid_t>(std::strtol(parts[3].c_str(), nullptr, 10));
-    }
   }
   // Ranks beside rank 0 (its kernel and pid namespace) wait for it to exit on their
   // launcher's signal, so that its verdict is written before the launcher's SIGKILL.
-  if (!kernel.empty() && !pids.empty() && rank0_kernel == kernel && rank0_pids == pids) set_signal_leader(rank0_pid);
+  if (!kernel.empty() && !pids.empty() && boot_ids_[0] == kernel && rank0_pids == pids)
+    set_signal_leader(static_cast<pid_t>(pids_[0]));
   launcher_local_ranks_ = bootstrap_.all_gather_value<int>(bootstrap_.place().local_rank);
   status_ =
       std::make_unique<StatusLine>(StatusLine::mode_for(options_.quiet, rank_ == 0, ::isatty(STDERR_FILENO) != 0));

@@ -77,6 +77,18 @@ const char* signal_name(int sig) noexcept {
   }
 }
 
+// `u` in decimal at `out` (room for 20 digits), no terminator; returns the length.
+size_t format_decimal(unsigned long u, char* out) noexcept {
+  char reversed[20];
+  size_t n = 0;
+  do {
+    reversed[n++] = static_cast<char>('0' + u % 10);
+    u /= 10;
+  } while (u != 0 && n < sizeof(reversed));
+  for (size_t i = 0; i < n; ++i) out[i] = reversed[n - 1 - i];
+  return n;
+}
+
 // Writes through a buffer on the stack, so a document costs a few write() calls, not
 // one per piece; no allocation.
 class FdWriter {
@@ -95,14 +107,8 @@ class FdWriter {
   void put(const char* s) noexcept { put(s, std::strlen(s)); }
   void put_int(long v) noexcept {
     char digits[24];
-    int n = 0;
-    unsigned long u = v < 0 ? 0UL - static_cast<unsigned long>(v) : static_cast<unsigned long>(v);
-    do {
-      digits[n++] = static_cast<char>('0' + u % 10);
-      u /= 10;
-    } while (u != 0 && n < 23);
     if (v < 0) put("-", 1);
-    while (n > 0) put(&digits[--n], 1);
+    put(digits, format_decimal(v < 0 ? 0UL - static_cast<unsigned long>(v) : static_cast<unsigned long>(v), digits));
   }
   bool flush() noexcept {
     size_t off = 0;
@@ -229,12 +235,8 @@ void sleep_ns(long ns) noexcept {
 // Whether `pid` is still a live process: not gone and not a zombie waiting for its
 // parent (kill(pid, 0) succeeds on a zombie). Reads /proc/PID/stat with open and read.
 bool process_alive(pid_t pid) noexcept {
-  char path[32] = "/proc/";
-  char digits[16];
-  int n = 0;
-  for (long v = pid; v > 0 && n < 15; v /= 10) digits[n++] = static_cast<char>('0' + v % 10);
-  size_t at = std::strlen(path);
-  while (n > 0) path[at++] = digits[--n];
+  char path[40] = "/proc/";
+  const size_t at = 6 + format_decimal(static_cast<unsigned long>(pid), path + 6);
   std::memcpy(path + at, "/stat", 6);
   const int fd = ::open(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0) return errno != ENOENT && errno != ESRCH;
