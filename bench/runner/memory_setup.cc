@@ -17,7 +17,7 @@ MemoryKind parse_memory_kind(const std::string& s) {
   throw UsageError(fmt::format("unknown --mem '{}': use host, cuda (GPU memory) or cuda-host (pinned host memory)", s));
 }
 
-std::vector<int> parse_gpu_map(const std::string& s) {
+std::vector<int> parse_gpu_map(const std::string& s, const std::string& exclusive_for) {
   std::vector<int> map;
   if (s.empty()) return map;
   size_t start = 0;
@@ -30,8 +30,9 @@ std::vector<int> parse_gpu_map(const std::string& s) {
       throw UsageError(fmt::format(
           "--gpu-map '{}': '{}' is not a GPU index; give one index per local rank, e.g. --gpu-map 0,1,2,3", s, item));
     }
-    if (std::find(map.begin(), map.end(), v) != map.end()) {
-      throw UsageError(fmt::format("--gpu-map '{}' names GPU {} twice: each local rank needs its own GPU", s, v));
+    if (!exclusive_for.empty() && std::find(map.begin(), map.end(), v) != map.end()) {
+      throw UsageError(fmt::format("--gpu-map '{}' names GPU {} twice: {} needs a GPU of its own for each local rank",
+                                   s, v, exclusive_for));
     }
     map.push_back(v);
     if (comma == std::string::npos) break;
@@ -50,9 +51,10 @@ int gpu_for_local_rank(const std::vector<int>& map, int local_rank, int devices)
     gpu = map[static_cast<size_t>(local_rank)];
   }
   if (gpu >= devices) {
-    throw UsageError(fmt::format("local rank {} would drive GPU {} but this node shows {} GPU(s) (0..{}): {}",
-                                 local_rank, gpu, devices, devices - 1,
-                                 map.empty() ? "run at most one rank per GPU, or use --gpu-map" : "fix --gpu-map"));
+    throw UsageError(fmt::format(
+        "local rank {} would drive GPU {} but this node shows {} GPU(s) (0..{}): {}", local_rank, gpu, devices,
+        devices - 1,
+        map.empty() ? "run at most one rank per GPU, or give --gpu-map (0,0 shares GPU 0)" : "fix --gpu-map"));
   }
   return gpu;
 }
@@ -70,12 +72,19 @@ nlohmann::json MemoryPlacement::to_json() const {
   return j;
 }
 
+bool gpu_map_shares(const std::vector<int>& map) {
+  auto sorted = map;
+  std::sort(sorted.begin(), sorted.end());
+  return std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end();
+}
+
 MemoryPlacement place_memory(const std::string& mem, const std::string& gpu_map, MemoryKind default_kind,
-                             int local_rank, const PciTopology& topo) {
+                             int local_rank, const PciTopology& topo, const std::string& exclusive_for) {
   MemoryPlacement p;
   p.kind = mem.empty() ? default_kind : parse_memory_kind(mem);
   p.local_rank = local_rank;
-  const auto map = parse_gpu_map(gpu_map);
+  const auto map = parse_gpu_map(gpu_map, exclusive_for);
+  p.shared_gpu = gpu_map_shares(map);
   if (p.kind == MemoryKind::host && default_kind == MemoryKind::host) return p;
   const int devices = gpu::require_devices(mem.empty() ? "-t nccl" : fmt::format("--mem {}", mem));
   p.gpu = gpu_for_local_rank(map, local_rank, devices);

@@ -184,7 +184,8 @@ void RunContext::open_transport() {
     // GPU checks come first: without a device, that is the one line to print.
     const bool gpu_default = entry.default_memory != MemoryKind::host;
     if (gpu_default || (!options_.mem.empty() && options_.mem != "host")) topo = read_pci_topology();
-    placement_ = place_memory(options_.mem, options_.gpu_map, entry.default_memory, local_rank(), topo);
+    placement_ = place_memory(options_.mem, options_.gpu_map, entry.default_memory, local_rank(), topo,
+                              entry.exclusive_gpu ? "-t " + entry.name : std::string());
     spec_.gpu = placement_.gpu;
     spec_.mem = placement_.kind;
     // Rail-optimized nodes: the NIC nearest the GPU is this slot's rail unless --rails says.
@@ -196,6 +197,11 @@ void RunContext::open_transport() {
     print(
         fmt::format("# GPU -> nearest NIC on {} (PCI topology from sysfs; the default rail of each GPU):", hosts_[0]));
     for (const auto& line : describe_affinity(topo)) print("#   " + line);
+    if (placement_.shared_gpu)
+      print(
+          fmt::format("# --gpu-map {}: local ranks share a GPU (its memory bandwidth and copy engines too): a test "
+                      "of the GPU paths, not a per-GPU figure",
+                      options_.gpu_map));
   }
   for (const auto& s : bootstrap_.all_gather_strings(placement_.to_json().dump()))
     rank_memory_.push_back(json::parse(s));

@@ -68,6 +68,10 @@ struct TransportEntry {
   std::string foreign_options_note;
   // Buffers when --mem is not given (nccl: cuda).
   MemoryKind default_memory = MemoryKind::host;
+  // Each rank needs a GPU of its own (nccl: NCCL refuses two ranks of one communicator
+  // on one GPU), so --gpu-map may not name a GPU twice. Other transports let local ranks
+  // share a GPU.
+  bool exclusive_gpu = false;
   // Without --rails, the NIC nearest this rank's GPU is its one rail (rail-optimized
   // nodes); otherwise the transport picks its first rail(s) itself.
   bool rail_near_gpu = false;

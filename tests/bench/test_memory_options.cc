@@ -22,7 +22,11 @@ TEST_CASE("gpu-map option: takes distinct GPU indices, one per local rank", "[op
   CHECK_THROWS_WITH(parse_gpu_map("0,x"), Contains("'x' is not a GPU index"));
   CHECK_THROWS_WITH(parse_gpu_map("0,,1"), Contains("'' is not a GPU index"));
   CHECK_THROWS_WITH(parse_gpu_map("-1"), Contains("not a GPU index"));
-  CHECK_THROWS_WITH(parse_gpu_map("1,1"), Contains("names GPU 1 twice"));
+  // Local ranks may share a GPU, except where the transport needs one per rank.
+  CHECK(parse_gpu_map("0,0") == std::vector<int>{0, 0});
+  CHECK(gpu_map_shares(parse_gpu_map("0,1,0")));
+  CHECK_FALSE(gpu_map_shares(parse_gpu_map("1,0")));
+  CHECK_THROWS_WITH(parse_gpu_map("1,1", "-t nccl"), Contains("names GPU 1 twice: -t nccl needs a GPU of its own"));
 }
 
 TEST_CASE("local rank -> GPU: identity by default, the map when given, checked against the node", "[options]") {

@@ -26,6 +26,7 @@ const bool registered = register_transport(TransportEntry{
     .forms = {"nccl"},
     .foreign_options_note = "NCCL picks its NICs and queue pairs itself (steer it with NCCL_IB_HCA)",
     .default_memory = MemoryKind::cuda,
+    .exclusive_gpu = true,
     .gpu_info = [] { fmt::print("nccl: {} (-t nccl)\n", version()); },
     .make = make,
     .details =

@@ -308,6 +308,14 @@ OfiMemoryRegion::OfiMemoryRegion(void* data, size_t length, MemoryKind kind, int
       attr.iface = FI_HMEM_CUDA;
       attr.device.cuda = gpu;
       ret = fi_mr_regattr(rail->domain.get(), &attr, 0, &m);
+      // A libfabric built without CUDA still lists FI_HMEM (its HMEM layer is generic) and
+      // only fails here, with FI_ENOSYS: Debian's and Ubuntu's packages are built so.
+      if (ret == -FI_ENOSYS)
+        rail->fail("fi_mr_regattr (FI_HMEM_CUDA)", ret,
+                   fmt::format(" for {} bytes of GPU {} memory: this libfabric was built without CUDA (it lists "
+                               "FI_HMEM but cannot register GPU memory); use --mem cuda-host, -t verbs, -t nccl, or a "
+                               "libfabric configured --with-cuda",
+                               length, gpu));
       if (ret != 0)
         rail->fail("fi_mr_regattr (FI_HMEM_CUDA)", ret, fmt::format(" for {} bytes of GPU {} memory", length, gpu));
     } else {

@@ -1,0 +1,121 @@
+#!/usr/bin/env bash
+# The GPU paths on one host with an NVIDIA GPU, in one pass: the GPU unit tests, `info`,
+# -t nccl, and the own collectives, send/recv and kvcache with --mem cuda / cuda-host
+# over libfabric (shm, tcp). Two ranks meet through the TCP bootstrap (no MPI needed), so
+# the host needs only the driver and the shared libraries the binaries name.
+#
+#   scripts/dev/gpu-check.sh RAILBENCH GPU_TESTS [OUTDIR]
+#
+# Every step runs under a deadline. Each step states what it expects (exit 0, or a
+# refusal with a named reason) and the summary at the end says whether it got it; the
+# exit code is the number of steps that did not. With one GPU both ranks share it
+# (--gpu-map 0,0): NCCL refuses that, which is one of the expected refusals.
+set -u
+rb=${1:?usage: gpu-check.sh RAILBENCH GPU_TESTS [OUTDIR]}
+tests=${2:?usage: gpu-check.sh RAILBENCH GPU_TESTS [OUTDIR]}
+out=${3:-/tmp/railbench-gpu-check}
+mkdir -p "$out"
+step_timeout=${GPU_CHECK_TIMEOUT:-120}
+summary=()
+missed=0
+
+note() { printf '\n=== %s\n' "$*"; }
+
+# record NAME EXPECT RC SECONDS [OUTPUT_FILE PATTERN]: EXPECT is ok (exit 0) or refuse
+# (non-zero, not a timeout, and the output matches PATTERN).
+record() {
+  local name=$1 expect=$2 rc=$3 secs=$4 file=${5:-} pattern=${6:-} got
+  if [[ $expect == ok ]]; then
+    [[ $rc == 0 ]] && got=as-expected || got=UNEXPECTED
+  else
+    if [[ $rc != 0 && $rc != 124 && $rc != 137 ]] && grep -Eq "$pattern" "$file"; then
+      got=as-expected
+    else
+      got=UNEXPECTED
+    fi
+  fi
+  [[ $got == as-expected ]] || missed=$((missed + 1))
+  summary+=("$(printf '%-34s expect %-6s rc %-3s %6ss  %s' "$name" "$expect" "$rc" "$secs" "$got")")
+}
+
+# one NAME EXPECT PATTERN -- CMD...: one process.
+one() {
+  local name=$1 expect=$2 pattern=$3
+  shift 4
+  note "$name: $*"
+  local t0=$SECONDS
+  timeout -k 5 "$step_timeout" "$@" >"$out/$name.log" 2>&1
+  local rc=$?
+  cat "$out/$name.log"
+  record "$name" "$expect" "$rc" $((SECONDS - t0)) "$out/$name.log" "$pattern"
+}
+
+# pair NAME EXPECT PATTERN -- ARGS...: two ranks of `railbench ARGS` through the TCP
+# bootstrap; the step's rc is the first non-zero rank's.
+pair() {
+  local name=$1 expect=$2 pattern=$3
+  shift 4
+  note "$name (2 ranks): railbench $*"
+  local port=$((29500 + RANDOM % 2000)) t0=$SECONDS pids=() rc=0 r
+  for r in 0 1; do
+    RAILBENCH_RANK=$r RAILBENCH_WORLD_SIZE=2 RAILBENCH_ROOT=127.0.0.1:$port \
+      timeout -k 5 "$step_timeout" "$rb" "$@" >"$out/$name.$r.log" 2>&1 &
+    pids+=($!)
+  done
+  for r in 0 1; do
+    wait "${pids[$r]}"
+    local x=$?
+    [[ $rc == 0 ]] && rc=$x
+  done
+  for r in 0 1; do
+    echo "--- rank $r"
+    cat "$out/$name.$r.log"
+  done
+  cat "$out/$name.0.log" "$out/$name.1.log" >"$out/$name.log"
+  record "$name" "$expect" "$rc" $((SECONDS - t0)) "$out/$name.log" "$pattern"
+}
+
+note "host"
+nvidia-smi --query-gpu=name,driver_version,memory.total,pci.bus_id --format=csv 2>&1
+nvidia-smi topo -m 2>&1 | head -20
+
+one info ok '' -- "$rb" info
+one gpu-unit-tests ok '' -- "$tests" --durations yes
+
+# -t nccl, one rank: NCCL's own collectives on device memory, checked.
+small=(-b 8 -e 64M -n 10 -w 3 -c)
+one nccl-allreduce ok '' -- "$rb" allreduce -t nccl -b 8 -e 256M -n 10 -w 3 -c --json "$out/nccl-allreduce.json"
+one nccl-allgather ok '' -- "$rb" allgather -t nccl "${small[@]}"
+one nccl-reducescatter ok '' -- "$rb" reducescatter -t nccl "${small[@]}"
+one nccl-alltoall ok '' -- "$rb" alltoall -t nccl "${small[@]}"
+one nccl-allreduce-bf16 ok '' -- "$rb" allreduce -t nccl -d bf16 "${small[@]}"
+# Two ranks on one GPU: NCCL refuses a duplicate GPU; railbench must say so, not hang.
+pair nccl-two-ranks-one-gpu refuse 'error' -- allreduce -t nccl --gpu-map 0,0 -b 8 -e 1M -n 5 -c
+
+# Own collectives on GPU buffers over libfabric: scratch on the GPU, reductions as CUDA
+# kernels, every element checked.
+for prov in shm tcp; do
+  pair "ofi-$prov-allreduce-cuda" ok '' -- allreduce -t ofi:$prov --mem cuda --gpu-map 0,0 "${small[@]}" \
+    --json "$out/ofi-$prov-allreduce-cuda.json"
+done
+pair ofi-shm-allreduce-cuda-host ok '' -- allreduce -t ofi:shm --mem cuda-host --gpu-map 0,0 "${small[@]}"
+for dt in f16 bf16 f64 i32; do
+  pair "ofi-shm-allreduce-cuda-$dt" ok '' -- allreduce -t ofi:shm --mem cuda --gpu-map 0,0 -d $dt -o max -b 8 -e 4M -n 5 -c
+done
+pair ofi-shm-allreduce-cuda-rhd ok '' -- allreduce -t ofi:shm --mem cuda --gpu-map 0,0 --algo rhd "${small[@]}"
+pair ofi-shm-allgather-cuda ok '' -- allgather -t ofi:shm --mem cuda --gpu-map 0,0 "${small[@]}"
+pair ofi-shm-reducescatter-cuda ok '' -- reducescatter -t ofi:shm --mem cuda --gpu-map 0,0 "${small[@]}"
+pair ofi-shm-alltoall-cuda ok '' -- alltoall -t ofi:shm --mem cuda --gpu-map 0,0 "${small[@]}"
+pair ofi-shm-sendrecv-cuda ok '' -- sendrecv -t ofi:shm --mem cuda --gpu-map 0,0 "${small[@]}" \
+  --json "$out/ofi-shm-sendrecv-cuda.json"
+pair ofi-shm-sendrecv-host ok '' -- sendrecv -t ofi:shm "${small[@]}" --json "$out/ofi-shm-sendrecv-host.json"
+pair ofi-tcp-sendrecv-cuda ok '' -- sendrecv -t ofi:tcp --mem cuda --gpu-map 0,0 -b 8 -e 16M -n 10 -w 3 -c
+# kvcache's block pools are host memory: GPU memory is refused with that reason.
+pair kvcache-cuda refuse 'host memory only' -- kvcache -t ofi:shm --mem cuda -c
+# No RDMA device on a host without one: the verbs path says so in one line.
+pair verbs-cuda-no-device refuse 'verbs|RDMA|device' -- sendrecv -t verbs --mem cuda -b 8 -e 8
+one bad-gpu-map refuse 'GPU 7' -- "$rb" allreduce -t nccl --gpu-map 7 -b 8 -e 8
+
+note "summary ($missed not as expected)"
+printf '%s\n' "${summary[@]}"
+exit "$missed"
