@@ -118,6 +118,11 @@ void copy(void* dst, const void* src, size_t bytes) {
     return;
   }
   check(cudaMemcpy(dst, src, bytes, cudaMemcpyDefault), "cudaMemcpy");
+  // cudaMemcpy returns before the data has landed for a copy from pageable host memory
+  // (once it is staged) and for device to device: a NIC, or NCCL's non-blocking stream,
+  // could then read the old bytes (seen on an H200 as wrong elements of a one-rank
+  // out-of-place all-gather at 512K-4M). The copy ran on the default stream: wait for it.
+  if (is_device_pointer(dst)) check(cudaStreamSynchronize(nullptr), "cudaStreamSynchronize");
 }
 
 void zero(void* dst, size_t bytes) {

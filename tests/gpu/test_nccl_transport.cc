@@ -71,3 +71,32 @@ TEST_CASE("nccl: host memory and one-sided operations are refused with a reason"
     (void)b;
   });
 }
+
+TEST_CASE("nccl: an input copied in just before the call is what the collective reads", "[gpu][nccl]") {
+  // A copy from pageable host memory returns before its data has landed; NCCL's
+  // non-blocking stream then read old bytes (an H200 showed wrong elements of a
+  // one-rank out-of-place all-gather at 512K-4M in some runs). Each round writes a new
+  // pattern and checks it comes out.
+  run_ranks(1, [&](Bootstrap& b) {
+    auto t = nccl::make_transport(nccl::NcclOptions{0}, 0, 1);
+    t->connect_all(b);
+    Progress p(*t, 30);
+    for (size_t count : {size_t{1} << 17, size_t{1} << 18, size_t{1} << 20}) {
+      const size_t bytes = count * sizeof(float);
+      gpu::Buffer in(MemoryKind::cuda, bytes), out(MemoryKind::cuda, bytes);
+      auto in_mr = t->register_memory(in.data(), bytes, MemoryKind::cuda);
+      auto out_mr = t->register_memory(out.data(), bytes, MemoryKind::cuda);
+      std::vector<std::byte> host(bytes);
+      for (uint32_t round = 0; round < 20; ++round) {
+        fill_block(DataType::f32, 0, 0, 100 + round, host.data(), count);
+        gpu::copy(in.data(), host.data(), bytes);
+        CollectiveOp op{
+            CollectiveKind::all_gather, {in_mr.get(), 0, 0}, {out_mr.get(), 0, 0}, count, DataType::f32, ReduceOp::sum};
+        p.wait(p.post(0, OpKind::collective, [&](uint64_t id) { return t->post_collective(op, id); }), "allgather");
+        gpu::copy(host.data(), out.data(), bytes);
+        INFO("count " << count << " round " << round);
+        CHECK(count_wrong_allgather(DataType::f32, 1, 100 + round, host.data(), count) == 0);
+      }
+    }
+  });
+}

@@ -336,7 +336,11 @@ OfiMemoryRegion::OfiMemoryRegion(void* data, size_t length, MemoryKind kind, int
       rail->fail("fi_mr_key", -FI_ENOSYS, "; keys wider than 64 bits (FI_MR_RAW) are not supported");
     }
     remote_key_.rails.push_back(RailKey{base, key});
-    descs_.push_back(rail->mr_local ? fi_mr_desc(mr.get()) : nullptr);
+    // GPU memory always carries its descriptor: it is how the provider learns the
+    // buffer's iface (FI_MR_HMEM). Without it shm copies an inline send with memcpy from
+    // the device pointer and crashes (seen on an H200 with a libfabric built with CUDA).
+    const bool need_desc = rail->mr_local || kind == MemoryKind::cuda;
+    descs_.push_back(need_desc ? fi_mr_desc(mr.get()) : nullptr);
     per_rail_.push_back(PerRail{rail, std::move(mr)});
   }
 }

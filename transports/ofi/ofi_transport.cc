@@ -240,7 +240,9 @@ Status OfiTransport::post_send(int peer, int rail, const LocalSpan& src, uint64_
   // matching FIFO per (peer, rail) without needing FI_DIRECTED_RECV.
   uint64_t tag = p.rail->send_tag(peer, rank_);
   ssize_t ret;
-  if (src.length <= p.rail->inject_size) {
+  // Not from GPU memory: an inject copies the payload at post time, which the provider
+  // would have to do through its HMEM copy for a few bytes; a plain send lets it choose.
+  if (src.length <= p.rail->inject_size && src.mr->kind() != MemoryKind::cuda) {
     // FI_INJECT copies the payload at post time (lower latency); FI_COMPLETION keeps
     // the one-completion-per-post contract.
     iovec iov{p.buf, src.length};
