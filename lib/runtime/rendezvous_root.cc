@@ -4,6 +4,7 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -405,7 +406,35 @@ std::string RootListener::listening_hint() const {
   return hint;
 }
 
+int open_files_needed(int size) {
+  // One socket per peer for the whole run (the star), kMaxPending connections waiting
+  // for their hello, and room for what the rank opens beside them: the transport's
+  // endpoints and devices, results files, /proc and /sys reads.
+  return size - 1 + kMaxPending + 256;
+}
+
+void ensure_open_files(int size) {
+  const rlim_t need = static_cast<rlim_t>(open_files_needed(size));
+  rlimit lim{};
+  if (::getrlimit(RLIMIT_NOFILE, &lim) != 0 || lim.rlim_cur >= need) return;
+  if (lim.rlim_max != RLIM_INFINITY && lim.rlim_max < need) {
+    // Fail before any rank is admitted: running out of descriptors half-way through
+    // the rendezvous would read as ranks that never arrived.
+    throw UsageError(fmt::format(
+        "rank 0 needs {} open files for {} ranks (a socket per peer) but its hard limit is {}: raise it where "
+        "the job starts (ulimit -n {}; LimitNOFILE= in a systemd unit; /etc/security/limits.conf for nofile; "
+        "srun --propagate=NOFILE)",
+        need, size, lim.rlim_max, need));
+  }
+  lim.rlim_cur = need;
+  if (::setrlimit(RLIMIT_NOFILE, &lim) != 0) {
+    throw UsageError(fmt::format("rank 0 needs {} open files for {} ranks and could not raise its limit to that: {}",
+                                 need, size, std::strerror(errno)));
+  }
+}
+
 std::vector<Fd> RootListener::admit(int size, uint64_t token, double timeout_s) {
+  ensure_open_files(size);
   auto deadline = Deadline::after(timeout_s);
   Admission admission(size, token, std::min(kHelloSeconds, timeout_s), port_);
   while (admission.remaining() > 0) {

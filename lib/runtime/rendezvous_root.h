@@ -35,6 +35,12 @@ class RootListener {
   bool loopback_only_ = true;
 };
 
+// Open files rank 0 needs for a world of `size` ranks, and the check that raises its
+// soft RLIMIT_NOFILE to that (or throws UsageError naming ulimit -n and the number when
+// the hard limit is lower), done before the first rank is admitted.
+int open_files_needed(int size);
+void ensure_open_files(int size);
+
 // "bootstrap <what> timed out after N s: rank(s) 2, 3 did not arrive (...)".
 std::string missing_ranks_message(const char* what, const std::vector<bool>& arrived, double timeout_s);
 
