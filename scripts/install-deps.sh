@@ -28,6 +28,8 @@ packages+=(chromium)
 packages+=(qemu-system-x86 busybox-static cpio kmod xz-utils)
 # The progress-line tests run railbench on a real terminal: a tmux pane.
 packages+=(tmux)
+# The export test checks every metrics file with Prometheus' promtool.
+packages+=(prometheus)
 
 missing=()
 for p in "${packages[@]}"; do

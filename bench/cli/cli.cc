@@ -95,6 +95,11 @@ void add_output_options(CLI::App& app, CommonOptions& o, OutputOptions which) {
   if (which.json)
     app.add_option("--json", o.json_path, "Write results (JSON, schema in README) to this file after every size");
   app.add_option("--csv", o.csv_path, "Write the results' rows (CSV, columns in README) to this file after every size");
+  if (which.metrics) {
+    app.add_option("--prometheus", o.prometheus_path,
+                   "Write the results as Prometheus metrics to this file after every size (node_exporter's "
+                   "textfile collector; railbench export has the same)");
+  }
   app.add_flag("-q,--quiet", o.quiet, "No progress lines on stderr (where a long run is)");
   if (which.counters) {
     app.add_flag("--no-counters", o.no_counters,

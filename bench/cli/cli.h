@@ -58,10 +58,12 @@ void add_warmup_option(CLI::App& sub, CommonOptions& options, const std::string&
 // -c: verify the data.
 void add_check_option(CLI::App& sub, CommonOptions& options);
 // What a command writes: --json (unless `json` is false: validate words its own), --csv,
-// -q and, for a command that reads fabric counters, --no-counters.
+// -q, for a command that reads fabric counters --no-counters, and for one whose results
+// have metrics (bench/runner/results_metrics.h) --prometheus.
 struct OutputOptions {
   bool json = true;
   bool counters = true;
+  bool metrics = false;
 };
 void add_output_options(CLI::App& sub, CommonOptions& options, OutputOptions which = {});
 // --timeline: the 1 ms traffic timeline (bench/runner/timeline_run.h).

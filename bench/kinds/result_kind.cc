@@ -3,6 +3,10 @@
 #include <map>
 #include <stdexcept>
 
+#include <fmt/format.h>
+
+#include "lib/core/errors.h"
+
 namespace railbench {
 
 namespace {
@@ -19,6 +23,7 @@ bool has(const ResultKind& kind, ResultPart part) {
     case ResultPart::csv: return kind.csv != nullptr;
     case ResultPart::figures: return kind.figures != nullptr;
     case ResultPart::report_section: return kind.report_section != nullptr;
+    case ResultPart::metrics: return kind.metrics != nullptr;
   }
   return false;
 }
@@ -42,6 +47,20 @@ std::string result_kind_names(ResultPart part) {
   for (const auto& [name, kind] : registry())
     if (has(kind, part)) out += (out.empty() ? "" : ", ") + name;
   return out;
+}
+
+std::string results_metrics_text(const nlohmann::json& doc, const MetricsOptions& options, MetricsFormat format,
+                                 const std::string& path) {
+  const std::string command = doc.value("command", "");
+  const ResultKind* kind = find_result_kind(command, ResultPart::metrics);
+  if (kind == nullptr) {
+    throw UsageError(fmt::format("{}: no metrics for '{}' results; metrics come from the results of {}", path, command,
+                                 result_kind_names(ResultPart::metrics)));
+  }
+  MetricsText out;
+  run_metrics(doc, out);
+  kind->metrics(doc, options, out);
+  return out.render(format);
 }
 
 }  // namespace railbench

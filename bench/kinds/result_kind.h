@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "lib/core/csv.h"
+#include "lib/results/metrics_text.h"
 
 namespace railbench {
 
@@ -36,6 +37,9 @@ struct ResultKind {
   // report: the run's section after its header (HTML); may throw
   // nlohmann::json::exception for a field of an unexpected type.
   std::string (*report_section)(const report::RunContext& ctx) = nullptr;
+  // export and --prometheus: the document's series (bench/runner/results_metrics.h),
+  // beside the run's own (lib/results/metrics_text.h's run_metrics).
+  void (*metrics)(const nlohmann::json& doc, const MetricsOptions& options, MetricsText& out) = nullptr;
 };
 
 // Called from a static initializer; returns true so it can initialize a namespace-scope
@@ -43,7 +47,7 @@ struct ResultKind {
 bool register_result_kind(ResultKind kind);
 
 // The part a reader needs.
-enum class ResultPart { csv, figures, report_section };
+enum class ResultPart { csv, figures, report_section, metrics };
 
 // The kind called `name` when it has `part`, else null.
 const ResultKind* find_result_kind(const std::string& name, ResultPart part);
@@ -51,5 +55,10 @@ const ResultKind* find_result_kind(const std::string& name, ResultPart part);
 // The names of the kinds that have `part`, sorted, ", " between them: for the error
 // that names what a reader does read.
 std::string result_kind_names(ResultPart part);
+
+// The document as metrics: the run's series and its kind's. Throws UsageError naming
+// `path` and the kinds that have metrics when its command has none.
+std::string results_metrics_text(const nlohmann::json& doc, const MetricsOptions& options, MetricsFormat format,
+                                 const std::string& path);
 
 }  // namespace railbench

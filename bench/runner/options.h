@@ -21,6 +21,7 @@ struct CommonOptions {
   bool check = false;             // -c
   std::string json_path;          // --json
   std::string csv_path;           // --csv: the results' rows (bench/runner/results_csv.h)
+  std::string prometheus_path;    // --prometheus: the results' metrics (bench/runner/results_metrics.h)
   std::string timeline_path;      // --timeline: the 1 ms traffic timeline (lib/observe/timeline.h)
   bool quiet = false;             // -q: no progress lines on stderr
   bool no_counters = false;       // --no-counters: no fabric counter snapshots around measurements

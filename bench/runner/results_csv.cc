@@ -219,15 +219,7 @@ CsvTable congestion_csv(const json& doc) {
   return make_table(cols, sources);
 }
 
-namespace {
-
-// Each link's findings, by (node index, rail).
-struct LinkVerdict {
-  std::string verdict;  // FAIL, WARN, PASS, or empty (not measured, nothing found)
-  std::string kinds;    // the findings' kinds, ';' between them
-};
-
-std::map<std::pair<int, int>, LinkVerdict> link_verdicts(const json& doc) {
+std::map<std::pair<int, int>, LinkVerdict> validate_link_verdicts(const json& doc) {
   std::map<std::pair<int, int>, LinkVerdict> out;
   std::map<std::pair<int, int>, std::set<std::string>> kinds;
   for (const auto& f : field(&doc, {"findings"})) {
@@ -246,15 +238,13 @@ std::map<std::pair<int, int>, LinkVerdict> link_verdicts(const json& doc) {
   return out;
 }
 
-}  // namespace
-
 CsvTable validate_csv(const json& doc) {
   const json& inventory = field(&doc, {"inventory"});
   const json& rails = field(&doc, {"rails"});
   // Node indices (as findings name them): the order nodes first appear in the inventory.
   std::map<std::string, int> node_index;
   for (const auto& i : inventory) node_index.emplace(i.value("node", ""), static_cast<int>(node_index.size()));
-  const auto verdicts = link_verdicts(doc);
+  const auto verdicts = validate_link_verdicts(doc);
   const bool finished = field(&doc, {"verdict"}).is_string();
 
   auto inv = [](std::initializer_list<const char*> path) { return from_item(path); };

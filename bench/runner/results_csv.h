@@ -15,6 +15,10 @@
 // summary) becomes NAME_min, _p50, _p90, _p99, _p99_9, _max, _mean, _stdev, each with its unit.
 #pragma once
 
+#include <map>
+#include <string>
+#include <utility>
+
 #include <nlohmann/json.hpp>
 
 #include "lib/core/csv.h"
@@ -27,6 +31,14 @@ CsvTable alltoall_csv(const nlohmann::json& doc);
 CsvTable kvcache_csv(const nlohmann::json& doc);
 CsvTable congestion_csv(const nlohmann::json& doc);
 CsvTable validate_csv(const nlohmann::json& doc);
+
+// validate's findings per link, keyed by (node index, rail) as the findings name them
+// (node index: the order nodes first appear in the inventory).
+struct LinkVerdict {
+  std::string verdict;  // FAIL, WARN, PASS, or empty (not measured, nothing found)
+  std::string kinds;    // the findings' kinds, ';' between them
+};
+std::map<std::pair<int, int>, LinkVerdict> validate_link_verdicts(const nlohmann::json& doc);
 
 // The table of the document's result kind (its "command"); std::invalid_argument for a
 // command whose kind has none.

@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "bench/kinds/result_kind.h"
 #include "bench/runner/results_csv.h"
 #include "lib/results/results.h"
 #include "lib/runtime/signals.h"
@@ -324,7 +325,11 @@ void RunContext::sweep_step(size_t index, size_t count, uint64_t bytes) const {
 }
 
 void RunContext::add_csv(ResultsFile& results) const {
-  if (is_root()) results.add_csv(options_.csv_path, results_csv_text);
+  if (!is_root()) return;
+  results.add_csv(options_.csv_path, results_csv_text);
+  results.add_sidecar(options_.prometheus_path, "--prometheus", "railbench.prom", [](const nlohmann::json& doc) {
+    return results_metrics_text(doc, MetricsOptions{}, MetricsFormat::prometheus, "--prometheus");
+  });
 }
 
 }  // namespace railbench

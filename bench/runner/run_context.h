@@ -104,7 +104,8 @@ class RunContext {
   StatusLine& status() const { return *status_; }
   // "allreduce: size 12/24 (1M), 00:03 elapsed" as a step.
   void sweep_step(size_t index, size_t count, uint64_t bytes) const;
-  // rank 0 writes the rows of `results` to --csv too, with every rewrite.
+  // rank 0 writes the rows of `results` to --csv and its metrics to --prometheus too,
+  // with every rewrite.
   void add_csv(ResultsFile& results) const;
 
  private:

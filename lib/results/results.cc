@@ -228,32 +228,38 @@ void ResultsFile::finish(bool complete, const std::string& error) {
 }
 
 void ResultsFile::add_csv(std::string csv_path, std::function<std::string(const json&)> render) {
-  csv_path_ = std::move(csv_path);
-  csv_render_ = std::move(render);
-  if (csv_path_.empty()) return;
-  check_results_path(csv_path_, "--csv", "results.csv");
+  add_sidecar(std::move(csv_path), "--csv", "results.csv", std::move(render));
+}
+
+void ResultsFile::add_sidecar(std::string path, std::string option, const std::string& example,
+                              std::function<std::string(const json&)> render) {
+  if (path.empty()) return;
+  check_results_path(path, option, example);
+  sidecars_.push_back(Sidecar{std::move(path), std::move(option), std::move(render), false});
   write();
 }
 
-std::string ResultsFile::write_csv() {
-  if (csv_path_.empty() || csv_failed_) return "";
-  // A device or fifo gets one table, at the end, as the JSON does.
-  if (is_special_file(csv_path_) && !finished_) return "";
-  std::string error;
-  try {
-    write_text_file(csv_path_, csv_render_(doc_), "--csv");
-  } catch (const Error& e) {
-    error = e.what();
+std::string ResultsFile::write_sidecars() {
+  for (auto& s : sidecars_) {
+    if (s.failed) continue;
+    // A device or fifo gets one copy, at the end, as the JSON does.
+    if (is_special_file(s.path) && !finished_) continue;
+    try {
+      write_text_file(s.path, s.render(doc_), s.option);
+    } catch (const Error& e) {
+      s.failed = true;
+      return e.what();
+    }
   }
-  csv_failed_ = !error.empty();
-  return error;
+  return "";
 }
 
 void ResultsFile::write() {
   // Every rewrite dates itself: a "running" file whose updated_at is old is a dead run.
   doc_["updated_at"] = now_iso8601();
-  // The CSV first: when it cannot be written, the JSON still says so.
-  const std::string csv_error = write_csv();
+  // The CSV (and the other files beside the JSON) first: when one cannot be written,
+  // the JSON still says so.
+  const std::string csv_error = write_sidecars();
   if (!csv_error.empty()) {
     if (doc_.value("status", "") != "failed") {
       doc_["status"] = "failed";
@@ -265,7 +271,7 @@ void ResultsFile::write() {
   write_json();
   if (!csv_error.empty()) {
     throw IoError(
-        fmt::format("{}: the CSV keeps the rows written before; free space (or fix the directory) and "
+        fmt::format("{}: that file keeps what was written before; free space (or fix the directory) and "
                     "run again",
                     csv_error));
   }

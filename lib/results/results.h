@@ -48,6 +48,11 @@ class ResultsFile {
   // writes it now. Empty path: nothing. A CSV write that fails marks the run failed, stops
   // the CSV (it keeps the rows written before) and throws IoError.
   void add_csv(std::string csv_path, std::function<std::string(const nlohmann::json&)> render);
+  // The same for any file derived from the document (--prometheus: its metrics),
+  // refused up front as `option` when it cannot be written (`example`: a file name to
+  // suggest inside a directory).
+  void add_sidecar(std::string path, std::string option, const std::string& example,
+                   std::function<std::string(const nlohmann::json&)> render);
 
   // Appends to "results" and rewrites the file. A write that fails (a full disk) marks
   // the last good file failed in place where it can, removes the temporary and throws IoError.
@@ -62,8 +67,8 @@ class ResultsFile {
  private:
   void write();
   void write_json();
-  // "" when written (or nothing to write), else what went wrong.
-  std::string write_csv();
+  // "" when written (or nothing to write), else what went wrong with the first that failed.
+  std::string write_sidecars();
   // `tmp`: the temporary's name, already published for the signal handlers.
   void write_renamed(const std::string& text, std::string tmp);
   void write_direct(const std::string& text) const;
@@ -77,9 +82,12 @@ class ResultsFile {
   // That document: owned by lib/signals, valid while published_.
   const SignalDocument* published_doc_ = nullptr;
   nlohmann::json doc_;
-  std::string csv_path_;
-  std::function<std::string(const nlohmann::json&)> csv_render_;
-  bool csv_failed_ = false;  // a CSV write failed: the file keeps what it had
+  struct Sidecar {
+    std::string path, option;
+    std::function<std::string(const nlohmann::json&)> render;
+    bool failed = false;  // a write failed: the file keeps what it had
+  };
+  std::vector<Sidecar> sidecars_;
 };
 
 }  // namespace railbench

@@ -284,6 +284,8 @@ MEMORY = {
 }
 TIMELINE = {"--timeline": case(["--timeline", "{w}/t.bin"], all_of(file_appears("t.bin"), json_has("timeline")))}
 TIMEOUT = {"--timeout": case(["--timeout", "7"], json_differs("config.timeout_s"))}
+# The commands whose results have metrics (bench/offline/export).
+METRICS = {"--prometheus": case(["--prometheus", "{w}/r.prom"], file_appears("r.prom"))}
 BURN_IN = {
     "--duration": case(["--duration", "1s"], json_has("burn_in")),
     "--cycles": case(["--cycles", "2"], json_has("burn_in")),
@@ -291,7 +293,7 @@ BURN_IN = {
 
 
 def sweep_command(extra):
-    cases = {**TRANSPORT, **SWEEP, **OUTPUT, **TIMELINE, **TIMEOUT, **MEMORY, **BURN_IN}
+    cases = {**TRANSPORT, **SWEEP, **OUTPUT, **METRICS, **TIMELINE, **TIMEOUT, **MEMORY, **BURN_IN}
     cases.update({
         "--iters": case(["-n", "3"], json_differs("config.iters")),
         "--warmup-iters": case(["-w", "2"], json_differs("config.warmup_iters")),
@@ -395,7 +397,7 @@ COMMANDS.update({
         "--inventory-only": case(["--inventory-only"], json_lacks("rail_pairs")),
         "--transport": case(["-t", "ofi:sockets"], json_differs("transport.provider")),
         "--pair-timeout": case(["--pair-timeout", "9"], json_differs("config.pair_timeout_s")),
-        "--json": OUTPUT["--json"],
+        "--json": OUTPUT["--json"], **METRICS,
         "--drain-list": case(["--drain-list", "{w}/drain.txt"], lambda b, r: "" if os.path.exists(
             os.path.join(r.work, "drain.txt")) else "drain.txt not written"),
         "--baseline": case(["--baseline", "{f}/v.json"], stdout_has(r"^# baseline ")),
@@ -414,6 +416,12 @@ COMMANDS.update({
         "--baseline": case([], file_differs("r.html"), drop=("--baseline",)),
         "--size": case(["--size", "1K"], file_differs("r.html")),  # sendrecv's pair matrix
         "--threshold": case(["--threshold", "50"], file_differs("r.html")),
+    }),
+    # The validate fixture: per-link series, and per-pair ones with --pairs.
+    "export": dict(ranks=0, base=["{f}/v.json"], cases={
+        "--format": case(["--format", "openmetrics"], stdout_has(r"^# EOF$")),
+        "--output": case(["-o", "{w}/m.prom"], file_appears("m.prom")),
+        "--pairs": case(["--pairs"], stdout_has(r"^railbench_pair_bandwidth_bytes_per_second\{")),
     }),
     # A run against itself: no regression whatever the noise of tiny runs.
     "compare": dict(ranks=0, base=["{f}/a.json", "{f}/a.json"], cases={

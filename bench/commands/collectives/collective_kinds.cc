@@ -5,14 +5,17 @@
 #include "bench/offline/compare/figures.h"
 #include "bench/offline/report/kind_sections.h"
 #include "bench/runner/results_csv.h"
+#include "bench/runner/results_metrics.h"
 
 namespace railbench {
 namespace {
 
 const bool registered = [] {
   for (const char* name : {"allreduce", "allgather", "reducescatter"})
-    register_result_kind({name, collective_csv, compare::collective_figures, report::collective_section});
-  return register_result_kind({"alltoall", alltoall_csv, compare::collective_figures, report::collective_section});
+    register_result_kind(
+        {name, collective_csv, compare::collective_figures, report::collective_section, collective_metrics});
+  return register_result_kind(
+      {"alltoall", alltoall_csv, compare::collective_figures, report::collective_section, collective_metrics});
 }();
 
 }  // namespace

@@ -395,7 +395,7 @@ const bool registered = register_subcommand(Subcommand{
       add_sweep_options(sub, common);
       add_iteration_options(sub, common);
       add_check_option(sub, common);
-      add_output_options(sub, common);
+      add_output_options(sub, common, {.metrics = true});
       add_timeline_option(sub, common);
       add_link_options(sub, common);
       add_memory_options(sub, common);

@@ -118,7 +118,7 @@ const bool registered = register_subcommand(Subcommand{
       sub.add_option("--baseline", opt->baseline,
                      "An accepted validate run's --json: a link well below its own figure there is a finding "
                      "(config: thresholds.baseline_bw_below)");
-      add_output_options(sub, common, {.json = false, .counters = true});
+      add_output_options(sub, common, {.json = false, .counters = true, .metrics = true});
       add_burn_in_options(sub, common);
       return SubcommandRun{[opt] { return before_bootstrap(*opt); },
                            [&common, opt](Bootstrap& b) { return run_validate(b, common, *opt); }};

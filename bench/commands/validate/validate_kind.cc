@@ -4,12 +4,13 @@
 #include "bench/offline/compare/figures.h"
 #include "bench/offline/report/kind_sections.h"
 #include "bench/runner/results_csv.h"
+#include "bench/runner/results_metrics.h"
 
 namespace railbench {
 namespace {
 
-const bool registered =
-    register_result_kind({"validate", validate_csv, compare::validate_figures, report::validate_section});
+const bool registered = register_result_kind(
+    {"validate", validate_csv, compare::validate_figures, report::validate_section, validate_metrics});
 
 }  // namespace
 }  // namespace railbench
