@@ -9,6 +9,7 @@
 #include "bench/cli/cli.h"
 #include "bench/commands/kvcache/kvcache_options.h"
 #include "bench/commands/kvcache/kvcache_report.h"
+#include "bench/commands/kvcache/kvserve_load.h"
 #include "bench/runner/results_run.h"
 #include "bench/runner/run_context.h"
 #include "collectives/kvcache/transfer.h"
@@ -37,6 +38,8 @@ class KvCacheBench {
   json config_json() const;
   void print_header() const;
   KvRecord run_mode(KvTransfer& transfer, const KvOptions& o, KvMode mode, double& contiguous_gbps);
+  int run_serve();
+  json serve_entry(const KvOptions& o, KvMode mode, const KvRunResult& run, const std::vector<double>& arrivals);
 
   RunContext ctx_;
   const CommonOptions& common_;
@@ -45,6 +48,7 @@ class KvCacheBench {
   std::vector<KvModel> presets_;  // for the what-if table
   std::vector<std::string> skipped_presets_;
   bool ordered_writes_ = false;
+  uint64_t wrong_ = 0;
 };
 
 // Options resolved on every rank (agreed), then the transport, then the protocol it allows.
@@ -121,11 +125,18 @@ void KvCacheBench::print_header() const {
   ctx_.print(
       fmt::format("# pairs (prefill->decode): {}; {} timed + {} warm-up request(s) per pair and mode, {} in "
                   "flight per pair; blocks of {} tokens, allocator runs of {} block(s); protocol {}{}",
-                  pair_text, opt_.requests, plan_.warmup, opt_.concurrency, opt_.block_tokens, opt_.alloc_run,
-                  write ? "write" : "send",
+                  pair_text, opt_.serve ? plan_.serve_requests_per_pair : opt_.requests, plan_.warmup, opt_.concurrency,
+                  opt_.block_tokens, opt_.alloc_run, write ? "write" : "send",
                   write ? (ordered_writes_ ? " (writes ordered per rail: each rail's last write carries the imm)"
                                            : " (unordered: imm after the writes complete)")
                         : ""));
+  if (opt_.serve) {
+    // The sweep's per-pair counts do not apply: the serve line below says what runs.
+    ctx_.print(
+        "# serve: queue = arrival until the transfer starts (a slot of the pair free), xfer = start until the "
+        "decode rank's ack, total = arrival until the ack; carried = requests / (first arrival to last ack)");
+    return;
+  }
   ctx_.print(
       "# time: per request, from the prefill rank's first post until the decode rank's ack arrives (decode acks when "
       "it has seen the completion and, staged, unpacked); GB/s = bytes/req / p50; vs 1w = GB/s / one contiguous "
@@ -166,8 +177,100 @@ KvRecord KvCacheBench::run_mode(KvTransfer& transfer, const KvOptions& o, KvMode
   return rec;
 }
 
+// --serve: one open-loop run in the first --mode after a closed-loop warm-up; every
+// prefill rank's per-request records are gathered and summarised together.
+json KvCacheBench::serve_entry(const KvOptions& o, KvMode mode, const KvRunResult& run,
+                               const std::vector<double>& arrivals) {
+  Bootstrap& b = ctx_.bootstrap();
+  std::vector<ServeSample> samples;
+  const auto queues = b.all_gather_vectors(run.queue_us);
+  const auto transfers = b.all_gather_vectors(run.request_us);
+  const auto totals = b.all_gather_vectors(run.total_us);
+  for (size_t r = 0; r < queues.size(); ++r)
+    for (size_t i = 0; i < queues[r].size(); ++i) samples.push_back({queues[r][i], transfers[r][i], totals[r][i]});
+  const auto walls = b.all_gather_value<double>(run.wall_s);
+  const double wall = *std::max_element(walls.begin(), walls.end());
+  const uint64_t bytes = o.shape.request_bytes();
+  const ServeSummary s = summarize_serve(samples, arrivals.empty() ? 0 : arrivals.back(), wall, bytes,
+                                         plan_.has_slo ? &plan_.slo : nullptr);
+  json entry{{"tokens", o.shape.tokens},
+             {"mode", to_string(mode)},
+             {"bytes", bytes},
+             {"blocks", o.shape.blocks()},
+             {"ops", run.ops_per_request},
+             {"requests", s.requests},
+             {"request_us", to_json(s.transfer_us)},
+             {"queue_us", to_json(s.queue_us)},
+             {"total_us", to_json(s.total_us)},
+             {"offered_rps", s.offered_rps},
+             {"carried_rps", s.carried_rps},
+             {"offered_gbps", s.offered_gbps},
+             {"carried_gbps", s.carried_gbps},
+             {"wall_s", wall},
+             {"overload", s.overload}};
+  if (plan_.has_slo) entry["slo"] = json{{"slo", plan_.slo.text}, {"goodput", s.goodput}, {"met", s.slo_met}};
+  ctx_.print(fmt::format("# {:>9} {:>9} {:>9} {:>9} {:>10} {:>10} {:>9} {:>9} {:>9} {:>9}", "offered", "carried",
+                         "offered", "carried", "queue p50", "queue p99", "xfer p50", "xfer p99", "total p50",
+                         "total p99"));
+  ctx_.print(fmt::format("# {:>9} {:>9} {:>9} {:>9} {:>10} {:>10} {:>9} {:>9} {:>9} {:>9}", "(req/s)", "(req/s)",
+                         "(GB/s)", "(GB/s)", "(us)", "(us)", "(us)", "(us)", "(us)", "(us)"));
+  ctx_.print(
+      fmt::format("  {:>9.1f} {:>9.1f} {:>9.3f} {:>9.3f} {:>10.1f} {:>10.1f} {:>9.1f} {:>9.1f} {:>9.1f} {:>9.1f}",
+                  s.offered_rps, s.carried_rps, s.offered_gbps, s.carried_gbps, s.queue_us.p50, s.queue_us.p99,
+                  s.transfer_us.p50, s.transfer_us.p99, s.total_us.p50, s.total_us.p99));
+  ctx_.print(fmt::format("# total p99.9 {:.1f} us, {} requests in {:.3f} s", s.total_us.p999, s.requests, wall));
+  if (s.overload)
+    ctx_.print(
+        fmt::format("# OVERLOAD: carried {:.1f} req/s is below 90% of the {:.1f} offered; queueing grew "
+                    "(p99 {:.1f} us): lower --rate or add rails or decode ranks",
+                    s.carried_rps, s.offered_rps, s.queue_us.p99));
+  if (plan_.has_slo)
+    ctx_.print(fmt::format("# SLO {}: goodput {:.2f}% of requests within {:.0f} us; p{} of total {}", plan_.slo.text,
+                           100 * s.goodput, plan_.slo.limit_us, plan_.slo.percentile, s.slo_met ? "met" : "MISSED"));
+  return entry;
+}
+
+int KvCacheBench::run_serve() {
+  json config = config_json();
+  config["serve"] = json{{"rate", opt_.rate},
+                         {"burstiness", opt_.burstiness},
+                         {"duration_s", opt_.duration_s},
+                         {"seed", opt_.seed},
+                         {"requests_per_pair", plan_.serve_requests_per_pair},
+                         {"slo", opt_.slo}};
+  ResultsRun results(ctx_, config);
+  print_header();
+  KvOptions o = plan_.base;
+  o.shape.tokens = plan_.token_counts.front();
+  const KvMode mode = plan_.modes.empty() ? KvMode::contiguous : plan_.modes.front();
+  const size_t pairs = kv_pairs(o).size();
+  const int per_pair = plan_.serve_requests_per_pair;
+  ctx_.print(fmt::format("# serve: {} requests ({} per pair) at {} req/s offered, burstiness {}, seed {}, mode {}",
+                         per_pair * pairs, per_pair, opt_.rate, opt_.burstiness, opt_.seed, to_string(mode)));
+  results.measure([&] {
+    const std::vector<double> arrivals =
+        arrival_times(opt_.rate, opt_.burstiness, opt_.seed, static_cast<size_t>(per_pair) * pairs);
+    KvTransfer transfer(ctx_.progress(), ctx_.bootstrap(), o);
+    if (plan_.warmup > 0) transfer.run(mode, plan_.warmup, 0, false);
+    results.counters_begin();
+    const KvRunResult run = transfer.run_open_loop(mode, per_pair, arrivals, common_.check);
+    json entry = serve_entry(o, mode, run, arrivals);
+    uint64_t wrong = 0;
+    for (uint64_t w : ctx_.bootstrap().all_gather_value<uint64_t>(run.wrong)) wrong += w;
+    entry["wrong"] = wrong;
+    results.add_counters(entry);
+    results.add(std::move(entry));
+    if (common_.check) ctx_.print(fmt::format("# Wrong bytes : {} {}", wrong, wrong ? "FAILED" : "OK"));
+    wrong_ = wrong;
+  });
+  ctx_.status().clear();
+  results.finish();
+  return wrong_ ? 1 : 0;
+}
+
 int KvCacheBench::run() {
   open();
+  if (opt_.serve) return run_serve();
   ResultsRun results(ctx_, config_json());
   print_header();
   uint64_t total_wrong = 0;
@@ -233,6 +336,14 @@ void add_kvcache_options(CLI::App& sub, KvCacheOptions& kv) {
       ->capture_default_str();
   sub.add_option("--protocol", kv.protocol, "auto, write (one-sided + immediate) or send (two-sided)")
       ->capture_default_str();
+  sub.add_flag("--serve", kv.serve, "Open-loop serving run: requests arrive at --rate (see --burstiness, --slo)");
+  sub.add_option("--rate", kv.rate, "--serve: requests per second offered, over all pairs")->capture_default_str();
+  sub.add_option("--burstiness", kv.burstiness, "--serve: gamma shape of the gaps (1: Poisson, <1 burstier)")
+      ->capture_default_str();
+  sub.add_option("--duration", kv.duration_s,
+                 "--serve: seconds of arrivals (rate x duration requests); else --requests in all");
+  sub.add_option("--seed", kv.seed, "--serve: seed of the arrival times")->capture_default_str();
+  sub.add_option("--slo", kv.slo, "--serve: latency objective on the total time, e.g. p99:50ms (goodput reported)");
   sub.add_option("--max-mem", kv.max_mem, "Memory all ranks of a host may allocate (default 90% of MemAvailable)");
 }
 

@@ -1,6 +1,7 @@
 #include "bench/commands/kvcache/kvcache_options.h"
 
 #include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -155,6 +156,28 @@ void resolve_sizes(const KvCacheOptions& opt, KvCachePlan& plan) {
   }
 }
 
+// --serve: one token count, a load that parses, and a request count that stays in memory.
+void resolve_serve(const KvCacheOptions& opt, KvCachePlan& plan) {
+  check_serve_load(opt.rate, opt.burstiness);
+  if (plan.token_counts.size() != 1)
+    throw UsageError(
+        fmt::format("--serve takes one --tokens value, got {}: give e.g. --tokens 4096", plan.token_counts.size()));
+  if (!std::isfinite(opt.duration_s) || opt.duration_s < 0)
+    throw UsageError(
+        fmt::format("--duration {} must be seconds above 0 (or leave it out and give --requests)", opt.duration_s));
+  if (!opt.slo.empty()) {
+    plan.slo = parse_slo(opt.slo);
+    plan.has_slo = true;
+  }
+  const double total = opt.duration_s > 0 ? std::ceil(opt.rate * opt.duration_s) : opt.requests;
+  // Every request's record (3 doubles) is kept for exact percentiles: cap what that costs.
+  if (total > 5e7)
+    throw UsageError(
+        fmt::format("--serve with {:.0f} requests is more than 50,000,000: lower --rate or --duration", total));
+  const auto pairs = static_cast<double>(kv_pairs(plan.base).size());
+  plan.serve_requests_per_pair = std::max(1, static_cast<int>(std::ceil(total / pairs)));
+}
+
 }  // namespace
 
 KvCachePlan resolve_kvcache(const KvCacheOptions& opt, const KvCacheWorld& w) {
@@ -187,6 +210,7 @@ KvCachePlan resolve_kvcache(const KvCacheOptions& opt, const KvCacheWorld& w) {
   base.shape.planes = kv_planes(plan.model);
   base.shape.token_bytes = kv_plane_token_bytes(plan.model, plan.dtype_bytes);
   base.shape.block_tokens = static_cast<uint64_t>(opt.block_tokens);
+  if (opt.serve) resolve_serve(opt, plan);
   check_memory(opt, w, plan);
   return plan;
 }
