@@ -453,11 +453,18 @@ void KvTransfer::Impl::Prefill::run_open_loop() {
       }
     }
     if (!acks.empty()) {
-      if (reap_ready_acks()) {
+      if (!std::isfinite(next_s) || seconds_between(last_progress, Clock::now()) > m.p.timeout()) {
+        // Nothing can start before an ack (every slot busy, or all started): the blocking
+        // wait, which spins then yields as Progress does and throws TimeoutError naming
+        // the peer at its deadline.
+        reap_acks();
         last_progress = Clock::now();
-      } else if (seconds_between(last_progress, Clock::now()) > m.p.timeout()) {
-        reap_acks();  // throws TimeoutError naming the peer if it still does not come
+      } else if (reap_ready_acks()) {
         last_progress = Clock::now();
+      } else {
+        // An arrival is pending: poll again soon, but let the decode rank and the
+        // provider's progress run on a shared host (over kernel sockets they need it).
+        std::this_thread::yield();
       }
       continue;
     }
