@@ -360,6 +360,12 @@ COMMANDS.update({
         "--alloc-run": case(["--alloc-run", "2"], json_differs("config.alloc_run")),
         "--protocol": case(["--protocol", "send"], json_differs("config.protocol")),
         "--max-mem": case(["--max-mem", "1K"], exit_is(2, "--max-mem")),
+        "--serve": case(["--serve", "--requests", "4"], stdout_has(r"^# serve: 4 requests")),
+        "--rate": case(["--serve", "--requests", "4", "--rate", "0"], exit_is(2, "--rate 0")),
+        "--burstiness": case(["--serve", "--requests", "4", "--burstiness", "0"], exit_is(2, "--burstiness 0")),
+        "--duration": case(["--serve", "--rate", "200", "--duration", "0.05"], stdout_has(r"^# serve: 10 requests")),
+        "--seed": case(["--serve", "--requests", "4", "--seed", "9"], stdout_has(r"seed 9, ")),
+        "--slo": case(["--serve", "--requests", "4", "--slo", "p99:1s"], stdout_has(r"^# SLO p99:1s: goodput")),
     }),
     # 4 ranks as 2 nodes of 2 slots: both victim placements, one aggressor pattern.
     "congestion": dict(ranks=4, base=SHM + ["--ranks-per-node", "2", "--aggressors", "incast", "-n", "2", "-w", "1",
