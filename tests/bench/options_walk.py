@@ -366,6 +366,10 @@ COMMANDS.update({
         "--duration": case(["--serve", "--rate", "200", "--duration", "0.05"], stdout_has(r"^# serve: 10 requests")),
         "--seed": case(["--serve", "--requests", "4", "--seed", "9"], stdout_has(r"seed 9, ")),
         "--slo": case(["--serve", "--requests", "4", "--slo", "p99:1s"], stdout_has(r"^# SLO p99:1s: goodput")),
+        "--find-max-rate": case(["--serve", "--requests", "4", "--rate", "20", "--slo", "p99:10s", "--find-max-rate"],
+                                stdout_has(r"^# max rate meeting p99:10s: ")),
+        "--line-rate": case(["--serve", "--requests", "4", "--rate", "20", "--slo", "p99:10s", "--find-max-rate",
+                             "--line-rate", "100"], stdout_has(r"analytical capacity")),
     }),
     # 4 ranks as 2 nodes of 2 slots: both victim placements, one aggressor pattern.
     "congestion": dict(ranks=4, base=SHM + ["--ranks-per-node", "2", "--aggressors", "incast", "-n", "2", "-w", "1",

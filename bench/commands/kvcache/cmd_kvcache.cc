@@ -10,6 +10,7 @@
 #include "bench/commands/kvcache/kvcache_options.h"
 #include "bench/commands/kvcache/kvcache_report.h"
 #include "bench/commands/kvcache/kvserve_load.h"
+#include "bench/commands/kvcache/kvserve_search.h"
 #include "bench/runner/results_run.h"
 #include "bench/runner/run_context.h"
 #include "collectives/kvcache/transfer.h"
@@ -39,7 +40,10 @@ class KvCacheBench {
   void print_header() const;
   KvRecord run_mode(KvTransfer& transfer, const KvOptions& o, KvMode mode, double& contiguous_gbps);
   int run_serve();
-  json serve_entry(const KvOptions& o, KvMode mode, const KvRunResult& run, const std::vector<double>& arrivals);
+  json serve_entry(const KvOptions& o, KvMode mode, const KvRunResult& run, const std::vector<double>& arrivals,
+                   ServeSummary& summary);
+  void serve_header() const;
+  void find_max_rate_run(ResultsRun& results, KvTransfer& transfer, const KvOptions& o, KvMode mode);
 
   RunContext ctx_;
   const CommonOptions& common_;
@@ -180,7 +184,7 @@ KvRecord KvCacheBench::run_mode(KvTransfer& transfer, const KvOptions& o, KvMode
 // --serve: one open-loop run in the first --mode after a closed-loop warm-up; every
 // prefill rank's per-request records are gathered and summarised together.
 json KvCacheBench::serve_entry(const KvOptions& o, KvMode mode, const KvRunResult& run,
-                               const std::vector<double>& arrivals) {
+                               const std::vector<double>& arrivals, ServeSummary& summary) {
   Bootstrap& b = ctx_.bootstrap();
   std::vector<ServeSample> samples;
   const auto queues = b.all_gather_vectors(run.queue_us);
@@ -209,11 +213,7 @@ json KvCacheBench::serve_entry(const KvOptions& o, KvMode mode, const KvRunResul
              {"wall_s", wall},
              {"overload", s.overload}};
   if (plan_.has_slo) entry["slo"] = json{{"slo", plan_.slo.text}, {"goodput", s.goodput}, {"met", s.slo_met}};
-  ctx_.print(fmt::format("# {:>9} {:>9} {:>9} {:>9} {:>10} {:>10} {:>9} {:>9} {:>9} {:>9}", "offered", "carried",
-                         "offered", "carried", "queue p50", "queue p99", "xfer p50", "xfer p99", "total p50",
-                         "total p99"));
-  ctx_.print(fmt::format("# {:>9} {:>9} {:>9} {:>9} {:>10} {:>10} {:>9} {:>9} {:>9} {:>9}", "(req/s)", "(req/s)",
-                         "(GB/s)", "(GB/s)", "(us)", "(us)", "(us)", "(us)", "(us)", "(us)"));
+  summary = s;
   ctx_.print(
       fmt::format("  {:>9.1f} {:>9.1f} {:>9.3f} {:>9.3f} {:>10.1f} {:>10.1f} {:>9.1f} {:>9.1f} {:>9.1f} {:>9.1f}",
                   s.offered_rps, s.carried_rps, s.offered_gbps, s.carried_gbps, s.queue_us.p50, s.queue_us.p99,
@@ -228,6 +228,69 @@ json KvCacheBench::serve_entry(const KvOptions& o, KvMode mode, const KvRunResul
     ctx_.print(fmt::format("# SLO {}: goodput {:.2f}% of requests within {:.0f} us; p{} of total {}", plan_.slo.text,
                            100 * s.goodput, plan_.slo.limit_us, plan_.slo.percentile, s.slo_met ? "met" : "MISSED"));
   return entry;
+}
+
+void KvCacheBench::serve_header() const {
+  ctx_.print(fmt::format("# {:>9} {:>9} {:>9} {:>9} {:>10} {:>10} {:>9} {:>9} {:>9} {:>9}", "offered", "carried",
+                         "offered", "carried", "queue p50", "queue p99", "xfer p50", "xfer p99", "total p50",
+                         "total p99"));
+  ctx_.print(fmt::format("# {:>9} {:>9} {:>9} {:>9} {:>10} {:>10} {:>9} {:>9} {:>9} {:>9}", "(req/s)", "(req/s)",
+                         "(GB/s)", "(GB/s)", "(us)", "(us)", "(us)", "(us)", "(us)", "(us)"));
+}
+
+// --find-max-rate: probes from --rate up or down and bisects (kvserve_search.h); every
+// probe is a results entry, so the curve is in the JSON and the CSV as it is measured.
+// Every rank computes the same summaries from the gathered records, so all follow the
+// same sequence of rates without another exchange.
+void KvCacheBench::find_max_rate_run(ResultsRun& results, KvTransfer& transfer, const KvOptions& o, KvMode mode) {
+  const size_t pairs = kv_pairs(o).size();
+  int probe = 0;
+  const auto measure = [&](double rate) {
+    // --duration: rate x duration requests, at most 200,000 a probe so that a doubling
+    // far past capacity stays short; else --requests.
+    const double total = opt_.duration_s > 0 ? std::min(std::ceil(rate * opt_.duration_s), 2e5) : opt_.requests;
+    const int per_pair = std::max(1, static_cast<int>(std::ceil(total / static_cast<double>(pairs))));
+    const auto arrivals = arrival_times(rate, opt_.burstiness, opt_.seed + static_cast<uint64_t>(probe),
+                                        static_cast<size_t>(per_pair) * pairs);
+    ctx_.print(fmt::format("# probe {}: {:.1f} req/s offered, {} requests", ++probe, rate, per_pair * pairs));
+    const KvRunResult run = transfer.run_open_loop(mode, per_pair, arrivals, false);
+    ServeSummary sum;
+    json entry = serve_entry(o, mode, run, arrivals, sum);
+    entry["probe"] = probe;
+    results.add(std::move(entry));
+    RatePoint p;
+    p.rate = rate;
+    p.p50_us = sum.total_us.p50;
+    p.carried = sum.carried_rps;
+    p.slo_us = sum.slo_us;
+    p.met = sum.slo_met;  // a queue that grows shows in the percentile; small probes make the overload flag noisy
+    return p;
+  };
+  const MaxRateResult r = find_max_rate(opt_.rate, plan_.slo, measure);
+  json curve = json::array();
+  ctx_.print(fmt::format("# find-max-rate {}: curve (offered req/s -> total p50 / p{} us)", plan_.slo.text,
+                         plan_.slo.percentile));
+  for (const RatePoint& p : r.curve) {
+    ctx_.print(
+        fmt::format("#   {:>10.1f} -> {:>10.1f} / {:>10.1f} {}", p.rate, p.p50_us, p.slo_us, p.met ? "met" : "missed"));
+    curve.push_back(
+        json{{"rate", p.rate}, {"p50_us", p.p50_us}, {"slo_us", p.slo_us}, {"carried_rps", p.carried}, {"met", p.met}});
+  }
+  json out{{"slo", plan_.slo.text}, {"max_rate", r.max_rate}, {"curve", curve}};
+  std::string capacity;
+  if (opt_.line_rate_gbps > 0) {
+    // The wire's bound: the pool links in parallel (the smaller pool's ranks x rails) at
+    // the line rate, divided by one request's bytes.
+    const double links =
+        static_cast<double>(std::min(o.prefill.size(), o.decode.size()) * static_cast<size_t>(o.rails));
+    const double cap = links * opt_.line_rate_gbps * 1.25e8 / static_cast<double>(o.shape.request_bytes());
+    out["analytical_capacity_rps"] = cap;
+    out["fraction_of_capacity"] = r.max_rate / cap;
+    capacity = fmt::format("; analytical capacity {:.1f} req/s ({:.0f} link(s) x {} Gb/s / {} B), {:.2f} of it", cap,
+                           links, opt_.line_rate_gbps, o.shape.request_bytes(), r.max_rate / cap);
+  }
+  results.set("max_rate", out);
+  ctx_.print(fmt::format("# max rate meeting {}: {:.1f} req/s{}", plan_.slo.text, r.max_rate, capacity));
 }
 
 int KvCacheBench::run_serve() {
@@ -252,9 +315,15 @@ int KvCacheBench::run_serve() {
         arrival_times(opt_.rate, opt_.burstiness, opt_.seed, static_cast<size_t>(per_pair) * pairs);
     KvTransfer transfer(ctx_.progress(), ctx_.bootstrap(), o);
     if (plan_.warmup > 0) transfer.run(mode, plan_.warmup, 0, false);
+    if (opt_.find_max_rate) {
+      find_max_rate_run(results, transfer, o, mode);
+      return;
+    }
+    serve_header();
     results.counters_begin();
     const KvRunResult run = transfer.run_open_loop(mode, per_pair, arrivals, common_.check);
-    json entry = serve_entry(o, mode, run, arrivals);
+    ServeSummary summary;
+    json entry = serve_entry(o, mode, run, arrivals, summary);
     uint64_t wrong = 0;
     for (uint64_t w : ctx_.bootstrap().all_gather_value<uint64_t>(run.wrong)) wrong += w;
     entry["wrong"] = wrong;
@@ -343,6 +412,10 @@ void add_kvcache_options(CLI::App& sub, KvCacheOptions& kv) {
   sub.add_option("--duration", kv.duration_s,
                  "--serve: seconds of arrivals (rate x duration requests); else --requests in all");
   sub.add_option("--seed", kv.seed, "--serve: seed of the arrival times")->capture_default_str();
+  sub.add_flag("--find-max-rate", kv.find_max_rate,
+               "--serve: search the highest --rate meeting --slo (starts at --rate), printing the curve");
+  sub.add_option("--line-rate", kv.line_rate_gbps,
+                 "--find-max-rate: Gb/s per rail, for the analytical capacity printed beside the answer");
   sub.add_option("--slo", kv.slo, "--serve: latency objective on the total time, e.g. p99:50ms (goodput reported)");
   sub.add_option("--max-mem", kv.max_mem, "Memory all ranks of a host may allocate (default 90% of MemAvailable)");
 }

@@ -165,6 +165,10 @@ void resolve_serve(const KvCacheOptions& opt, KvCachePlan& plan) {
   if (!std::isfinite(opt.duration_s) || opt.duration_s < 0)
     throw UsageError(
         fmt::format("--duration {} must be seconds above 0 (or leave it out and give --requests)", opt.duration_s));
+  if (opt.find_max_rate && opt.slo.empty())
+    throw UsageError("--find-max-rate needs --slo, the objective it searches for (e.g. --slo p99:50ms)");
+  if (!std::isfinite(opt.line_rate_gbps) || opt.line_rate_gbps < 0)
+    throw UsageError(fmt::format("--line-rate {} must be Gb/s per rail above 0", opt.line_rate_gbps));
   if (!opt.slo.empty()) {
     plan.slo = parse_slo(opt.slo);
     plan.has_slo = true;

@@ -40,7 +40,9 @@ struct KvCacheOptions {
   double burstiness = 1;  // gamma shape of the gaps; 1 = Poisson
   double duration_s = 0;  // > 0: rate x duration requests; else --requests in all
   uint64_t seed = 1;
-  std::string slo;  // "p99:50ms"; empty: no goodput
+  std::string slo;             // "p99:50ms"; empty: no goodput
+  bool find_max_rate = false;  // search the highest rate meeting --slo
+  double line_rate_gbps = 0;   // per rail, for the analytical capacity; 0: not printed
 };
 
 // What the run needs from the job: its ranks' hosts, this rank, --mem, -w, and the

@@ -85,7 +85,8 @@ ServeSummary summarize_serve(const std::vector<ServeSample>& samples, double spa
                                       [&](const ServeSample& x) { return x.total_us <= slo->limit_us; });
     s.goodput = n > 0 ? static_cast<double>(within) / n : 0;
     std::sort(v.begin(), v.end());  // v holds the totals (the last column)
-    s.slo_met = !v.empty() && percentile_sorted(v, slo->percentile) <= slo->limit_us;
+    s.slo_us = v.empty() ? 0 : percentile_sorted(v, slo->percentile);
+    s.slo_met = !v.empty() && s.slo_us <= slo->limit_us;
   }
   return s;
 }

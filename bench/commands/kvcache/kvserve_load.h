@@ -45,6 +45,7 @@ struct ServeSummary {
   bool overload = false;  // carried below 90% of offered: the queue grew for the whole run
   double goodput = -1;    // share of requests whose total is within the SLO limit; < 0 without --slo
   bool slo_met = false;   // the SLO percentile of total within the limit
+  double slo_us = 0;      // the total at the SLO's percentile
 };
 
 // `span_s`: the last arrival time (first is 0); `wall_s`: first arrival to the last ack
