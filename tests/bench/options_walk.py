@@ -29,6 +29,8 @@ RB = os.path.abspath(sys.argv[1])
 ONLY = sys.argv[2:]
 DEADLINE_S = 60
 FIXTURES = tempfile.mkdtemp(prefix="walk-fixtures-")
+# A request trace kvcache --serve replays (tests/kvcache/make_trace_fixtures.py).
+KV_TRACE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "kvcache", "fixtures", "burstgpt.csv")
 
 
 def free_port():
@@ -366,6 +368,10 @@ COMMANDS.update({
         "--duration": case(["--serve", "--rate", "200", "--duration", "0.05"], stdout_has(r"^# serve: 10 requests")),
         "--seed": case(["--serve", "--requests", "4", "--seed", "9"], stdout_has(r"seed 9, ")),
         "--slo": case(["--serve", "--requests", "4", "--slo", "p99:1s"], stdout_has(r"^# SLO p99:1s: goodput")),
+        "--trace": case(["--serve", "--trace", KV_TRACE],
+                        stdout_has(r"^# burstgpt trace ")),
+        "--time-scale": case(["--serve", "--trace", KV_TRACE, "--time-scale", "4"],
+                             stdout_has(r"--time-scale 4\)")),
         "--find-max-rate": case(["--serve", "--requests", "4", "--rate", "20", "--slo", "p99:10s", "--find-max-rate"],
                                 stdout_has(r"^# max rate meeting p99:10s: ")),
         "--line-rate": case(["--serve", "--requests", "4", "--rate", "20", "--slo", "p99:10s", "--find-max-rate",

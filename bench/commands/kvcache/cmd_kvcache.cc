@@ -300,7 +300,9 @@ int KvCacheBench::run_serve() {
                          {"duration_s", opt_.duration_s},
                          {"seed", opt_.seed},
                          {"requests_per_pair", plan_.serve_requests_per_pair},
-                         {"slo", opt_.slo}};
+                         {"slo", opt_.slo},
+                         {"trace", opt_.trace},
+                         {"time_scale", opt_.time_scale}};
   ResultsRun results(ctx_, config);
   print_header();
   KvOptions o = plan_.base;
@@ -308,11 +310,17 @@ int KvCacheBench::run_serve() {
   const KvMode mode = plan_.modes.empty() ? KvMode::contiguous : plan_.modes.front();
   const size_t pairs = kv_pairs(o).size();
   const int per_pair = plan_.serve_requests_per_pair;
-  ctx_.print(fmt::format("# serve: {} requests ({} per pair) at {} req/s offered, burstiness {}, seed {}, mode {}",
-                         per_pair * pairs, per_pair, opt_.rate, opt_.burstiness, opt_.seed, to_string(mode)));
+  const std::string load = opt_.trace.empty() ? fmt::format("at {} req/s offered, burstiness {}, seed {}", opt_.rate,
+                                                            opt_.burstiness, opt_.seed)
+                                              : fmt::format("at the times of --trace {}", opt_.trace);
+  ctx_.print(
+      fmt::format("# serve: {} requests ({} per pair) {}, mode {}", per_pair * pairs, per_pair, load, to_string(mode)));
   results.measure([&] {
     const std::vector<double> arrivals =
-        arrival_times(opt_.rate, opt_.burstiness, opt_.seed, static_cast<size_t>(per_pair) * pairs);
+        plan_.trace_arrivals.empty()
+            ? arrival_times(opt_.rate, opt_.burstiness, opt_.seed, static_cast<size_t>(per_pair) * pairs)
+            : plan_.trace_arrivals;
+    if (!plan_.trace_note.empty()) ctx_.print("# " + plan_.trace_note);
     KvTransfer transfer(ctx_.progress(), ctx_.bootstrap(), o);
     if (plan_.warmup > 0) transfer.run(mode, plan_.warmup, 0, false);
     if (opt_.find_max_rate) {
@@ -412,6 +420,10 @@ void add_kvcache_options(CLI::App& sub, KvCacheOptions& kv) {
   sub.add_option("--duration", kv.duration_s,
                  "--serve: seconds of arrivals (rate x duration requests); else --requests in all");
   sub.add_option("--seed", kv.seed, "--serve: seed of the arrival times")->capture_default_str();
+  sub.add_option("--trace", kv.trace,
+                 "--serve: replay a trace's arrival times (Azure, BurstGPT CSV or Mooncake JSONL; see the guide)");
+  sub.add_option("--time-scale", kv.time_scale, "--trace: speed-up of the replay (2: twice as fast)")
+      ->capture_default_str();
   sub.add_flag("--find-max-rate", kv.find_max_rate,
                "--serve: search the highest --rate meeting --slo (starts at --rate), printing the curve");
   sub.add_option("--line-rate", kv.line_rate_gbps,

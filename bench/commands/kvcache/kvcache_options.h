@@ -41,6 +41,8 @@ struct KvCacheOptions {
   double duration_s = 0;  // > 0: rate x duration requests; else --requests in all
   uint64_t seed = 1;
   std::string slo;             // "p99:50ms"; empty: no goodput
+  std::string trace;           // --serve: arrival times from this request trace
+  double time_scale = 1;       // --trace: divides its gaps
   bool find_max_rate = false;  // search the highest rate meeting --slo
   double line_rate_gbps = 0;   // per rail, for the analytical capacity; 0: not printed
 };
@@ -64,6 +66,8 @@ struct KvCachePlan {
   int warmup = 1;
   // --serve: requests per pair (the total rounded up to a multiple of the pairs) and the SLO.
   int serve_requests_per_pair = 0;
+  std::vector<double> trace_arrivals;  // --trace: the arrival times replayed, per_pair x pairs
+  std::string trace_note;              // what the trace held, for the header
   bool has_slo = false;
   Slo slo;
 };
