@@ -183,6 +183,14 @@ CsvTable kvcache_csv(const json& doc) {
   add_summary(cols, "request", "us", [](const RowSource& s) { return &field(s.entry, {"request_us"}); });
   for (const char* f : {"gbps", "blocks_per_s", "aggregate_gbps", "ratio_to_contiguous", "wrong"})
     cols.push_back({f, from_entry({f})});
+  // kvcache --serve: its queueing, total and load columns, only in a serving run's CSV.
+  if (doc.contains("config") && doc["config"].contains("serve")) {
+    add_summary(cols, "queue", "us", [](const RowSource& s) { return &field(s.entry, {"queue_us"}); });
+    add_summary(cols, "total", "us", [](const RowSource& s) { return &field(s.entry, {"total_us"}); });
+    for (const char* f : {"requests", "offered_rps", "carried_rps", "offered_gbps", "carried_gbps", "overload"})
+      cols.push_back({f, from_entry({f})});
+    cols.push_back({"slo_goodput", from_entry({"slo", "goodput"})});
+  }
   std::vector<RowSource> sources;
   for (const auto& e : results_of(doc)) sources.push_back({&doc, &e, &e});
   return make_table(cols, sources);

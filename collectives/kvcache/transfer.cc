@@ -1,9 +1,12 @@
 #include "collectives/kvcache/transfer.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
+#include <limits>
 #include <optional>
 #include <span>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -150,7 +153,9 @@ struct KvTransfer::Impl {
   }
 
   struct Prefill;
-  void run_prefill(KvMode mode, int warmup, int total, bool check, KvRunResult& out);
+  KvRunResult run(KvMode mode, int warmup, int requests, bool check, const std::vector<double>* arrival_s);
+  void run_prefill(KvMode mode, int warmup, int total, bool check, const std::vector<double>* arrival_s,
+                   KvRunResult& out);
   void run_decode(KvMode mode, int total, bool check, KvRunResult& out);
   void finish_request(KvMode mode, int k, int j, bool check, KvRunResult& out);
 };
@@ -207,7 +212,19 @@ KvTransfer::KvTransfer(Progress& progress, Bootstrap& bootstrap, const KvOptions
 KvTransfer::~KvTransfer() = default;
 
 KvRunResult KvTransfer::run(KvMode mode, int warmup, int requests, bool check) {
-  Impl& m = *impl_;
+  return impl_->run(mode, warmup, requests, check, nullptr);
+}
+
+KvRunResult KvTransfer::run_open_loop(KvMode mode, int requests, const std::vector<double>& arrival_s, bool check) {
+  if (arrival_s.size() < static_cast<size_t>(requests) * impl_->pairs.size())
+    throw UsageError(fmt::format("kvcache open loop: {} arrival times for {} requests on each of {} pairs",
+                                 arrival_s.size(), requests, impl_->pairs.size()));
+  return impl_->run(mode, 0, requests, check, &arrival_s);
+}
+
+KvRunResult KvTransfer::Impl::run(KvMode mode, int warmup, int requests, bool check,
+                                  const std::vector<double>* arrival_s) {
+  Impl& m = *this;
   KvRunResult out;
   const int total = warmup + requests;
   const bool prefill = std::count(m.o.prefill.begin(), m.o.prefill.end(), m.rank) > 0;
@@ -215,7 +232,7 @@ KvRunResult KvTransfer::run(KvMode mode, int warmup, int requests, bool check) {
   m.b.barrier();
   if (!m.mine.empty()) {
     if (prefill) {
-      m.run_prefill(mode, warmup, total, check, out);
+      m.run_prefill(mode, warmup, total, check, arrival_s, out);
     } else {
       m.run_decode(mode, total, check, out);
     }
@@ -234,8 +251,10 @@ struct KvTransfer::Impl::Prefill {
     size_t buf;
   };
 
-  Prefill(Impl& impl, KvMode mode_, int warmup_, int total_, bool check_, KvRunResult& out_)
+  Prefill(Impl& impl, KvMode mode_, int warmup_, int total_, bool check_, const std::vector<double>* arrival_s_,
+          KvRunResult& out_)
       : m(impl),
+        arrival_s(arrival_s_),
         mode(mode_),
         warmup(warmup_),
         total(total_),
@@ -258,12 +277,19 @@ struct KvTransfer::Impl::Prefill {
   }
 
   void run();
+  void run_open_loop();
+  bool reap_ready_acks();
+  double arrival(size_t q, int j) const {
+    return (*arrival_s)[static_cast<size_t>(j) * static_cast<size_t>(m.npairs()) + static_cast<size_t>(m.mine[q])];
+  }
   void start(size_t q, int j);
   void post_writes(int peer, const std::vector<KvCopy>& copies, const MemoryRegion* src, const RemoteKey* key,
                    uint32_t req);
   void reap_acks();
 
   Impl& m;
+  const std::vector<double>* arrival_s;  // open loop; null: closed loop
+  Clock::time_point t0;                  // open loop: arrival times count from here
   const KvMode mode;
   const int warmup, total;
   const bool check;
@@ -293,9 +319,9 @@ void KvTransfer::Impl::Prefill::start(size_t q, int j) {
     kv_fill(m.pools[static_cast<size_t>(m.rank)], s, m.pool_mem.data(), req);
     if (mode == KvMode::contiguous) kv_apply_copies(pack, m.pool_mem.data(), m.staging_mem.data());
   }
-  const Clock::time_point t0 = Clock::now();
-  started[q][static_cast<size_t>(j)] = t0;
-  if (j >= warmup) first = std::min(first, t0);
+  const Clock::time_point posted = Clock::now();
+  started[q][static_cast<size_t>(j)] = posted;
+  if (j >= warmup) first = std::min(first, posted);
   const size_t buf = free_bufs.back();
   free_bufs.pop_back();
   acks.push_back(Ack{m.p.recv(peer, 0, LocalSpan{m.ack_mr.get(), buf * 8, 8}), buf});
@@ -374,6 +400,11 @@ void KvTransfer::Impl::Prefill::reap_acks() {
     if (j >= warmup) {
       out.request_us.push_back(seconds_between(started[q][static_cast<size_t>(j)], now) * 1e6);
       last = std::max(last, now);
+      if (arrival_s) {
+        const double ready_s = arrival(q, j);
+        out.queue_us.push_back((seconds_between(t0, started[q][static_cast<size_t>(j)]) - ready_s) * 1e6);
+        out.total_us.push_back((seconds_between(t0, now) - ready_s) * 1e6);
+      }
     }
   }
 }
@@ -398,8 +429,73 @@ void KvTransfer::Impl::Prefill::run() {
   if (!out.request_us.empty()) out.wall_s = seconds_between(first, last);
 }
 
-void KvTransfer::Impl::run_prefill(KvMode mode, int warmup, int total, bool check, KvRunResult& out) {
-  Prefill(*this, mode, warmup, total, check, out).run();
+// Open loop: a request starts at its arrival time, or later when its pair has no free
+// slot (that wait is its queueing). Between arrivals the loop polls rather than blocks in
+// wait_any, so that an arrival is not held up behind an ack; an ack missing for longer
+// than the progress timeout goes to the blocking reap, whose deadline names the peer.
+void KvTransfer::Impl::Prefill::run_open_loop() {
+  const int C = m.o.concurrency;
+  const size_t need = m.mine.size() * static_cast<size_t>(total);
+  t0 = Clock::now();
+  first = t0;
+  Clock::time_point last_progress = t0;
+  while (done < need) {
+    const double now_s = seconds_between(t0, Clock::now());
+    double next_s = std::numeric_limits<double>::infinity();
+    for (size_t q = 0; q < m.mine.size(); ++q) {
+      for (int j = next[q]; j < total && (j < C || acked[q][static_cast<size_t>(j - C)]); j = next[q]) {
+        if (arrival(q, j) > now_s) {
+          next_s = std::min(next_s, arrival(q, j));
+          break;
+        }
+        start(q, j);
+        ++next[q];
+      }
+    }
+    if (!acks.empty()) {
+      if (!std::isfinite(next_s) || seconds_between(last_progress, Clock::now()) > m.p.timeout()) {
+        // Nothing can start before an ack (every slot busy, or all started): the blocking
+        // wait, which spins then yields as Progress does and throws TimeoutError naming
+        // the peer at its deadline.
+        reap_acks();
+        last_progress = Clock::now();
+      } else if (reap_ready_acks()) {
+        last_progress = Clock::now();
+      } else {
+        // An arrival is pending: poll again soon, but let the decode rank and the
+        // provider's progress run on a shared host (over kernel sockets they need it).
+        std::this_thread::yield();
+      }
+      continue;
+    }
+    // Nothing in flight: sleep until the next arrival, leaving the last 200 us to a spin
+    // so that the start is not late by a scheduler tick.
+    const double wait_s = next_s - seconds_between(t0, Clock::now());
+    if (std::isfinite(wait_s) && wait_s > 200e-6)
+      std::this_thread::sleep_for(std::chrono::duration<double>(wait_s - 200e-6));
+  }
+  if (!out.request_us.empty()) out.wall_s = seconds_between(t0, last);
+}
+
+// Retires the requests acked by now without waiting; whether any was.
+bool KvTransfer::Impl::Prefill::reap_ready_acks() {
+  m.p.poll_once();
+  for (const Ack& a : acks)
+    if (m.p.done(a.id)) {
+      reap_acks();  // at least one is done: returns without waiting
+      return true;
+    }
+  return false;
+}
+
+void KvTransfer::Impl::run_prefill(KvMode mode, int warmup, int total, bool check, const std::vector<double>* arrival_s,
+                                   KvRunResult& out) {
+  Prefill prefill(*this, mode, warmup, total, check, arrival_s, out);
+  if (arrival_s) {
+    prefill.run_open_loop();
+  } else {
+    prefill.run();
+  }
 }
 
 void KvTransfer::Impl::finish_request(KvMode mode, int k, int j, bool check, KvRunResult& out) {

@@ -60,6 +60,9 @@ struct KvRunResult {
   double wall_s = 0;               // prefill: first timed start to last ack
   uint64_t wrong = 0;              // decode, with check: bytes off the pattern
   uint64_t ops_per_request = 0;    // writes (or sends) per request, the final one included
+  // Open loop (run() with arrivals), prefill, index-aligned with request_us: arrival until
+  // the transfer started (waiting for a free slot of the pair) and arrival until the ack.
+  std::vector<double> queue_us, total_us;
 };
 
 class KvTransfer {
@@ -74,6 +77,12 @@ class KvTransfer {
   // request starts and decode verifies them before it acks. Blocking; throws
   // TimeoutError naming the peer when one stops answering.
   KvRunResult run(KvMode mode, int warmup, int requests, bool check);
+
+  // Collective, open loop: `requests` per pair, no warm-up; pair k's request j becomes
+  // ready `arrival_s[j * pairs + k]` seconds after the prefill rank's start (every rank
+  // passes the same times) and starts then, or once a slot of its pair is free. Never
+  // blocks past the progress deadline while waiting for an ack.
+  KvRunResult run_open_loop(KvMode mode, int requests, const std::vector<double>& arrival_s, bool check);
 
  private:
   struct Impl;

@@ -67,7 +67,24 @@ def main():
     if doc["config"]["check"] != a.check:
         fail(f"config.check is {doc['config']['check']}")
 
-    if a.command == "kvcache":
+    if a.command == "kvcache" and "serve" in doc["config"]:
+        # kvcache --serve: one entry per run (per probe with --find-max-rate); the times
+        # nest: total = queue + transfer, so total's p50 is at least transfer's min.
+        for res in results:
+            where = f"serve at {res['offered_rps']:.1f} req/s"
+            for k in ("request_us", "queue_us", "total_us"):
+                check_summary(f"{where} {k}", res[k], positive=k != "queue_us")
+            if res["total_us"]["max"] + 1 < res["request_us"]["min"] or res["carried_rps"] <= 0:
+                fail(f"{where}: total {res['total_us']} vs transfer {res['request_us']}, carried {res['carried_rps']}")
+            if a.check and res["wrong"] != 0:
+                fail(f"{where}: #wrong {res['wrong']}")
+        if "max_rate" in doc:
+            m = doc["max_rate"]
+            if len(m["curve"]) != len(results) or m["max_rate"] < 0:
+                fail(f"max_rate: {len(m['curve'])} curve points for {len(results)} probes, max {m['max_rate']}")
+            if m["max_rate"] > 0 and not any(p["met"] and p["rate"] == m["max_rate"] for p in m["curve"]):
+                fail(f"max_rate {m['max_rate']} is not a rate whose probe met the SLO")
+    elif a.command == "kvcache":
         modes = a.modes.split(",") if a.modes else []
         seen = set()
         for res in results:

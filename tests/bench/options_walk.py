@@ -29,6 +29,8 @@ RB = os.path.abspath(sys.argv[1])
 ONLY = sys.argv[2:]
 DEADLINE_S = 60
 FIXTURES = tempfile.mkdtemp(prefix="walk-fixtures-")
+# A request trace kvcache --serve replays (tests/kvcache/make_trace_fixtures.py).
+KV_TRACE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "kvcache", "fixtures", "burstgpt.csv")
 
 
 def free_port():
@@ -362,6 +364,20 @@ COMMANDS.update({
         "--alloc-run": case(["--alloc-run", "2"], json_differs("config.alloc_run")),
         "--protocol": case(["--protocol", "send"], json_differs("config.protocol")),
         "--max-mem": case(["--max-mem", "1K"], exit_is(2, "--max-mem")),
+        "--serve": case(["--serve", "--requests", "4"], stdout_has(r"^# serve: 4 requests")),
+        "--rate": case(["--serve", "--requests", "4", "--rate", "0"], exit_is(2, "--rate 0")),
+        "--burstiness": case(["--serve", "--requests", "4", "--burstiness", "0"], exit_is(2, "--burstiness 0")),
+        "--duration": case(["--serve", "--rate", "200", "--duration", "0.05"], stdout_has(r"^# serve: 10 requests")),
+        "--seed": case(["--serve", "--requests", "4", "--seed", "9"], stdout_has(r"seed 9, ")),
+        "--slo": case(["--serve", "--requests", "4", "--slo", "p99:1s"], stdout_has(r"^# SLO p99:1s: goodput")),
+        "--trace": case(["--serve", "--trace", KV_TRACE],
+                        stdout_has(r"^# burstgpt trace ")),
+        "--time-scale": case(["--serve", "--trace", KV_TRACE, "--time-scale", "4"],
+                             stdout_has(r"--time-scale 4\)")),
+        "--find-max-rate": case(["--serve", "--requests", "4", "--rate", "20", "--slo", "p99:10s", "--find-max-rate"],
+                                stdout_has(r"^# max rate meeting p99:10s: ")),
+        "--line-rate": case(["--serve", "--requests", "4", "--rate", "20", "--slo", "p99:10s", "--find-max-rate",
+                             "--line-rate", "100"], stdout_has(r"analytical capacity")),
     }),
     # 4 ranks as 2 nodes of 2 slots: both victim placements, one aggressor pattern.
     "congestion": dict(ranks=4, base=SHM + ["--ranks-per-node", "2", "--aggressors", "incast", "-n", "2", "-w", "1",

@@ -1,5 +1,7 @@
 // kvcache's option resolution, without ranks or a transport: every refusal names the
 // option and the fix, and the defaults give the roles and shape the README describes.
+#include <limits>
+
 #include <catch2/catch.hpp>
 
 #include "bench/commands/kvcache/kvcache_options.h"
@@ -148,4 +150,45 @@ TEST_CASE("kvcache's memory check does not wrap on absurd sizes", "[kvcache][opt
   CHECK_THAT(usage_error(o, world(2, 1ULL << 40)), Catch::Contains("needs more than 18 EB"));
   o.tokens = {"5G"};
   CHECK_THAT(usage_error(o, world(2)), Catch::Contains("more than 4294967296"));
+}
+
+TEST_CASE("kvcache --serve: request count per pair, and every refusal before a transfer", "[kvcache][options][serve]") {
+  KvCacheOptions o = small();
+  o.serve = true;
+  o.rate = 100;
+  o.duration_s = 2.5;  // 250 requests over 2 pairs: 125 each
+  KvCachePlan p = resolve_kvcache(o, world(4));
+  CHECK(p.serve_requests_per_pair == 125);
+  CHECK_FALSE(p.has_slo);
+  o.duration_s = 0;
+  o.requests = 5;  // in all, rounded up to a multiple of the pairs
+  CHECK(resolve_kvcache(o, world(4)).serve_requests_per_pair == 3);
+  o.slo = "p99:50ms";
+  p = resolve_kvcache(o, world(4));
+  CHECK(p.has_slo);
+  CHECK(p.slo.limit_us == 50000);
+
+  KvCacheOptions bad = o;
+  bad.rate = 0;
+  CHECK_THAT(usage_error(bad, world(2)), Catch::Contains("--rate 0 must be"));
+  bad = o;
+  bad.burstiness = -1;
+  CHECK_THAT(usage_error(bad, world(2)), Catch::Contains("--burstiness -1 must be"));
+  bad = o;
+  bad.tokens = {"16", "32"};
+  CHECK_THAT(usage_error(bad, world(2)), Catch::Contains("--serve takes one --tokens value"));
+  bad = o;
+  bad.duration_s = std::numeric_limits<double>::quiet_NaN();
+  CHECK_THAT(usage_error(bad, world(2)), Catch::Contains("--duration nan must be"));
+  bad = o;
+  bad.slo = "p99";
+  CHECK_THAT(usage_error(bad, world(2)), Catch::Contains("--slo 'p99': expected"));
+  bad = o;
+  bad.slo = "";
+  bad.find_max_rate = true;
+  CHECK_THAT(usage_error(bad, world(2)), Catch::Contains("--find-max-rate needs --slo"));
+  bad = o;
+  bad.rate = 1e6;
+  bad.duration_s = 3600;
+  CHECK_THAT(usage_error(bad, world(2)), Catch::Contains("more than 50,000,000"));
 }

@@ -67,3 +67,42 @@ TEST_CASE("kvcache rejects a rank with two roles and too few rails", "[kvcache]"
     expect(threw, "more rails than the transport has must be a usage error");
   });
 }
+
+// Open loop: no request starts before its arrival, every one is checked, and with
+// arrivals 3 ms apart (far beyond a small request's transfer) nothing waits for long;
+// with all arrivals at once and one slot, later requests queue behind earlier ones.
+TEST_CASE("kvcache open loop over shm and tcp: requests start at their arrival, queue when slots are busy",
+          "[kvcache][serve]") {
+  for (const char* provider : {"shm", "tcp"}) {
+    for (KvProtocol protocol : {KvProtocol::write, KvProtocol::send}) {
+      DYNAMIC_SECTION(provider << (protocol == KvProtocol::write ? " write" : " send")) {
+        run_ranks_on(ofi_net(provider), 2, 1, [&](Bootstrap& b, Transport& t) {
+          Progress p(t, 30);
+          const KvOptions o = small_kv_options(2, 1, protocol, 1, 100);
+          KvTransfer transfer(p, b, o);
+          const bool prefill = b.rank() == 0;
+          std::vector<double> spaced, burst(12, 0.0);
+          for (int i = 0; i < 12; ++i) spaced.push_back(0.003 * i);
+          const KvRunResult r = transfer.run_open_loop(KvMode::per_block, 12, spaced, true);
+          expect(r.wrong == 0, fmt::format("{} wrong bytes", r.wrong));
+          if (prefill) {
+            expect(r.queue_us.size() == 12 && r.total_us.size() == 12, "one record per request");
+            for (size_t i = 0; i < r.queue_us.size(); ++i) {
+              expect(r.queue_us[i] >= 0, fmt::format("request {} started {} us before its arrival", i, r.queue_us[i]));
+              expect(r.total_us[i] >= r.request_us[i], "total is queue plus transfer");
+            }
+            // 12 arrivals 3 ms apart: the run spans at least 33 ms.
+            expect(r.wall_s >= 0.033, fmt::format("the run took {} s, less than its arrivals span", r.wall_s));
+          }
+          const KvRunResult q = transfer.run_open_loop(KvMode::per_block, 12, burst, false);
+          if (prefill) {
+            // One slot: request i waits for the i before it, so the last queued longest.
+            expect(q.queue_us.back() > q.queue_us.front(), "the last of a burst must queue behind the first");
+            expect(q.queue_us.back() >= q.request_us.front(), "queueing covers at least one transfer");
+          }
+          b.barrier();
+        });
+      }
+    }
+  }
+}

@@ -9,6 +9,8 @@
 #include "bench/cli/cli.h"
 #include "bench/commands/kvcache/kvcache_options.h"
 #include "bench/commands/kvcache/kvcache_report.h"
+#include "bench/commands/kvcache/kvserve_load.h"
+#include "bench/commands/kvcache/kvserve_search.h"
 #include "bench/runner/results_run.h"
 #include "bench/runner/run_context.h"
 #include "collectives/kvcache/transfer.h"
@@ -37,6 +39,11 @@ class KvCacheBench {
   json config_json() const;
   void print_header() const;
   KvRecord run_mode(KvTransfer& transfer, const KvOptions& o, KvMode mode, double& contiguous_gbps);
+  int run_serve();
+  json serve_entry(const KvOptions& o, KvMode mode, const KvRunResult& run, const std::vector<double>& arrivals,
+                   ServeSummary& summary);
+  void serve_header() const;
+  void find_max_rate_run(ResultsRun& results, KvTransfer& transfer, const KvOptions& o, KvMode mode);
 
   RunContext ctx_;
   const CommonOptions& common_;
@@ -45,6 +52,7 @@ class KvCacheBench {
   std::vector<KvModel> presets_;  // for the what-if table
   std::vector<std::string> skipped_presets_;
   bool ordered_writes_ = false;
+  uint64_t wrong_ = 0;
 };
 
 // Options resolved on every rank (agreed), then the transport, then the protocol it allows.
@@ -121,11 +129,18 @@ void KvCacheBench::print_header() const {
   ctx_.print(
       fmt::format("# pairs (prefill->decode): {}; {} timed + {} warm-up request(s) per pair and mode, {} in "
                   "flight per pair; blocks of {} tokens, allocator runs of {} block(s); protocol {}{}",
-                  pair_text, opt_.requests, plan_.warmup, opt_.concurrency, opt_.block_tokens, opt_.alloc_run,
-                  write ? "write" : "send",
+                  pair_text, opt_.serve ? plan_.serve_requests_per_pair : opt_.requests, plan_.warmup, opt_.concurrency,
+                  opt_.block_tokens, opt_.alloc_run, write ? "write" : "send",
                   write ? (ordered_writes_ ? " (writes ordered per rail: each rail's last write carries the imm)"
                                            : " (unordered: imm after the writes complete)")
                         : ""));
+  if (opt_.serve) {
+    // The sweep's per-pair counts do not apply: the serve line below says what runs.
+    ctx_.print(
+        "# serve: queue = arrival until the transfer starts (a slot of the pair free), xfer = start until the "
+        "decode rank's ack, total = arrival until the ack; carried = requests / (first arrival to last ack)");
+    return;
+  }
   ctx_.print(
       "# time: per request, from the prefill rank's first post until the decode rank's ack arrives (decode acks when "
       "it has seen the completion and, staged, unpacked); GB/s = bytes/req / p50; vs 1w = GB/s / one contiguous "
@@ -166,8 +181,173 @@ KvRecord KvCacheBench::run_mode(KvTransfer& transfer, const KvOptions& o, KvMode
   return rec;
 }
 
+// --serve: one open-loop run in the first --mode after a closed-loop warm-up; every
+// prefill rank's per-request records are gathered and summarised together.
+json KvCacheBench::serve_entry(const KvOptions& o, KvMode mode, const KvRunResult& run,
+                               const std::vector<double>& arrivals, ServeSummary& summary) {
+  Bootstrap& b = ctx_.bootstrap();
+  std::vector<ServeSample> samples;
+  const auto queues = b.all_gather_vectors(run.queue_us);
+  const auto transfers = b.all_gather_vectors(run.request_us);
+  const auto totals = b.all_gather_vectors(run.total_us);
+  for (size_t r = 0; r < queues.size(); ++r)
+    for (size_t i = 0; i < queues[r].size(); ++i) samples.push_back({queues[r][i], transfers[r][i], totals[r][i]});
+  const auto walls = b.all_gather_value<double>(run.wall_s);
+  const double wall = *std::max_element(walls.begin(), walls.end());
+  const uint64_t bytes = o.shape.request_bytes();
+  const ServeSummary s = summarize_serve(samples, arrivals.empty() ? 0 : arrivals.back(), wall, bytes,
+                                         plan_.has_slo ? &plan_.slo : nullptr);
+  json entry{{"tokens", o.shape.tokens},
+             {"mode", to_string(mode)},
+             {"bytes", bytes},
+             {"blocks", o.shape.blocks()},
+             {"ops", run.ops_per_request},
+             {"requests", s.requests},
+             {"request_us", to_json(s.transfer_us)},
+             {"queue_us", to_json(s.queue_us)},
+             {"total_us", to_json(s.total_us)},
+             {"offered_rps", s.offered_rps},
+             {"carried_rps", s.carried_rps},
+             {"offered_gbps", s.offered_gbps},
+             {"carried_gbps", s.carried_gbps},
+             {"wall_s", wall},
+             {"overload", s.overload}};
+  if (plan_.has_slo) entry["slo"] = json{{"slo", plan_.slo.text}, {"goodput", s.goodput}, {"met", s.slo_met}};
+  summary = s;
+  ctx_.print(
+      fmt::format("  {:>9.1f} {:>9.1f} {:>9.3f} {:>9.3f} {:>10.1f} {:>10.1f} {:>9.1f} {:>9.1f} {:>9.1f} {:>9.1f}",
+                  s.offered_rps, s.carried_rps, s.offered_gbps, s.carried_gbps, s.queue_us.p50, s.queue_us.p99,
+                  s.transfer_us.p50, s.transfer_us.p99, s.total_us.p50, s.total_us.p99));
+  ctx_.print(fmt::format("# total p99.9 {:.1f} us, {} requests in {:.3f} s", s.total_us.p999, s.requests, wall));
+  if (s.overload)
+    ctx_.print(
+        fmt::format("# OVERLOAD: carried {:.1f} req/s is below 90% of the {:.1f} offered; queueing grew "
+                    "(p99 {:.1f} us): lower --rate or add rails or decode ranks",
+                    s.carried_rps, s.offered_rps, s.queue_us.p99));
+  if (plan_.has_slo)
+    ctx_.print(fmt::format("# SLO {}: goodput {:.2f}% of requests within {:.0f} us; p{} of total {}", plan_.slo.text,
+                           100 * s.goodput, plan_.slo.limit_us, plan_.slo.percentile, s.slo_met ? "met" : "MISSED"));
+  return entry;
+}
+
+void KvCacheBench::serve_header() const {
+  ctx_.print(fmt::format("# {:>9} {:>9} {:>9} {:>9} {:>10} {:>10} {:>9} {:>9} {:>9} {:>9}", "offered", "carried",
+                         "offered", "carried", "queue p50", "queue p99", "xfer p50", "xfer p99", "total p50",
+                         "total p99"));
+  ctx_.print(fmt::format("# {:>9} {:>9} {:>9} {:>9} {:>10} {:>10} {:>9} {:>9} {:>9} {:>9}", "(req/s)", "(req/s)",
+                         "(GB/s)", "(GB/s)", "(us)", "(us)", "(us)", "(us)", "(us)", "(us)"));
+}
+
+// --find-max-rate: probes from --rate up or down and bisects (kvserve_search.h); every
+// probe is a results entry, so the curve is in the JSON and the CSV as it is measured.
+// Every rank computes the same summaries from the gathered records, so all follow the
+// same sequence of rates without another exchange.
+void KvCacheBench::find_max_rate_run(ResultsRun& results, KvTransfer& transfer, const KvOptions& o, KvMode mode) {
+  const size_t pairs = kv_pairs(o).size();
+  int probe = 0;
+  const auto measure = [&](double rate) {
+    // --duration: rate x duration requests, at most 200,000 a probe so that a doubling
+    // far past capacity stays short; else --requests.
+    const double total = opt_.duration_s > 0 ? std::min(std::ceil(rate * opt_.duration_s), 2e5) : opt_.requests;
+    const int per_pair = std::max(1, static_cast<int>(std::ceil(total / static_cast<double>(pairs))));
+    const auto arrivals = arrival_times(rate, opt_.burstiness, opt_.seed + static_cast<uint64_t>(probe),
+                                        static_cast<size_t>(per_pair) * pairs);
+    ctx_.print(fmt::format("# probe {}: {:.1f} req/s offered, {} requests", ++probe, rate, per_pair * pairs));
+    const KvRunResult run = transfer.run_open_loop(mode, per_pair, arrivals, false);
+    ServeSummary sum;
+    json entry = serve_entry(o, mode, run, arrivals, sum);
+    entry["probe"] = probe;
+    results.add(std::move(entry));
+    RatePoint p;
+    p.rate = rate;
+    p.p50_us = sum.total_us.p50;
+    p.carried = sum.carried_rps;
+    p.slo_us = sum.slo_us;
+    p.met = sum.slo_met;  // a queue that grows shows in the percentile; small probes make the overload flag noisy
+    return p;
+  };
+  const MaxRateResult r = find_max_rate(opt_.rate, plan_.slo, measure);
+  json curve = json::array();
+  ctx_.print(fmt::format("# find-max-rate {}: curve (offered req/s -> total p50 / p{} us)", plan_.slo.text,
+                         plan_.slo.percentile));
+  for (const RatePoint& p : r.curve) {
+    ctx_.print(
+        fmt::format("#   {:>10.1f} -> {:>10.1f} / {:>10.1f} {}", p.rate, p.p50_us, p.slo_us, p.met ? "met" : "missed"));
+    curve.push_back(
+        json{{"rate", p.rate}, {"p50_us", p.p50_us}, {"slo_us", p.slo_us}, {"carried_rps", p.carried}, {"met", p.met}});
+  }
+  json out{{"slo", plan_.slo.text}, {"max_rate", r.max_rate}, {"curve", curve}};
+  std::string capacity;
+  if (opt_.line_rate_gbps > 0) {
+    // The wire's bound: the pool links in parallel (the smaller pool's ranks x rails) at
+    // the line rate, divided by one request's bytes.
+    const double links =
+        static_cast<double>(std::min(o.prefill.size(), o.decode.size()) * static_cast<size_t>(o.rails));
+    const double cap = links * opt_.line_rate_gbps * 1.25e8 / static_cast<double>(o.shape.request_bytes());
+    out["analytical_capacity_rps"] = cap;
+    out["fraction_of_capacity"] = r.max_rate / cap;
+    capacity = fmt::format("; analytical capacity {:.1f} req/s ({:.0f} link(s) x {} Gb/s / {} B), {:.2f} of it", cap,
+                           links, opt_.line_rate_gbps, o.shape.request_bytes(), r.max_rate / cap);
+  }
+  results.set("max_rate", out);
+  ctx_.print(fmt::format("# max rate meeting {}: {:.1f} req/s{}", plan_.slo.text, r.max_rate, capacity));
+}
+
+int KvCacheBench::run_serve() {
+  json config = config_json();
+  config["serve"] = json{{"rate", opt_.rate},
+                         {"burstiness", opt_.burstiness},
+                         {"duration_s", opt_.duration_s},
+                         {"seed", opt_.seed},
+                         {"requests_per_pair", plan_.serve_requests_per_pair},
+                         {"slo", opt_.slo},
+                         {"trace", opt_.trace},
+                         {"time_scale", opt_.time_scale}};
+  ResultsRun results(ctx_, config);
+  print_header();
+  KvOptions o = plan_.base;
+  o.shape.tokens = plan_.token_counts.front();
+  const KvMode mode = plan_.modes.empty() ? KvMode::contiguous : plan_.modes.front();
+  const size_t pairs = kv_pairs(o).size();
+  const int per_pair = plan_.serve_requests_per_pair;
+  const std::string load = opt_.trace.empty() ? fmt::format("at {} req/s offered, burstiness {}, seed {}", opt_.rate,
+                                                            opt_.burstiness, opt_.seed)
+                                              : fmt::format("at the times of --trace {}", opt_.trace);
+  ctx_.print(
+      fmt::format("# serve: {} requests ({} per pair) {}, mode {}", per_pair * pairs, per_pair, load, to_string(mode)));
+  results.measure([&] {
+    const std::vector<double> arrivals =
+        plan_.trace_arrivals.empty()
+            ? arrival_times(opt_.rate, opt_.burstiness, opt_.seed, static_cast<size_t>(per_pair) * pairs)
+            : plan_.trace_arrivals;
+    if (!plan_.trace_note.empty()) ctx_.print("# " + plan_.trace_note);
+    KvTransfer transfer(ctx_.progress(), ctx_.bootstrap(), o);
+    if (plan_.warmup > 0) transfer.run(mode, plan_.warmup, 0, false);
+    if (opt_.find_max_rate) {
+      find_max_rate_run(results, transfer, o, mode);
+      return;
+    }
+    serve_header();
+    results.counters_begin();
+    const KvRunResult run = transfer.run_open_loop(mode, per_pair, arrivals, common_.check);
+    ServeSummary summary;
+    json entry = serve_entry(o, mode, run, arrivals, summary);
+    uint64_t wrong = 0;
+    for (uint64_t w : ctx_.bootstrap().all_gather_value<uint64_t>(run.wrong)) wrong += w;
+    entry["wrong"] = wrong;
+    results.add_counters(entry);
+    results.add(std::move(entry));
+    if (common_.check) ctx_.print(fmt::format("# Wrong bytes : {} {}", wrong, wrong ? "FAILED" : "OK"));
+    wrong_ = wrong;
+  });
+  ctx_.status().clear();
+  results.finish();
+  return wrong_ ? 1 : 0;
+}
+
 int KvCacheBench::run() {
   open();
+  if (opt_.serve) return run_serve();
   ResultsRun results(ctx_, config_json());
   print_header();
   uint64_t total_wrong = 0;
@@ -233,6 +413,22 @@ void add_kvcache_options(CLI::App& sub, KvCacheOptions& kv) {
       ->capture_default_str();
   sub.add_option("--protocol", kv.protocol, "auto, write (one-sided + immediate) or send (two-sided)")
       ->capture_default_str();
+  sub.add_flag("--serve", kv.serve, "Open-loop serving run: requests arrive at --rate (see --burstiness, --slo)");
+  sub.add_option("--rate", kv.rate, "--serve: requests per second offered, over all pairs")->capture_default_str();
+  sub.add_option("--burstiness", kv.burstiness, "--serve: gamma shape of the gaps (1: Poisson, <1 burstier)")
+      ->capture_default_str();
+  sub.add_option("--duration", kv.duration_s,
+                 "--serve: seconds of arrivals (rate x duration requests); else --requests in all");
+  sub.add_option("--seed", kv.seed, "--serve: seed of the arrival times")->capture_default_str();
+  sub.add_option("--trace", kv.trace,
+                 "--serve: replay a trace's arrival times (Azure, BurstGPT CSV or Mooncake JSONL; see the guide)");
+  sub.add_option("--time-scale", kv.time_scale, "--trace: speed-up of the replay (2: twice as fast)")
+      ->capture_default_str();
+  sub.add_flag("--find-max-rate", kv.find_max_rate,
+               "--serve: search the highest --rate meeting --slo (starts at --rate), printing the curve");
+  sub.add_option("--line-rate", kv.line_rate_gbps,
+                 "--find-max-rate: Gb/s per rail, for the analytical capacity printed beside the answer");
+  sub.add_option("--slo", kv.slo, "--serve: latency objective on the total time, e.g. p99:50ms (goodput reported)");
   sub.add_option("--max-mem", kv.max_mem, "Memory all ranks of a host may allocate (default 90% of MemAvailable)");
 }
 

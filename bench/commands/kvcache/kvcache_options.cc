@@ -1,6 +1,7 @@
 #include "bench/commands/kvcache/kvcache_options.h"
 
 #include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -8,6 +9,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "bench/commands/kvcache/kvserve_trace.h"
 #include "lib/core/errors.h"
 #include "lib/core/sizes.h"
 
@@ -155,6 +157,62 @@ void resolve_sizes(const KvCacheOptions& opt, KvCachePlan& plan) {
   }
 }
 
+// --trace: the trace's arrival times, whole rounds over the pairs (a tail shorter than
+// one round is left out); its token counts are summarised, not yet sent (one size a pool).
+void resolve_trace(const KvCacheOptions& opt, KvCachePlan& plan, size_t pairs) {
+  if (opt.find_max_rate)
+    throw UsageError("--find-max-rate draws its own arrivals at each rate: drop --trace (or --find-max-rate)");
+  std::ifstream in(opt.trace);
+  if (!in) throw UsageError(fmt::format("--trace {}: cannot open it: give a readable trace file", opt.trace));
+  const Trace t = parse_trace(in, opt.trace, opt.time_scale);
+  const size_t per_pair = t.requests.size() / pairs;
+  if (per_pair == 0)
+    throw UsageError(fmt::format("--trace {} has {} request(s), fewer than the {} pairs: give a longer trace",
+                                 opt.trace, t.requests.size(), pairs));
+  std::vector<double> tokens;
+  for (size_t i = 0; i < per_pair * pairs; ++i) {
+    plan.trace_arrivals.push_back(t.requests[i].arrival_s);
+    tokens.push_back(static_cast<double>(t.requests[i].input_tokens));
+  }
+  const Summary s = summarize(tokens);
+  plan.serve_requests_per_pair = static_cast<int>(per_pair);
+  plan.trace_note = fmt::format(
+      "{} trace {}: {} requests over {:.3f} s (--time-scale {}), prompt tokens p50 {:.0f} p99 {:.0f} max {:.0f}; "
+      "each request moves --tokens {} (per-request sizes from a trace are not sent yet)",
+      t.format, opt.trace, per_pair * pairs, plan.trace_arrivals.back(), opt.time_scale, s.p50, s.p99, s.max,
+      plan.token_counts.front());
+}
+
+// --serve: one token count, a load that parses, and a request count that stays in memory.
+void resolve_serve(const KvCacheOptions& opt, KvCachePlan& plan) {
+  check_serve_load(opt.rate, opt.burstiness);
+  if (plan.token_counts.size() != 1)
+    throw UsageError(
+        fmt::format("--serve takes one --tokens value, got {}: give e.g. --tokens 4096", plan.token_counts.size()));
+  if (!std::isfinite(opt.duration_s) || opt.duration_s < 0)
+    throw UsageError(
+        fmt::format("--duration {} must be seconds above 0 (or leave it out and give --requests)", opt.duration_s));
+  if (opt.find_max_rate && opt.slo.empty())
+    throw UsageError("--find-max-rate needs --slo, the objective it searches for (e.g. --slo p99:50ms)");
+  if (!std::isfinite(opt.line_rate_gbps) || opt.line_rate_gbps < 0)
+    throw UsageError(fmt::format("--line-rate {} must be Gb/s per rail above 0", opt.line_rate_gbps));
+  if (!opt.slo.empty()) {
+    plan.slo = parse_slo(opt.slo);
+    plan.has_slo = true;
+  }
+  const auto pairs = static_cast<double>(kv_pairs(plan.base).size());
+  if (!opt.trace.empty()) {
+    resolve_trace(opt, plan, static_cast<size_t>(pairs));
+    return;
+  }
+  const double total = opt.duration_s > 0 ? std::ceil(opt.rate * opt.duration_s) : opt.requests;
+  // Every request's record (3 doubles) is kept for exact percentiles: cap what that costs.
+  if (total > 5e7)
+    throw UsageError(
+        fmt::format("--serve with {:.0f} requests is more than 50,000,000: lower --rate or --duration", total));
+  plan.serve_requests_per_pair = std::max(1, static_cast<int>(std::ceil(total / pairs)));
+}
+
 }  // namespace
 
 KvCachePlan resolve_kvcache(const KvCacheOptions& opt, const KvCacheWorld& w) {
@@ -187,6 +245,7 @@ KvCachePlan resolve_kvcache(const KvCacheOptions& opt, const KvCacheWorld& w) {
   base.shape.planes = kv_planes(plan.model);
   base.shape.token_bytes = kv_plane_token_bytes(plan.model, plan.dtype_bytes);
   base.shape.block_tokens = static_cast<uint64_t>(opt.block_tokens);
+  if (opt.serve) resolve_serve(opt, plan);
   check_memory(opt, w, plan);
   return plan;
 }

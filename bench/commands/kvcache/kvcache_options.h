@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/commands/kvcache/kvserve_load.h"
 #include "collectives/kvcache/geometry.h"
 #include "collectives/kvcache/transfer.h"
 
@@ -33,6 +34,17 @@ struct KvCacheOptions {
   int alloc_run = 4;              // block ids the pool allocator hands out in one run
   std::string protocol = "auto";  // auto, write, send
   std::string max_mem;            // per host; default 90% of MemAvailable
+  // --serve: open-loop arrivals (bench/commands/kvcache/kvserve_load.h) instead of the sweep.
+  bool serve = false;
+  double rate = 100;      // requests per second over all pairs
+  double burstiness = 1;  // gamma shape of the gaps; 1 = Poisson
+  double duration_s = 0;  // > 0: rate x duration requests; else --requests in all
+  uint64_t seed = 1;
+  std::string slo;             // "p99:50ms"; empty: no goodput
+  std::string trace;           // --serve: arrival times from this request trace
+  double time_scale = 1;       // --trace: divides its gaps
+  bool find_max_rate = false;  // search the highest rate meeting --slo
+  double line_rate_gbps = 0;   // per rail, for the analytical capacity; 0: not printed
 };
 
 // What the run needs from the job: its ranks' hosts, this rank, --mem, -w, and the
@@ -52,6 +64,12 @@ struct KvCachePlan {
   std::vector<KvMode> modes;  // without contiguous, which always runs first
   KvOptions base;             // roles, shape (tokens set per count), concurrency, alloc run
   int warmup = 1;
+  // --serve: requests per pair (the total rounded up to a multiple of the pairs) and the SLO.
+  int serve_requests_per_pair = 0;
+  std::vector<double> trace_arrivals;  // --trace: the arrival times replayed, per_pair x pairs
+  std::string trace_note;              // what the trace held, for the header
+  bool has_slo = false;
+  Slo slo;
 };
 
 // Throws UsageError (UnsupportedError for --mem cuda) naming the option and the fix.

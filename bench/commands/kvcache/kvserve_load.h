@@ -1,0 +1,56 @@
+// kvcache --serve's load model, pure logic (no ranks, no transport) so it is unit-tested
+// on its own (tests/kvcache/test_serve_load.cc): the open-loop arrival process, the SLO
+// and the per-request summary of a serving run.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "lib/core/stats.h"
+
+namespace railbench {
+
+// Arrival times (seconds from the run's start, non-decreasing) of `n` requests at a mean
+// `rate` per second. Gaps are gamma distributed with shape `burstiness` and mean 1/rate,
+// as vLLM's bench serve draws them: burstiness 1 is a Poisson process (exponential gaps),
+// below 1 burstier, above 1 more regular. The same seed gives the same times on every rank.
+std::vector<double> arrival_times(double rate, double burstiness, uint64_t seed, size_t n);
+
+// --slo pP:LIMIT, LIMIT with a unit (us, ms, s): "p99:50ms" -> {99, 50000}.
+struct Slo {
+  double percentile = 0;  // (0, 100]
+  double limit_us = 0;    // > 0
+  std::string text;       // as given
+};
+// UsageError naming the value and the form expected.
+Slo parse_slo(const std::string& text);
+
+// Refuses a --rate or --burstiness that is not a finite number above 0 (UsageError).
+void check_serve_load(double rate, double burstiness);
+
+// What one serving run measured, over every request of every pair.
+struct ServeSample {
+  double queue_us = 0;     // ready (arrival) until its transfer started
+  double transfer_us = 0;  // transfer start until the decode rank's ack
+  double total_us = 0;     // arrival until the ack
+};
+
+struct ServeSummary {
+  Summary queue_us, transfer_us, total_us;
+  size_t requests = 0;
+  double offered_rps = 0;  // requests / span of their arrival times
+  double carried_rps = 0;  // requests / (first arrival to last ack)
+  double offered_gbps = 0, carried_gbps = 0;
+  bool overload = false;  // carried below 90% of offered: the queue grew for the whole run
+  double goodput = -1;    // share of requests whose total is within the SLO limit; < 0 without --slo
+  bool slo_met = false;   // the SLO percentile of total within the limit
+  double slo_us = 0;      // the total at the SLO's percentile
+};
+
+// `span_s`: the last arrival time (first is 0); `wall_s`: first arrival to the last ack
+// on the slowest prefill rank; `bytes`: one request's KV bytes. `slo` may be null.
+ServeSummary summarize_serve(const std::vector<ServeSample>& samples, double span_s, double wall_s, uint64_t bytes,
+                             const Slo* slo);
+
+}  // namespace railbench

@@ -1,0 +1,100 @@
+// kvcache --serve's load model without ranks: the arrival process has the mean rate and
+// the burstiness asked for, the SLO parser refuses what it cannot read, and the summary
+// tells carried from offered load and counts goodput.
+#include <cmath>
+#include <limits>
+
+#include <catch2/catch.hpp>
+
+#include "bench/commands/kvcache/kvserve_load.h"
+#include "lib/core/errors.h"
+
+using namespace railbench;
+
+namespace {
+
+struct GapStats {
+  double mean = 0, cv2 = 0;  // cv2: squared coefficient of variation, 1 / burstiness for gamma gaps
+};
+
+GapStats gap_stats(const std::vector<double>& t) {
+  std::vector<double> gaps;
+  for (size_t i = 1; i < t.size(); ++i) gaps.push_back(t[i] - t[i - 1]);
+  double sum = 0, sq = 0;
+  for (double g : gaps) sum += g;
+  const double mean = sum / static_cast<double>(gaps.size());
+  for (double g : gaps) sq += (g - mean) * (g - mean);
+  const double var = sq / static_cast<double>(gaps.size() - 1);
+  return {mean, var / (mean * mean)};
+}
+
+}  // namespace
+
+TEST_CASE("serve arrivals: mean rate and burstiness over 100,000 seeded draws", "[kvcache][serve]") {
+  for (double burstiness : {1.0, 0.25, 4.0}) {
+    DYNAMIC_SECTION("burstiness " << burstiness) {
+      const auto t = arrival_times(2000, burstiness, 7, 100000);
+      REQUIRE(t.size() == 100000);
+      REQUIRE(t.front() == 0);
+      for (size_t i = 1; i < t.size(); ++i) REQUIRE(t[i] >= t[i - 1]);
+      const GapStats s = gap_stats(t);
+      // About 5 standard errors: the mean's is sqrt(CV^2 / N) (0.6% at burstiness 0.25),
+      // CV^2's about CV^2 sqrt((2 + 6/k) / N) for gamma gaps of shape k (1.6% at 0.25).
+      CHECK(s.mean == Approx(1.0 / 2000).epsilon(0.035));
+      // Gamma with shape k has CV^2 = 1/k: Poisson 1, bursty 4, regular 0.25.
+      CHECK(s.cv2 == Approx(1.0 / burstiness).epsilon(0.08));
+    }
+  }
+}
+
+TEST_CASE("serve arrivals: the same seed gives the same times, another seed others", "[kvcache][serve]") {
+  CHECK(arrival_times(100, 1, 3, 1000) == arrival_times(100, 1, 3, 1000));
+  CHECK(arrival_times(100, 1, 3, 1000) != arrival_times(100, 1, 4, 1000));
+}
+
+TEST_CASE("serve arrivals refuse a rate or burstiness that is not above 0", "[kvcache][serve]") {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const double inf = std::numeric_limits<double>::infinity();
+  CHECK_THROWS_WITH(arrival_times(0, 1, 1, 10), Catch::Contains("--rate 0 must be"));
+  CHECK_THROWS_WITH(arrival_times(-5, 1, 1, 10), Catch::Contains("--rate -5"));
+  CHECK_THROWS_AS(arrival_times(nan, 1, 1, 10), UsageError);
+  CHECK_THROWS_AS(arrival_times(inf, 1, 1, 10), UsageError);
+  CHECK_THROWS_WITH(arrival_times(10, 0, 1, 10), Catch::Contains("--burstiness 0 must be"));
+  CHECK_THROWS_AS(arrival_times(10, nan, 1, 10), UsageError);
+}
+
+TEST_CASE("serve --slo: pP:LIMIT with a unit, anything else refused", "[kvcache][serve]") {
+  const Slo a = parse_slo("p99:50ms");
+  CHECK(a.percentile == 99);
+  CHECK(a.limit_us == 50000);
+  CHECK(parse_slo("p99.9:800us").limit_us == 800);
+  CHECK(parse_slo("p99.9:800us").percentile == Approx(99.9));
+  CHECK(parse_slo("p50:1.5s").limit_us == 1.5e6);
+  for (const char* bad : {"", "99:50ms", "p99", "p99:50", "p99:50 ms", "p99:50min", "p0:1ms", "p101:1ms", "p99:-1ms",
+                          "p99:0ms", "px:1ms", "p99:nanms", "p99x:1ms"}) {
+    DYNAMIC_SECTION("'" << bad << "'") {
+      CHECK_THROWS_WITH(parse_slo(bad), Catch::Contains("expected pP:LIMIT"));
+    }
+  }
+}
+
+TEST_CASE("serve summary: offered vs carried, overload, goodput at the SLO", "[kvcache][serve]") {
+  std::vector<ServeSample> v;
+  for (int i = 0; i < 100; ++i) v.push_back({0, 10, i < 95 ? 100.0 : 5000.0});
+  const Slo slo = parse_slo("p99:1ms");
+  // 100 arrivals over 0.99 s: 100 req/s offered; carried over 1 s: 100 req/s.
+  ServeSummary s = summarize_serve(v, 0.99, 1.0, 1000000, &slo);
+  CHECK(s.offered_rps == Approx(100));
+  CHECK(s.carried_rps == Approx(100));
+  CHECK(s.offered_gbps == Approx(0.1));
+  CHECK_FALSE(s.overload);
+  CHECK(s.goodput == Approx(0.95));
+  CHECK_FALSE(s.slo_met);  // p99 is 5000 us
+  const Slo loose = parse_slo("p90:1ms");
+  CHECK(summarize_serve(v, 0.99, 1.0, 1, &loose).slo_met);
+  // The same requests carried over 4 s: a quarter of the offered load.
+  s = summarize_serve(v, 0.99, 4.0, 1, nullptr);
+  CHECK(s.carried_rps == Approx(25));
+  CHECK(s.overload);
+  CHECK(s.goodput < 0);
+}
