@@ -58,10 +58,13 @@ railbench() { # railbench TLS OUT.json ARGS... : 2 ranks
   local tls=$1 json=$2 rails=()
   shift 2
   [[ $tls == tcp ]] && rails=(--rails lo)
-  rb_mpirun 2 "$rb" sendrecv -t "ucx:$tls" "${rails[@]}" --json "$json" "$@" >/dev/null
+  rb_mpirun 2 "$rb" sendrecv -t "ucx:$tls" "${rails[@]}" --json "$json" "$@" >/dev/null 2>"$work/railbench.err" || {
+    cat "$work/railbench.err" >&2
+    exit 1
+  }
 }
 
-echo "# compare-ucx-perftest: UCX $(ucx_info -v | awk '/Library version/ {print $NF}'), $reps repetitions," \
+echo "# compare-ucx-perftest: UCX $(ucx_info -v | awk '/^# Version/ {print $3}'), $reps repetitions," \
   "$(nproc) CPUs, TLS: ${tlss[*]}, cases: ${cases[*]}"
 for ((r = 0; r < reps; ++r)); do
   for tls in "${tlss[@]}"; do
