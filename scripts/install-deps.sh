@@ -7,6 +7,7 @@ set -euo pipefail
 packages=(
   build-essential cmake ninja-build pkg-config git clang-format
   libfabric-dev libfabric-bin
+  libucx-dev ucx-utils
   libibverbs-dev librdmacm-dev ibverbs-providers ibverbs-utils rdma-core perftest
   openmpi-bin libopenmpi-dev
   libcli11-dev nlohmann-json3-dev libfmt-dev catch2

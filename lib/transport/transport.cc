@@ -52,16 +52,18 @@ T get(std::span<const uint8_t> in, size_t& pos) {
 
 }  // namespace
 
-// Layout: u64 length, u32 rail count, then (u64 addr, u64 key) per rail; host byte
-// order, since every rank of one job runs on the same architecture.
+// Layout: u64 length, u32 rail count, then (u64 addr, u64 key, u32 n, n packed bytes)
+// per rail; host byte order, since every rank of one job runs on the same architecture.
 std::vector<uint8_t> RemoteKey::serialize() const {
   std::vector<uint8_t> out;
-  out.reserve(12 + rails.size() * 16);
+  out.reserve(12 + rails.size() * 20);
   put<uint64_t>(out, length);
   put<uint32_t>(out, static_cast<uint32_t>(rails.size()));
   for (const auto& r : rails) {
     put<uint64_t>(out, r.addr);
     put<uint64_t>(out, r.key);
+    put<uint32_t>(out, static_cast<uint32_t>(r.packed.size()));
+    out.insert(out.end(), r.packed.begin(), r.packed.end());
   }
   return out;
 }
@@ -75,6 +77,8 @@ RemoteKey RemoteKey::deserialize(std::span<const uint8_t> bytes) {
   for (auto& r : k.rails) {
     r.addr = get<uint64_t>(bytes, pos);
     r.key = get<uint64_t>(bytes, pos);
+    const auto n_packed = get<uint32_t>(bytes, pos);
+    for (uint32_t i = 0; i < n_packed; ++i) r.packed.push_back(get<uint8_t>(bytes, pos));
   }
   return k;
 }

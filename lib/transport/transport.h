@@ -101,6 +101,9 @@ struct RailInfo {
 struct RailKey {
   uint64_t addr = 0;  // what the target expects as remote address for offset 0
   uint64_t key = 0;
+  // A key that does not fit 64 bits (UCX's packed rkey); empty for verbs and ofi. `key`
+  // then names the region, so the transport can cache what it unpacked from these bytes.
+  std::vector<uint8_t> packed;
   bool operator==(const RailKey&) const = default;
 };
 

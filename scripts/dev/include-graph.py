@@ -24,6 +24,7 @@ LAYERS = {
     "lib/observe": ["lib/core", "lib/runtime", "lib/transport", "lib/results"],
     # Each transport implements lib's interface and knows no other transport.
     "transports/ofi": LIB,
+    "transports/ucx": LIB,
     "transports/verbs": LIB,
     "transports/nccl": LIB,
     "transports": LIB,

@@ -1,0 +1,17 @@
+// Registers -t ucx as missing in builds without UCX, so the unknown-transport error
+// says what it needs.
+#include "lib/transport/registry.h"
+
+namespace railbench::ucx {
+
+namespace {
+
+const bool registered = register_transport(TransportEntry{
+    .name = "ucx",
+    .order = 40,
+    .missing_note = "needs a build with UCX found (libucx-dev, pkg-config ucx)",
+});
+
+}  // namespace
+
+}  // namespace railbench::ucx
