@@ -20,24 +20,13 @@ constexpr double kUs = 1e-6;      // and its latencies microseconds
 constexpr double kGbit = 1.25e8;  // line rates Gb/s
 
 // A running validate's document has nulls where phases have not run yet: every read
-// below goes through these, which see a null or a missing field as nothing.
-const json& field_of(const json& j, const char* key) {
-  static const json kNone;
-  if (!j.is_object()) return kNone;
-  const auto it = j.find(key);
-  return it == j.end() ? kNone : *it;
-}
+// below goes through metrics_text.h's field_of / text_of and these.
 
 // The array at `key`, or an empty one.
 const json& items_of(const json& j, const char* key) {
   static const json kEmpty = json::array();
   const json& v = field_of(j, key);
   return v.is_array() ? v : kEmpty;
-}
-
-std::string text_of(const json& j, const char* key) {
-  const json& v = field_of(j, key);
-  return v.is_string() ? v.get<std::string>() : "";
 }
 
 int int_of(const json& j, const char* key, int fallback) {

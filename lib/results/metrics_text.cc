@@ -66,8 +66,16 @@ std::string escape_help(const std::string& v) {
   return out;
 }
 
-// The header's fields, a null or missing one read as nothing (a running document has
-// nulls where later steps will write).
+double unix_seconds(const json& doc, const char* key) {
+  const auto it = doc.find(key);
+  if (it == doc.end() || !it->is_string()) return NAN;
+  std::tm tm{};
+  if (strptime(it->get<std::string>().c_str(), "%Y-%m-%dT%H:%M:%SZ", &tm) == nullptr) return NAN;
+  return static_cast<double>(timegm(&tm));
+}
+
+}  // namespace
+
 const json& field_of(const json& j, const char* key) {
   static const json kNone;
   if (!j.is_object()) return kNone;
@@ -79,16 +87,6 @@ std::string text_of(const json& j, const char* key) {
   const json& v = field_of(j, key);
   return v.is_string() ? v.get<std::string>() : "";
 }
-
-double unix_seconds(const json& doc, const char* key) {
-  const auto it = doc.find(key);
-  if (it == doc.end() || !it->is_string()) return NAN;
-  std::tm tm{};
-  if (strptime(it->get<std::string>().c_str(), "%Y-%m-%dT%H:%M:%SZ", &tm) == nullptr) return NAN;
-  return static_cast<double>(timegm(&tm));
-}
-
-}  // namespace
 
 void MetricsText::gauge(const std::string& name, const std::string& help, const std::string& unit) {
   if (!valid_name(name, false)) throw std::logic_error("metric name not valid in Prometheus: " + name);

@@ -52,6 +52,11 @@ class MetricsText {
 // timestamps, its ranks and hosts, and its verdict as a state set where it has one.
 void run_metrics(const nlohmann::json& doc, MetricsText& out);
 
+// Readers for the kinds' parts: a running document has nulls where later steps will
+// write, and these see a null, a missing field or a non-object as nothing.
+const nlohmann::json& field_of(const nlohmann::json& j, const char* key);
+std::string text_of(const nlohmann::json& j, const char* key);  // "" unless a string
+
 // Label helpers for the kinds: a rank's host from the document's world ("" if absent).
 std::string rank_host(const nlohmann::json& doc, int rank);
 

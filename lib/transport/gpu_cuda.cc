@@ -113,7 +113,8 @@ Buffer::~Buffer() {
 void copy(void* dst, const void* src, size_t bytes) {
   if (bytes == 0) return;
   // Host to host needs no driver (and must work on hosts without one).
-  if (!is_device_pointer(dst) && !is_device_pointer(src)) {
+  const bool to_device = is_device_pointer(dst);
+  if (!to_device && !is_device_pointer(src)) {
     std::memcpy(dst, src, bytes);
     return;
   }
@@ -122,7 +123,7 @@ void copy(void* dst, const void* src, size_t bytes) {
   // (once it is staged) and for device to device: a NIC, or NCCL's non-blocking stream,
   // could then read the old bytes (seen on an H200 as wrong elements of a one-rank
   // out-of-place all-gather at 512K-4M). The copy ran on the default stream: wait for it.
-  if (is_device_pointer(dst)) check(cudaStreamSynchronize(nullptr), "cudaStreamSynchronize");
+  if (to_device) check(cudaStreamSynchronize(nullptr), "cudaStreamSynchronize");
 }
 
 void zero(void* dst, size_t bytes) {
