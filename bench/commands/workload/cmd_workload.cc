@@ -28,7 +28,9 @@ using namespace workload;
 namespace {
 
 constexpr size_t kKinds = 5;
-constexpr size_t kSamplesPerKind = 2000;  // op times per kind and rank kept for percentiles
+constexpr size_t kSamplesPerKind = 2000;   // op times per kind and rank kept for percentiles
+constexpr size_t kMaxStepSamples = 10000;  // step times kept for percentiles
+constexpr int kMaxEntries = 200;           // results entries (iterations or windows of them)
 
 // What every rank reports per iteration.
 struct IterFigures {
@@ -94,7 +96,13 @@ class WorkloadBench {
   const CommonOptions& common_;
   const WorkloadOptions& opt_;
   Trace trace_;
-  std::vector<IterFigures> iters_;  // rank 0: the max over ranks of each iteration
+  void add_window(ResultsRun& results);
+
+  WorkloadTotals totals_;            // the slowest rank's figures, summed or sampled over the iterations
+  uint64_t steps_seen_[2] = {0, 0};  // step and exposed samples
+  IterFigures window_;               // sums over the window being filled
+  int window_first_ = 0, window_n_ = 0;
+  double window_max_ = 0;
   std::array<std::vector<double>, kKinds> samples_;
   uint64_t seen_[kKinds] = {0, 0, 0, 0, 0};
   std::mt19937_64 rng_{12345};
@@ -145,16 +153,73 @@ void WorkloadBench::print_header() const {
                          "compute_ms", "tp_ms", "pp_ms", "dp_ms", "ep_ms", "edp_ms"));
 }
 
-// Keeps at most kSamplesPerKind op times per kind (reservoir sampling: a uniform sample
-// of every op of the run, memory flat however long it runs).
-void keep_sample(std::vector<double>& v, uint64_t& seen, double x, std::mt19937_64& rng) {
+// Keeps at most `cap` samples (reservoir sampling: a uniform sample of everything seen,
+// memory flat however long the run).
+void keep_sample(std::vector<double>& v, uint64_t& seen, double x, size_t cap, std::mt19937_64& rng) {
   ++seen;
-  if (v.size() < kSamplesPerKind) {
+  if (v.size() < cap) {
     v.push_back(x);
   } else {
     const uint64_t j = rng() % seen;
-    if (j < kSamplesPerKind) v[static_cast<size_t>(j)] = x;
+    if (j < cap) v[static_cast<size_t>(j)] = x;
   }
+}
+
+// This rank's figures of one step.
+IterFigures step_figures(const StepTimes& st) {
+  IterFigures f;
+  f.step_us = st.step_us;
+  f.compute_us = st.compute_us;
+  f.async_us = st.async_us;
+  double comm = 0;
+  for (size_t k = 0; k < kKinds; ++k) {
+    f.kind_us[k] = st.kind_us[k];
+    f.kind_bytes[k] = st.kind_bytes[k];
+    f.kind_bus_bytes[k] = st.kind_bus_bytes[k];
+    comm += st.kind_us[k];
+  }
+  // What of the communication no compute covered (async ops are credited against the
+  // compute after them: the executor waited only for the rest).
+  f.exposed_us = std::max(0.0, comm - (st.compute_us - st.slept_us));
+  return f;
+}
+
+// Bulk-synchronous: the slowest rank's figures are the iteration's.
+IterFigures worst_of(const std::vector<IterFigures>& all) {
+  IterFigures w;
+  for (const auto& r : all) {
+    w.step_us = std::max(w.step_us, r.step_us);
+    w.exposed_us = std::max(w.exposed_us, r.exposed_us);
+    w.compute_us = std::max(w.compute_us, r.compute_us);
+    w.async_us = std::max(w.async_us, r.async_us);
+    for (size_t k = 0; k < kKinds; ++k) {
+      w.kind_us[k] = std::max(w.kind_us[k], r.kind_us[k]);
+      w.kind_bytes[k] = std::max(w.kind_bytes[k], r.kind_bytes[k]);
+      w.kind_bus_bytes[k] = std::max(w.kind_bus_bytes[k], r.kind_bus_bytes[k]);
+    }
+  }
+  return w;
+}
+
+// One line and one results entry per window of iterations: each iteration up to
+// kMaxEntries iterations, then windows of iters / kMaxEntries (means, and the window's
+// slowest step), so a run of 10,000 steps keeps its file and rank 0's memory bounded.
+void WorkloadBench::add_window(ResultsRun& results) {
+  const double n = static_cast<double>(window_n_);
+  const IterFigures& w = window_;
+  ctx_.print(fmt::format("  {:>5} {:>10.3f} {:>10.3f} {:>10.3f} {:>9.3f} {:>9.3f} {:>9.3f} {:>9.3f} {:>9.3f}",
+                         window_first_, w.step_us / n / 1e3, w.exposed_us / n / 1e3, w.compute_us / n / 1e3,
+                         w.kind_us[0] / n / 1e3, w.kind_us[1] / n / 1e3, w.kind_us[2] / n / 1e3, w.kind_us[3] / n / 1e3,
+                         w.kind_us[4] / n / 1e3));
+  json entry{{"iteration", window_first_}, {"iterations", window_n_},        {"step_us", w.step_us / n},
+             {"step_max_us", window_max_}, {"exposed_us", w.exposed_us / n}, {"compute_us", w.compute_us / n},
+             {"async_us", w.async_us / n}, {"kind_us", json::object()}};
+  const char* names[kKinds] = {"tp", "pp", "dp", "ep", "edp"};
+  for (size_t k = 0; k < kKinds; ++k) entry["kind_us"][names[k]] = w.kind_us[k] / n;
+  results.add(std::move(entry));
+  window_ = IterFigures{};
+  window_n_ = 0;
+  window_max_ = 0;
 }
 
 void WorkloadBench::run_steps(ResultsRun& results, Executor& ex) {
@@ -162,62 +227,40 @@ void WorkloadBench::run_steps(ResultsRun& results, Executor& ex) {
   OpHooks hooks;
   const int warmup = common_.warmup_iters < 0 ? 1 : common_.warmup_iters;
   const int iters = common_.iters < 0 ? 10 : common_.iters;
+  const int per_window = std::max(1, (iters + kMaxEntries - 1) / kMaxEntries);
   for (int w = 0; w < warmup; ++w) ex.run_step(-1 - w, hooks);
   for (int it = 0; it < iters; ++it) {
     const StepTimes st = ex.run_step(it, hooks);
-    IterFigures f;
-    f.step_us = st.step_us;
-    f.compute_us = st.compute_us;
-    f.async_us = st.async_us;
-    double comm = 0;
-    for (size_t k = 0; k < kKinds; ++k) {
-      f.kind_us[k] = st.kind_us[k];
-      f.kind_bytes[k] = st.kind_bytes[k];
-      f.kind_bus_bytes[k] = st.kind_bus_bytes[k];
-      comm += st.kind_us[k];
-    }
-    f.exposed_us = std::max(0.0, comm - (st.compute_us - st.slept_us));
     for (size_t pc = 0; pc < ops.size(); ++pc)
-      if (st.op_us[pc] > 0)
-        keep_sample(samples_[static_cast<size_t>(ops[pc].kind)], seen_[static_cast<size_t>(ops[pc].kind)], st.op_us[pc],
-                    rng_);
-    // Bulk-synchronous: the slowest rank's step is the iteration's.
-    const auto all = ctx_.bootstrap().all_gather_value(f);
-    IterFigures worst;
-    for (const auto& r : all) {
-      worst.step_us = std::max(worst.step_us, r.step_us);
-      worst.exposed_us = std::max(worst.exposed_us, r.exposed_us);
-      worst.compute_us = std::max(worst.compute_us, r.compute_us);
-      worst.async_us = std::max(worst.async_us, r.async_us);
-      for (size_t k = 0; k < kKinds; ++k) {
-        worst.kind_us[k] = std::max(worst.kind_us[k], r.kind_us[k]);
-        worst.kind_bytes[k] = std::max(worst.kind_bytes[k], r.kind_bytes[k]);
-        worst.kind_bus_bytes[k] = std::max(worst.kind_bus_bytes[k], r.kind_bus_bytes[k]);
+      if (st.op_us[pc] > 0) {
+        const auto k = static_cast<size_t>(ops[pc].kind);
+        keep_sample(samples_[k], seen_[k], st.op_us[pc], kSamplesPerKind, rng_);
       }
+    const IterFigures worst = worst_of(ctx_.bootstrap().all_gather_value(step_figures(st)));
+    keep_sample(totals_.step_us, steps_seen_[0], worst.step_us, kMaxStepSamples, rng_);
+    keep_sample(totals_.exposed_us, steps_seen_[1], worst.exposed_us, kMaxStepSamples, rng_);
+    totals_.compute_us = std::max(totals_.compute_us, worst.compute_us);
+    if (window_n_ == 0) window_first_ = it;
+    window_max_ = std::max(window_max_, worst.step_us);
+    window_.step_us += worst.step_us;
+    window_.exposed_us += worst.exposed_us;
+    window_.compute_us += worst.compute_us;
+    window_.async_us += worst.async_us;
+    for (size_t k = 0; k < kKinds; ++k) {
+      window_.kind_us[k] += worst.kind_us[k];
+      totals_.kind_us[k] += worst.kind_us[k];
+      totals_.bytes[k] += worst.kind_bytes[k] / iters;
+      totals_.bus_bytes[k] += worst.kind_bus_bytes[k] / iters;
     }
-    iters_.push_back(worst);
-    ctx_.print(fmt::format("  {:>5} {:>10.3f} {:>10.3f} {:>10.3f} {:>9.3f} {:>9.3f} {:>9.3f} {:>9.3f} {:>9.3f}", it,
-                           worst.step_us / 1e3, worst.exposed_us / 1e3, worst.compute_us / 1e3, worst.kind_us[0] / 1e3,
-                           worst.kind_us[1] / 1e3, worst.kind_us[2] / 1e3, worst.kind_us[3] / 1e3,
-                           worst.kind_us[4] / 1e3));
-    results.add(json{{"iteration", it},
-                     {"step_us", worst.step_us},
-                     {"exposed_us", worst.exposed_us},
-                     {"compute_us", worst.compute_us},
-                     {"async_us", worst.async_us},
-                     {"kind_us",
-                      {{"tp", worst.kind_us[0]},
-                       {"pp", worst.kind_us[1]},
-                       {"dp", worst.kind_us[2]},
-                       {"ep", worst.kind_us[3]},
-                       {"edp", worst.kind_us[4]}}}});
+    ++totals_.iterations;
+    if (++window_n_ == per_window || it == iters - 1) add_window(results);
     ctx_.status().step(
         fmt::format("workload: iteration {}/{}, {} elapsed", it + 1, iters, format_clock(ctx_.status().elapsed_s())));
   }
 }
 
 void WorkloadBench::finish(ResultsRun& results, Executor& ex) {
-  WorkloadTotals totals;
+  WorkloadTotals& totals = totals_;
   for (size_t k = 0; k < kKinds; ++k) {
     const auto gathered = ctx_.bootstrap().all_gather_vectors(samples_[k]);
     for (const auto& v : gathered) totals.op_us[k].insert(totals.op_us[k].end(), v.begin(), v.end());
@@ -228,17 +271,6 @@ void WorkloadBench::finish(ResultsRun& results, Executor& ex) {
     totals.sync_link_bytes = std::max(totals.sync_link_bytes, l[0]);
     totals.async_link_bytes = std::max(totals.async_link_bytes, l[1]);
   }
-  for (const auto& f : iters_) {
-    totals.step_us.push_back(f.step_us);
-    totals.exposed_us.push_back(f.exposed_us);
-    totals.compute_us = std::max(totals.compute_us, f.compute_us);
-    for (size_t k = 0; k < kKinds; ++k) {
-      totals.kind_us[k] += f.kind_us[k];
-      totals.bytes[k] += f.kind_bytes[k] / static_cast<double>(iters_.size());
-      totals.bus_bytes[k] += f.kind_bus_bytes[k] / static_cast<double>(iters_.size());
-    }
-  }
-  totals.iterations = static_cast<int>(iters_.size());
   totals.micro_batches = trace_.meta.value("micro_batches", 1);
   totals.rails = ctx_.transport().num_rails();
   totals.line_rate_gbps = opt_.line_rate_gbps;
