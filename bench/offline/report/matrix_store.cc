@@ -1,0 +1,138 @@
+#include "bench/offline/report/matrix_store.h"
+
+#include <algorithm>
+#include <array>
+#include <string_view>
+
+namespace railbench::report {
+
+namespace {
+
+using Json = nlohmann::json;
+using DomParser = nlohmann::detail::json_sax_dom_parser<Json>;
+
+constexpr std::array<std::string_view, 5> kMatrixKeys = {"bw_gbs", "bidir_gbs", "lat_p50_us", "lat_p99_us",
+                                                         "lat_p999_us"};
+
+// The DOM parser's events, with two detours: a matrix under rails[i] goes into floats,
+// and the top-level "rail_pairs" is skipped; each becomes a null in the document.
+class MatrixSax {
+ public:
+  MatrixSax(Json& doc, MatrixStore& store) : dom_(doc), store_(store) {}
+
+  bool null() { return capture_ ? cell(NAN) : skip_ ? true : dom_.null(); }
+  bool boolean(bool v) { return capture_ ? cell(NAN) : skip_ ? true : dom_.boolean(v); }
+  bool number_integer(Json::number_integer_t v) {
+    return capture_ ? cell(static_cast<float>(v)) : skip_ ? true : dom_.number_integer(v);
+  }
+  bool number_unsigned(Json::number_unsigned_t v) {
+    return capture_ ? cell(static_cast<float>(v)) : skip_ ? true : dom_.number_unsigned(v);
+  }
+  bool number_float(Json::number_float_t v, const std::string& s) {
+    return capture_ ? cell(static_cast<float>(v)) : skip_ ? true : dom_.number_float(v, s);
+  }
+  bool string(std::string& v) { return capture_ ? cell(NAN) : skip_ ? true : dom_.string(v); }
+  bool binary(Json::binary_t& v) { return capture_ ? cell(NAN) : skip_ ? true : dom_.binary(v); }
+
+  bool start_object(size_t n) {
+    if (capture_ || skip_) return ++nested_, true;
+    if (path_.size() == 2 && path_[0].key == "rails" && !path_[1].object) ++rail_index_;
+    path_.push_back({true, {}});
+    return dom_.start_object(n);
+  }
+  bool key(std::string& k) {
+    if (capture_ || skip_) return true;
+    path_.back().key = k;
+    return dom_.key(k);
+  }
+  bool end_object() {
+    if (capture_ || skip_) return --nested_, true;
+    path_.pop_back();
+    return dom_.end_object();
+  }
+
+  bool start_array(size_t n) {
+    if (capture_) {
+      if (nested_ == 0 && depth_ == 1)
+        depth_ = 2;  // a row begins
+      else
+        ++nested_;
+      return true;
+    }
+    if (skip_) return ++nested_, true;
+    if (starts_matrix()) return capture_ = true, depth_ = 1, rows_.clear(), true;
+    if (path_.size() == 1 && path_.back().key == "rail_pairs") return skip_ = true, nested_ = 0, true;
+    path_.push_back({false, {}});
+    return dom_.start_array(n);
+  }
+  bool end_array() {
+    if (capture_) return end_capture_array();
+    if (skip_) {
+      if (nested_ > 0) return --nested_, true;
+      skip_ = false;
+      return dom_.null();
+    }
+    path_.pop_back();
+    return dom_.end_array();
+  }
+
+  template <class Exception>
+  bool parse_error(size_t pos, const std::string& token, const Exception& e) {
+    return dom_.parse_error(pos, token, e);
+  }
+
+ private:
+  struct Level {
+    bool object;
+    std::string key;
+  };
+
+  // An array under rails[i] (an object in the top-level "rails" array) at a matrix key.
+  bool starts_matrix() const {
+    return path_.size() == 3 && path_[0].key == "rails" && !path_[1].object && path_[2].object &&
+           std::find(kMatrixKeys.begin(), kMatrixKeys.end(), path_[2].key) != kMatrixKeys.end();
+  }
+  // A value inside the matrix: a cell when it is directly in a row; anything deeper (or a
+  // value where a row should be) is damage, and reads as not measured.
+  bool cell(float v) {
+    if (nested_ == 0 && depth_ == 2) row_.push_back(v);
+    return true;
+  }
+  bool end_capture_array() {
+    if (nested_ > 0) return --nested_, true;
+    if (depth_ == 2) {
+      rows_.push_back(std::move(row_));
+      row_.clear();
+      depth_ = 1;
+      return true;
+    }
+    // The matrix ends: square it (short rows padded, long ones cut), store it, and give
+    // the document a null where it was.
+    const int n = static_cast<int>(rows_.size());
+    RailMatrix m{n, std::vector<float>(static_cast<size_t>(n) * n, NAN)};
+    for (int a = 0; a < n; ++a)
+      std::copy_n(rows_[a].begin(), std::min<size_t>(n, rows_[a].size()), m.cells.begin() + static_cast<size_t>(a) * n);
+    store_.matrices[{rail_index_ - 1, path_[2].key}] = std::move(m);
+    rows_.clear();
+    capture_ = false;
+    return dom_.null();
+  }
+
+  DomParser dom_;
+  MatrixStore& store_;
+  std::vector<Level> path_;
+  size_t rail_index_ = 0;  // 1 + the index of the rail being read
+  bool capture_ = false, skip_ = false;
+  int depth_ = 0, nested_ = 0;
+  std::vector<float> row_;
+  std::vector<std::vector<float>> rows_;
+};
+
+}  // namespace
+
+void parse_with_matrices(const std::string& text, nlohmann::json& doc, MatrixStore& store) {
+  MatrixSax sax(doc, store);
+  Json::sax_parse(text, &sax);
+}
+
+}  // namespace railbench::report
