@@ -257,7 +257,9 @@ std::string validate_section(const RunContext& ctx) {
           "<p class=\"note\">Against the baseline: at this size the report draws no per-link ratio map; "
           "railbench compare judges every link against it.</p>\n";
   } else {
-    out += validate_heatmaps(ctx, v, base ? &*base : nullptr, worst);
+    const std::vector<RailGrid> base_grids =
+        base ? read_rail_grids(*base, ctx.baseline->matrices.get()) : std::vector<RailGrid>{};
+    out += validate_heatmaps(ctx, v, grids, base ? &*base : nullptr, base_grids, worst);
   }
   out += collectives_table(doc);
   out += pair_tests_table(v, doc.value("retest_pairs", nlohmann::json::array()), "Re-tests");

@@ -44,8 +44,10 @@ struct ValidateRun {
 };
 
 // The heatmaps of every rail, grouped by leaf: bandwidth, latency p50 and p99, and with
-// a baseline the change of each link's bandwidth. The cells of `worst` carry cell_anchor.
-std::string validate_heatmaps(const RunContext& ctx, const ValidateRun& v, const ValidateRun* base,
+// a baseline the change of each link's bandwidth. `grids` are v's (read_rail_grids, in
+// rail order), `base_grids` the baseline's. The cells of `worst` carry cell_anchor.
+std::string validate_heatmaps(const RunContext& ctx, const ValidateRun& v, const std::vector<RailGrid>& grids,
+                              const ValidateRun* base, const std::vector<RailGrid>& base_grids,
                               const std::vector<WorstLink>& worst);
 
 // The aggregated view of a large SU: per rail the leaf x leaf summary, the per-node
