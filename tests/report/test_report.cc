@@ -367,7 +367,11 @@ TEST_CASE("report: a large SU is drawn per leaf pair, one hover per block, the s
   for (int i = 0; i < 3; ++i)
     for (int j = 0; j < 3; ++j) CHECK(has_class(blocks[i * 3 + j], "bad") == (i == 1 || j == 1));
   CHECK_THAT(summary, Catch::Contains("leaf2\u2192leaf1 rail0: 1024 links; worst n41\u2192n01 5 GB/s (10%)"));
-  CHECK(cell_classes(svg_by_id(page, "run1-nodes-r0")).size() == 96);
+  // The node strip: one cell per node, only the slow node's marked.
+  const auto strip = cell_classes(svg_by_id(page, "run1-nodes"));
+  REQUIRE(strip.size() == 96);
+  for (int x = 0; x < 96; ++x) CHECK(has_class(strip[x], "bad") == (x == 40));
+  CHECK_THAT(svg_by_id(page, "run1-nodes"), Catch::Contains("n41: worst link rail0 (leaf2): 5 GB/s, 10% of line rate"));
   CHECK_THAT(page, Catch::Contains("the leaves each rail lists with its nodes"));
   // The worst link first, linked to its cell in the leaf pair drawn in full.
   const size_t table = page.find("<table class=\"worst\">");

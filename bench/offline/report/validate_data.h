@@ -60,7 +60,7 @@ std::string worst_links_table(const RunContext& ctx, const ValidateRun& v, const
                               const std::vector<WorstLink>& worst);
 
 // Where a finding on (node, rail) links to: its row in the bandwidth heatmap, or in the
-// aggregated view its cell in the rail's node strip.
+// aggregated view its node's cell in the node strip.
 std::string link_anchor(const RunContext& ctx, const ValidateRun& v, int rail, int node);
 // The id of the cell a -> b on `rail` (a bandwidth heatmap's or a leaf pair's).
 std::string cell_anchor(const RunContext& ctx, int rail, int a, int b);

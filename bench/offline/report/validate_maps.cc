@@ -235,8 +235,8 @@ std::string finding_verdict(const ValidateRun& v, int rail, int a, int b) {
 }
 
 std::string link_anchor(const RunContext& ctx, const ValidateRun& v, int rail, int node) {
-  return v.aggregated() ? fmt::format("{}-node-r{}-{}", ctx.id, rail, node)
-                        : fmt::format("{}-bw-r{}-row-{}", ctx.id, rail, node);
+  // The node strip has one cell per node, whatever the rail.
+  return v.aggregated() ? fmt::format("{}-node-{}", ctx.id, node) : fmt::format("{}-bw-r{}-row-{}", ctx.id, rail, node);
 }
 
 std::string cell_anchor(const RunContext& ctx, int rail, int a, int b) {

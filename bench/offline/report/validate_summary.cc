@@ -1,9 +1,9 @@
 // validate at scale (more than ValidateRun::kDirectMatrixNodes nodes): a 1,024-node rail
 // is a million links, far more cells than a page can carry with a hover each. So per
-// rail: a leaf x leaf summary (each block coloured by its worst link, one hover with its
-// worst and median), a strip with one cell per node (its worst link), and the full matrix
-// only of the leaf pairs that hold one of the worst links or a failed pair test, each a
-// click away from its block and from the worst-links table.
+// rail a leaf x leaf summary (each block coloured by its worst link, one hover with its
+// worst and median); once, a strip with one cell per node (its worst link over every
+// rail); and the full matrix only of the leaf pairs that hold one of the worst links or a
+// failed pair test, each a click away from its block and from the worst-links table.
 #include <algorithm>
 #include <set>
 #include <tuple>
@@ -146,50 +146,66 @@ Heatmap leaf_summary(const RunContext& ctx, const ValidateRun& v, const RailGrid
   return h;
 }
 
-// Per node its worst pair on the rail (the slower direction), as one row per leaf.
-Heatmap node_strip(const RunContext& ctx, const ValidateRun& v, const RailGrid& g, int gi,
-                   const std::set<LeafPair>& drawn) {
-  const int n = static_cast<int>(v.nodes.size());
-  std::vector<double> worst(n, NAN);
-  std::vector<int> partner(n, -1);
-  for (int a = 0; a < n; ++a) {
-    for (int b = a + 1; b < n; ++b) {
-      const double f = g.pair_fraction(a, b);
-      if (std::isnan(f)) continue;
-      if (!(f >= worst[a])) worst[a] = f, partner[a] = b;
-      if (!(f >= worst[b])) worst[b] = f, partner[b] = a;
-    }
+// A node's link on a rail as validate judges it: the median over its partners of what it
+// sends (its row) and of what it receives (its column), as fractions of line rate; the
+// lower of the two, NaN when nothing was measured.
+double link_fraction(const RailGrid& g, int x, std::vector<float>& scratch) {
+  double lowest = NAN;
+  for (const bool row : {true, false}) {
+    scratch.clear();
+    for (int y = 0; y < g.bw.n; ++y)
+      if (const float f = row ? g.bw.at(x, y) : g.bw.at(y, x); y != x && !std::isnan(f)) scratch.push_back(f);
+    if (scratch.empty()) continue;
+    std::nth_element(scratch.begin(), scratch.begin() + (scratch.size() - 1) / 2, scratch.end());
+    const double f = scratch[(scratch.size() - 1) / 2] / g.line_rate;
+    if (!(f >= lowest)) lowest = f;
   }
+  return lowest;
+}
+
+// One cell per node, in rows of kNodesPerBlock in node order, coloured by its worst link
+// over every rail (validate's link: medians over its partners, so one slow cable marks
+// its own node and not every node it was paired with).
+Heatmap node_strip(const RunContext& ctx, const ValidateRun& v, const std::vector<RailGrid>& grids) {
+  const int n = static_cast<int>(v.nodes.size());
   Heatmap h;
-  h.id = fmt::format("{}-nodes-r{}", ctx.id, g.rail);
-  h.title = esc(fmt::format("rail {} ({})", g.rail, g.nic));
+  h.id = fmt::format("{}-nodes", ctx.id);
+  h.title = esc(fmt::format("{} nodes, {} per row", n, kNodesPerBlock));
   h.max_cell = 16;
-  size_t width = 0;
-  for (const auto& l : g.leaves) width = std::max(width, l.nodes.size()), h.row_labels.push_back(l.name);
-  for (size_t c = 0; c < width; ++c) h.col_labels.push_back(fmt::format("{}", c + 1));
-  for (size_t i = 0; i < g.leaves.size(); ++i) {
-    for (size_t c = 0; c < width; ++c) {
+  for (int c = 0; c < kNodesPerBlock; ++c) h.col_labels.push_back(fmt::format("{}", c + 1));
+  std::vector<float> scratch;
+  for (int row = 0; row * kNodesPerBlock < n; ++row) {
+    h.row_labels.push_back(v.nodes[row * kNodesPerBlock]);
+    for (int c = 0; c < kNodesPerBlock; ++c) {
+      const int x = row * kNodesPerBlock + c;
       HeatCell cell;
-      if (c >= g.leaves[i].nodes.size()) {
+      if (x >= n) {
         cell.absent = true;
         h.cells.push_back(std::move(cell));
         continue;
       }
-      const int x = g.leaves[i].nodes[c];
-      cell.id = link_anchor(ctx, v, g.rail, x);
-      if (partner[x] < 0) {
+      double worst = NAN;
+      const RailGrid* on = nullptr;
+      for (const auto& g : grids)
+        if (const double f = link_fraction(g, x, scratch); !(f >= worst) && !std::isnan(f)) worst = f, on = &g;
+      cell.id = link_anchor(ctx, v, on ? on->rail : 0, x);
+      if (!on) {
         cell.classes = "missing";
-        cell.title = fmt::format("{} rail{}: no pair measured", v.nodes[x], g.rail);
+        cell.title = v.nodes[x] + ": no link measured";
       } else {
-        cell.fill = viridis_class(worst[x]);
-        cell.title = fmt::format("{} rail{}: worst pair with {}: {} GB/s ({})", v.nodes[x], g.rail, v.nodes[partner[x]],
-                                 num(worst[x] * g.line_rate), pct(worst[x]));
-        const int a = std::min(x, partner[x]), b = std::max(x, partner[x]);
-        const LeafPair lp{gi, g.leaf_of[a], g.leaf_of[b]}, pl{gi, g.leaf_of[b], g.leaf_of[a]};
-        if (drawn.count(lp)) cell.href = pair_anchor(ctx, g.rail, std::get<1>(lp), std::get<2>(lp));
-        if (drawn.count(pl)) cell.href = pair_anchor(ctx, g.rail, std::get<1>(pl), std::get<2>(pl));
+        cell.fill = viridis_class(worst);
+        cell.title =
+            fmt::format("{}: worst link rail{} ({}): {} GB/s, {} of line rate (median over its partners)", v.nodes[x],
+                        on->rail, on->leaves[on->leaf_of[x]].name, num(worst * on->line_rate), pct(worst));
+        cell.href = fmt::format("{}-sum-r{}-row-{}", ctx.id, on->rail, on->leaf_of[x]);
       }
-      mark_nodes(v, g.rail, {x}, cell);
+      std::string severity;  // the worst finding on any of its rails
+      for (const auto& g : grids) {
+        HeatCell probe;
+        mark_nodes(v, g.rail, {x}, probe);
+        if (probe.classes == "bad" || (probe.classes == "warn" && severity.empty())) severity = probe.classes;
+      }
+      if (!severity.empty()) cell.classes += (cell.classes.empty() ? "" : " ") + severity;
       h.cells.push_back(std::move(cell));
     }
   }
@@ -269,10 +285,11 @@ std::string validate_summary(const RunContext& ctx, const ValidateRun& v, const 
   out += "<div class=\"charts\">";
   for (size_t g = 0; g < grids.size(); ++g) out += leaf_summary(ctx, v, grids[g], static_cast<int>(g), drawn).svg();
   out +=
-      "</div>\n<h3>Per node: its worst pair on each rail</h3><p class=\"note\">One cell per node (a row per "
-      "leaf, in node order), coloured by the slower direction of its worst pair; a finding's link opens its "
-      "cell here.</p><div class=\"charts\">";
-  for (size_t g = 0; g < grids.size(); ++g) out += node_strip(ctx, v, grids[g], static_cast<int>(g), drawn).svg();
+      "</div>\n<h3>Per node: its worst link</h3><p class=\"note\">One cell per node, in node order, coloured "
+      "by its worst link over every rail (what it sends or receives, the median over its partners, as validate "
+      "judges a link); outlined when a finding blames it. A cell opens its leaf in that rail's summary; a "
+      "finding's link opens its cell here.</p><div class=\"charts\">";
+  out += node_strip(ctx, v, grids).svg();
   out += "</div>\n<h3>Leaf pairs in full</h3>";
   out += fmt::format(
       "<p class=\"note\">Every link of every leaf pair would be {} cells, too many for a page that opens; drawn "
