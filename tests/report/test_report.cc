@@ -382,6 +382,17 @@ TEST_CASE("report: a large SU is drawn per leaf pair, one hover per block, the s
   CHECK_THAT(summary, Catch::Contains("<a href=\"#run1-lp-r0-0-1\"><rect class=\"cell"));
 }
 
+TEST_CASE("report: a large SU that stopped before the rail checks says so", "[report]") {
+  json doc = large_doc(80, 5);
+  json inventory = json::array();
+  for (const auto& name : doc["rails"][0]["nodes"]) inventory.push_back({{"node", name}, {"slot", 0}});
+  doc["inventory"] = inventory;
+  doc.erase("rails");
+  const std::string page = render_one(doc);
+  CHECK_THAT(page, Catch::Contains("No rail was measured"));
+  CHECK_THAT(page, !Catch::Contains("run1-sum-r"));
+}
+
 TEST_CASE("report: leaves from a leaf per node, or fixed blocks said on the page when the results name none",
           "[report]") {
   json doc = large_doc(80, 5);

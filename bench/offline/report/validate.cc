@@ -250,7 +250,7 @@ std::string validate_section(const RunContext& ctx) {
   out += findings_table(ctx, doc, v);
   out += worst_links_table(ctx, v, grids, worst);
   out += rail_table(v);
-  if (v.aggregated()) {
+  if (v.aggregated() && !grids.empty()) {  // no rails measured: validate_heatmaps says so
     out += validate_summary(ctx, v, grids, worst);
     if (base)
       out +=
