@@ -27,6 +27,7 @@ class AllToAllRunner : public CollectiveRunner {
       : from_(static_cast<size_t>(s.progress->transport().world_size())), me_(s.progress->transport().rank()) {
     const Transport& t = s.progress->transport();
     if (s.options->routing.empty()) {
+      check_routing_options(*s.options);
       a2a_ = std::make_unique<AllToAll>(*s.progress,
                                         AllToAllOptions{s.ring.max_bytes, s.ring.rails, s.window, s.ring.memory});
       return;
