@@ -350,6 +350,43 @@ COMMANDS = {
 }
 
 
+WL_FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "workload", "fixtures")
+WL_DENSE, WL_MOE = os.path.join(WL_FIXTURES, "tiny-dense.json"), os.path.join(WL_FIXTURES, "tiny-moe.json")
+WL_MOE_EP = ["--model", WL_MOE, "--ep", "2", "--experts", "4"]
+WL = SHM + ["--model", WL_DENSE, "--dp", "2", "--seq", "64", "--micro-batches", "1", "--layers", "1", "-n", "2",
+            "-w", "1", "--json", "{w}/r.json"]
+COMMANDS["workload"] = dict(ranks=2, base=WL, cases={
+    **TRANSPORT, **OUTPUT, **TIMEOUT, **MEMORY,
+    "--iters": case(["-n", "3"], json_differs("config.iters")),
+    "--warmup-iters": case(["-w", "2"], json_differs("config.warmup_iters")),
+    "--check": case(["-c"], stdout_has(r"^# Wrong elements : 0 OK")),
+    "--model": case(["--model", WL_MOE], json_differs("config.spec.model")),
+    "--tp": case(["--tp", "2"], json_differs("config.spec.tp"), ranks=4),
+    "--pp": case(["--pp", "2", "--layers", "2"], json_differs("config.spec.pp"), ranks=4),
+    "--dp": case(["--dp", "1", "--tp", "2"], json_differs("config.spec.dp")),
+    "--ep": case(WL_MOE_EP, json_differs("config.spec.ep")),
+    "--order": case(["--order", "dp-tp-pp"], json_differs("config.spec.order")),
+    "--experts": case(["--model", WL_MOE, "--ep", "2", "--experts", "2"], json_differs("config.routing.experts")),
+    "--topk": case(WL_MOE_EP + ["--topk", "1"], json_differs("config.routing.topk")),
+    "--routing": case(WL_MOE_EP + ["--routing", "zipf:2"], json_differs("config.routing.distribution")),
+    "--routing-seed": case(WL_MOE_EP + ["--routing-seed", "7"], json_differs("config.routing.seed")),
+    "--seq": case(["--seq", "32"], json_differs("config.spec.seq")),
+    "--micro-batch": case(["--micro-batch", "2"], json_differs("config.spec.micro_batch")),
+    "--micro-batches": case(["--micro-batches", "2"], json_differs("config.spec.micro_batches")),
+    "--dtype": case(["--dtype", "f32"], json_differs("config.dtype")),
+    "--zero": case(["--zero", "1"], json_differs("config.spec.zero")),
+    "--layers": case(["--layers", "2"], json_differs("config.spec.layers")),
+    "--layers-per-op": case(["--layers-per-op", "2"], json_differs("config.spec.layers_per_op")),
+    "--compute-us": case(["--compute-us", "10"], json_differs("config.spec.compute_us")),
+    "--bucket": case(["--bucket", "64K"], json_differs("config.spec.bucket_bytes")),
+    "--chunk": case(["--chunk", "64K"], json_differs("config.chunk_bytes")),
+    "--trace": case(["--trace", os.path.join(WL_FIXTURES, "tiny-dense-tp2-dp2.trace.json")],
+                    json_differs("config.trace"), ranks=4),
+    "--emit-trace": case(["--emit-trace", "{w}/t.json"], file_appears("t.json")),
+    "--line-rate": case(["--line-rate", "800"], json_differs("config.line_rate_gbps")),
+    "--ranks-per-node": case(["--tp", "2", "--dp", "1", "--ranks-per-node", "1"], exit_is(2, r"--tp 2 is more than")),
+})
+
 KV = SHM + ["--model", "llama-3.1-8b", "--tokens", "64", "--requests", "2", "--mode", "per-block", "--json",
             "{w}/r.json"]
 CUSTOM = ["--layers", "2", "--kv-heads", "2", "--head-dim", "16"]

@@ -97,6 +97,8 @@ class WorkloadBench {
   const WorkloadOptions& opt_;
   Trace trace_;
   void add_window(ResultsRun& results);
+  int iters() const { return common_.iters < 0 ? 10 : common_.iters; }
+  int warmup() const { return common_.warmup_iters < 0 ? 1 : common_.warmup_iters; }
 
   WorkloadTotals totals_;            // the slowest rank's figures, summed or sampled over the iterations
   uint64_t steps_seen_[2] = {0, 0};  // step and exposed samples
@@ -110,6 +112,9 @@ class WorkloadBench {
 
 void WorkloadBench::plan() {
   ctx_.agree([&] {
+    if (parse_size(opt_.chunk) < 4096)
+      throw UsageError(
+          fmt::format("--chunk {} is below 4K: give the largest piece an op moves at once, e.g. 64M", opt_.chunk));
     if (!opt_.trace.empty()) {
       trace_ = load_trace(opt_.trace);
       if (trace_.world != ctx_.size())
@@ -126,6 +131,9 @@ json WorkloadBench::config_json() const {
   json groups = json::object();
   for (const auto& g : trace_.groups) groups[to_string(g.kind)].push_back({{"name", g.name}, {"ranks", g.ranks}});
   return json{{"trace", opt_.trace.empty() ? json(nullptr) : json(opt_.trace)},
+              {"iters", iters()},
+              {"warmup_iters", warmup()},
+              {"chunk_bytes", parse_size(opt_.chunk)},
               {"spec", trace_.meta},
               {"dtype", trace_.dtype},
               {"groups", groups},
@@ -133,7 +141,8 @@ json WorkloadBench::config_json() const {
               {"line_rate_gbps", opt_.line_rate_gbps},
               {"routing", trace_.routing.experts ? json{{"distribution", trace_.routing.distribution},
                                                         {"experts", trace_.routing.experts},
-                                                        {"topk", trace_.routing.topk}}
+                                                        {"topk", trace_.routing.topk},
+                                                        {"seed", trace_.routing.seed}}
                                                  : json(nullptr)}};
 }
 
@@ -225,8 +234,7 @@ void WorkloadBench::add_window(ResultsRun& results) {
 void WorkloadBench::run_steps(ResultsRun& results, Executor& ex) {
   const auto& ops = trace_.ranks[static_cast<size_t>(ctx_.rank())];
   OpHooks hooks;
-  const int warmup = common_.warmup_iters < 0 ? 1 : common_.warmup_iters;
-  const int iters = common_.iters < 0 ? 10 : common_.iters;
+  const int warmup = this->warmup(), iters = this->iters();
   const int per_window = std::max(1, (iters + kMaxEntries - 1) / kMaxEntries);
   for (int w = 0; w < warmup; ++w) ex.run_step(-1 - w, hooks);
   for (int it = 0; it < iters; ++it) {
@@ -278,7 +286,9 @@ void WorkloadBench::finish(ResultsRun& results, Executor& ex) {
   totals.worst_imbalance = ex.expert_imbalance().worst;
   const auto wrong = ctx_.bootstrap().all_gather_value(ex.wrong());
   for (uint64_t w : wrong) totals.wrong += w;
-  results.set("summary", print_workload_summary(ctx_, totals, common_.check));
+  json summary = print_workload_summary(ctx_, totals, common_.check);
+  results.add_counters(summary);
+  results.set("summary", std::move(summary));
 }
 
 int WorkloadBench::run() {
@@ -296,6 +306,7 @@ int WorkloadBench::run() {
   results.measure([&] {
     ex = std::make_unique<Executor>(ctx_.progress(), trace_, ctx_.rank(), eo);
     print_header();
+    results.counters_begin();
     run_steps(results, *ex);
     ctx_.status().clear();
     finish(results, *ex);
