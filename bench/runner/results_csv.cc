@@ -181,12 +181,9 @@ CsvTable alltoall_csv(const json& doc) {
 }
 
 CsvTable workload_csv(const json& doc) {
-  std::vector<Column> cols{{"iteration", from_entry({"iteration"})},
-                           {"iterations", from_entry({"iterations"})},
-                           {"step_us", from_entry({"step_us"})},
-                           {"step_max_us", from_entry({"step_max_us"})},
-                           {"exposed_us", from_entry({"exposed_us"})},
-                           {"compute_us", from_entry({"compute_us"})},
+  std::vector<Column> cols{{"iteration", from_entry({"iteration"})},   {"iterations", from_entry({"iterations"})},
+                           {"step_us", from_entry({"step_us"})},       {"step_max_us", from_entry({"step_max_us"})},
+                           {"exposed_us", from_entry({"exposed_us"})}, {"compute_us", from_entry({"compute_us"})},
                            {"async_us", from_entry({"async_us"})}};
   for (const char* k : {"tp", "pp", "dp", "ep", "edp"})
     cols.push_back({fmt::format("{}_us", k), from_entry({"kind_us", k})});
