@@ -29,8 +29,10 @@ struct CollectiveOptions {
   std::string algo;  // empty: the spec's default
   std::string slice_bytes = "16M";
   std::string protocol = "send";
-  int window = 4;          // alltoall: steps (peers) in flight
-  int ranks_per_node = 0;  // hier/auto: consecutive ranks per node; 0 groups by host name
+  int window = 4;                   // alltoall: steps (peers) in flight
+  int ranks_per_node = 0;           // hier/auto: consecutive ranks per node; 0 groups by host name
+  bool stragglers = false;          // --stragglers: who made each slow iteration slow (lib/observe/stragglers.h)
+  std::string straggler_threshold;  // empty: 10%,25%; given: --stragglers on
 };
 
 // What railbench's own implementation of a pattern needs, built once at the largest size.
