@@ -19,17 +19,52 @@ struct OpView {
   std::vector<int64_t> stall_from, stall_to;
 };
 
+// A link is slow in an op only below this share of the op's median link rate: links of a
+// healthy TCP fabric on a busy host vary by 2x from op to op (the simulated SU's
+// healthy ops reach 0.5 of the median often, 0.2 rarely), and a blame on every op's
+// slowest link would be noise. Less than half is what a degraded link shows.
+constexpr double kSlowLinkRatio = 0.5;
+
 using KeyTuple = std::tuple<uint32_t, uint32_t, std::string>;
 
 struct LinkAcc {
   uint64_t bytes = 0;
   int64_t ns = 0;
   int64_t uncertainty_ns = 0;
+  std::vector<std::pair<int64_t, int64_t>> spans;   // its messages' transfers
+  std::vector<std::pair<int64_t, int64_t>> stalls;  // the sender's and receiver's longest polling gaps
 };
 using LinkKey = std::tuple<std::string, std::string, int>;  // src node, dst node, rail
 
 int64_t overlap(int64_t a0, int64_t a1, int64_t b0, int64_t b1) {
   return std::max<int64_t>(0, std::min(a1, b1) - std::max(a0, b0));
+}
+
+// The time a link was carrying something: the union of its messages' transfers (queued
+// messages overlap, and must not count twice), less the time its sender or receiver was
+// not polling: software providers move data only inside poll, so a stopped host would
+// otherwise look like a slow wire.
+std::vector<std::pair<int64_t, int64_t>> merge(std::vector<std::pair<int64_t, int64_t>> v) {
+  std::sort(v.begin(), v.end());
+  std::vector<std::pair<int64_t, int64_t>> out;
+  for (const auto& s : v) {
+    if (s.second <= s.first) continue;
+    if (!out.empty() && s.first <= out.back().second)
+      out.back().second = std::max(out.back().second, s.second);
+    else
+      out.push_back(s);
+  }
+  return out;
+}
+
+int64_t busy_ns(const LinkAcc& a) {
+  const auto spans = merge(a.spans), stalls = merge(a.stalls);
+  int64_t busy = 0;
+  for (const auto& m : spans) {
+    busy += m.second - m.first;
+    for (const auto& st : stalls) busy -= overlap(m.first, m.second, st.first, st.second);
+  }
+  return std::max<int64_t>(0, busy);
 }
 
 template <class T>
@@ -154,17 +189,13 @@ std::map<LinkKey, LinkAcc> Analysis::link_times(const OpView& v) {
       }
       const int64_t start = std::max(to_rank0_ns(s.post_ns, cs), to_rank0_ns(r.post_ns, cd));
       const int64_t end = to_rank0_ns(r.done_ns, cd);
-      if (end <= start) continue;
-      // Time either side was not polling is the host's: software providers move data
-      // only inside poll, so a stopped sender looks like a slow wire otherwise.
-      const int64_t hs = overlap(start, end, v.stall_from[is], v.stall_to[is]);
-      const int64_t hd = overlap(start, end, v.stall_from[id], v.stall_to[id]);
-      const int64_t both =
-          overlap(std::max(start, v.stall_from[is]), std::min(end, v.stall_to[is]), v.stall_from[id], v.stall_to[id]);
       acc.bytes += s.bytes;
-      acc.ns += std::max<int64_t>(0, end - start - (hs + hd - both));
+      if (end > start) acc.spans.emplace_back(start, end);
     }
+    acc.stalls.emplace_back(v.stall_from[is], v.stall_to[is]);
+    acc.stalls.emplace_back(v.stall_from[id], v.stall_to[id]);
   }
+  for (auto& [k, acc] : links) acc.ns = busy_ns(acc);
   for (const auto& [k, rv] : recvs) {
     if (!sends.count(k)) report_.unmatched_msgs += rv.size();
   }
@@ -185,7 +216,7 @@ void Analysis::blame_link(const OpView& v, OpBlame& b) {
     if (a.ns <= 0 || a.bytes == 0) continue;
     const double ratio = static_cast<double>(a.bytes) / static_cast<double>(a.ns) / median;
     const auto cost = std::min<int64_t>(b.op_ns, a.ns - static_cast<int64_t>(static_cast<double>(a.bytes) / median));
-    if (ratio < worst_ratio && cost > a.uncertainty_ns && cost > 0) {
+    if (ratio < worst_ratio && ratio < kSlowLinkRatio && cost > a.uncertainty_ns && cost > 0) {
       worst = &k;
       worst_ratio = ratio;
       worst_cost = cost;
