@@ -313,6 +313,7 @@ StragglerReport Analysis::run() {
       std::tie(l.src_node, l.dst_node, l.rail) = k;
       l.name = fmt::format("{} -> {} {}", l.src_node, l.dst_node, rail_label(in_, l.rail));
       l.worst_rate_ratio = l.ops == 0 ? b.link_rate_ratio : std::min(l.worst_rate_ratio, b.link_rate_ratio);
+      b.link_name = l.name;
       count(l, link_iter_, v.key.iteration, b.slow_link, b.link_ns);
     }
     if (b.late_rank >= 0 || b.slow_link >= 0) report_.op_blames.push_back(b);

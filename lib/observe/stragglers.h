@@ -57,7 +57,8 @@ struct OpBlame {
   int late_rank = -1;
   int64_t late_ns = 0;
   std::string late_cause;  // "arrival" or "stall"
-  int slow_link = -1;      // index into StragglerReport::links
+  int slow_link = -1;      // >= 0: a link was blamed (numbered in the order first blamed)
+  std::string link_name;   // its name, as in StragglerReport::links
   int64_t link_ns = 0;
   double link_rate_ratio = 1;  // the link's rate / the op's median link rate
 };

@@ -78,7 +78,7 @@ json to_json(const StragglerReport& r, size_t max_ops) {
     if (b.late_rank >= 0)
       o["late"] = json{{"rank", b.late_rank}, {"cause", b.late_cause}, {"cost_us", b.late_ns / 1e3}};
     if (b.slow_link >= 0)
-      o["slow_link"] = json{{"link", b.slow_link}, {"cost_us", b.link_ns / 1e3}, {"rate_ratio", b.link_rate_ratio}};
+      o["slow_link"] = json{{"name", b.link_name}, {"cost_us", b.link_ns / 1e3}, {"rate_ratio", b.link_rate_ratio}};
     ops.push_back(std::move(o));
   }
   return json{{"threshold", json{{"time_fraction", r.threshold.time_fraction},
