@@ -52,6 +52,11 @@ void answer_pings(Progress& p, const MemoryRegion& mr, int rounds, int rail) {
 std::vector<ClockOffset> estimate_clock_offsets(Progress& progress, Bootstrap& bootstrap, int rounds, int rail) {
   if (rounds < 1) throw UsageError(fmt::format("clock offsets: {} rounds; use 1 or more", rounds));
   Transport& t = progress.transport();
+  if (!t.caps().send_recv)
+    throw UnsupportedError(
+        fmt::format("clock offsets need two-sided send/recv, which -t {} ({}) does not offer: "
+                    "leave out --stragglers with this transport",
+                    t.name(), t.provider()));
   const int n = t.world_size();
   std::array<int64_t, 2> buf{};
   const auto mr = t.register_memory(buf.data(), sizeof(buf), MemoryKind::host);
