@@ -5,8 +5,8 @@
 
 #include <fmt/format.h>
 
+#include "collectives/pairwise.h"
 #include "collectives/reduce.h"
-#include "lib/core/clock.h"
 #include "lib/core/errors.h"
 
 namespace railbench {
@@ -47,48 +47,9 @@ void AllToAll::run(const CollectiveBuffers& b, size_t count, DataType type) {
                  send_block(r).mr->at(send_block(r).offset), block);
   };
   if (n == 1 || block == 0) return copy_own();
-
-  struct Step {
-    int from = 0;
-    Clock::time_point posted;
-    std::vector<uint64_t> recvs;  // the pieces of the block from `from`
-  };
-  std::vector<Step> active;
-  std::vector<uint64_t> sends, pending;
-  int next = 1;
-  auto post_step = [&] {
-    const int to = (r + next) % n, from = (r - next + n) % n;
-    Step s{from, Clock::now(), {}};
-    post_exchange(p_, from, opt_.rails, LocalSpan{}, land_block(from), s.recvs);
-    post_exchange(p_, to, opt_.rails, send_block(to), LocalSpan{}, sends);
-    active.push_back(std::move(s));
-    ++next;
-  };
-  while (next < n && static_cast<int>(active.size()) < opt_.window) post_step();
-  // This rank's own block is copied while the first steps are in flight, not before.
-  copy_own();
-  while (!active.empty()) {
-    // Retire every step whose block is complete; each retired step admits the next.
-    bool retired = false;
-    for (size_t i = 0; i < active.size();) {
-      Step& s = active[i];
-      if (std::all_of(s.recvs.begin(), s.recvs.end(), [&](uint64_t id) { return p_.done(id); })) {
-        step_us_[static_cast<size_t>(s.from)] = seconds_between(s.posted, Clock::now()) * 1e6;
-        active.erase(active.begin() + static_cast<std::ptrdiff_t>(i));
-        retired = true;
-        if (next < n) post_step();
-      } else {
-        ++i;
-      }
-    }
-    if (retired || active.empty()) continue;
-    pending.clear();
-    for (const Step& s : active)
-      for (uint64_t id : s.recvs)
-        if (!p_.done(id)) pending.push_back(id);
-    p_.wait_any(pending, "an all-to-all block");
-  }
-  for (uint64_t id : sends) p_.wait(id, "all-to-all sends");
+  pairwise_exchange(p_, Group::world(p_.transport()), opt_.rails, opt_.window,
+                    PairwiseBlocks{send_block, land_block, copy_own}, step_us_, "an all-to-all block",
+                    "all-to-all sends");
   if (in_place) {
     for (int q = 0; q < n; ++q)
       if (q != r)

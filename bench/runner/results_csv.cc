@@ -174,6 +174,21 @@ CsvTable alltoall_csv(const json& doc) {
   return make_table(cols, sources);
 }
 
+CsvTable workload_csv(const json& doc) {
+  std::vector<Column> cols{{"iteration", from_entry({"iteration"})},
+                           {"iterations", from_entry({"iterations"})},
+                           {"step_us", from_entry({"step_us"})},
+                           {"step_max_us", from_entry({"step_max_us"})},
+                           {"exposed_us", from_entry({"exposed_us"})},
+                           {"compute_us", from_entry({"compute_us"})},
+                           {"async_us", from_entry({"async_us"})}};
+  for (const char* k : {"tp", "pp", "dp", "ep", "edp"})
+    cols.push_back({fmt::format("{}_us", k), from_entry({"kind_us", k})});
+  std::vector<RowSource> sources;
+  for (const auto& e : results_of(doc)) sources.push_back({&doc, &e, &e});
+  return make_table(cols, sources);
+}
+
 CsvTable kvcache_csv(const json& doc) {
   std::vector<Column> cols{{"tokens", from_entry({"tokens"})},
                            {"mode", from_entry({"mode"})},

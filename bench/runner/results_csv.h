@@ -29,6 +29,8 @@ CsvTable sendrecv_csv(const nlohmann::json& doc);
 CsvTable collective_csv(const nlohmann::json& doc);  // allreduce, allgather, reducescatter
 CsvTable alltoall_csv(const nlohmann::json& doc);
 CsvTable kvcache_csv(const nlohmann::json& doc);
+// workload: one row per iteration or window of iterations (step, exposed, compute, time per group kind).
+CsvTable workload_csv(const nlohmann::json& doc);
 CsvTable congestion_csv(const nlohmann::json& doc);
 CsvTable validate_csv(const nlohmann::json& doc);
 

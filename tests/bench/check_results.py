@@ -38,7 +38,8 @@ def main():
     ap.add_argument("--check", action="store_true", help="the run used -c: wrong counts must be 0")
     ap.add_argument("--sizes", type=int, default=0, help="exact number of sizes expected")
     ap.add_argument("--algo", default="", help="every size must have run this algorithm")
-    ap.add_argument("--modes", default="", help="kvcache: these modes (and contiguous) at every token count")
+    ap.add_argument("--modes", default="",
+                    help="kvcache: these modes (and contiguous) at every token count; workload: these group kinds")
     ap.add_argument("--channels", type=int, default=0,
                     help="every rank must have used this many channels (queue pairs) to every peer on every rail")
     a = ap.parse_args()
@@ -112,6 +113,24 @@ def main():
         if w.get("measured_over") != doc["transport"]["provider"] or w.get("host_transport") is not True:
             fail(f"what_if does not say it was measured over the host transport {doc['transport']['provider']}: "
                  f"measured_over {w.get('measured_over')!r}, host_transport {w.get('host_transport')!r}")
+    elif a.command == "workload":
+        # One entry per iteration: the slowest rank's step, its exposed communication
+        # (never more than the step) and the time per group kind.
+        for res in results:
+            where = f"iteration {res['iteration']}"
+            if not (res["step_us"] > 0 and 0 <= res["exposed_us"] <= res["step_us"] + 1):
+                fail(f"{where}: step {res['step_us']} us, exposed {res['exposed_us']} us")
+        summary = doc["summary"]
+        check_summary("step_us", summary["step_us"])
+        if a.check and summary["wrong"] != 0:
+            fail(f"#wrong {summary['wrong']}")
+        for kind in filter(None, a.modes.split(",")):
+            k = summary["kinds"].get(kind)
+            if not k or k["bytes_per_step"] <= 0 or k["busbw_gbps"] <= 0:
+                fail(f"kind {kind}: {k} (expected bytes and busbw)")
+            check_summary(f"{kind} op_us", k["op_us"])
+        if summary["ideal_step_us"] <= 0 or len(summary["what_if"]) != 3:
+            fail(f"ideal {summary['ideal_step_us']}, what-if {summary['what_if']}")
     elif a.command == "congestion":
         for res in results:
             where = f"{res['placement']} {res['metric']} under {res['aggressor']}"

@@ -3,7 +3,9 @@
 #include <catch2/catch.hpp>
 
 #include "collectives/check.h"
+#include "collectives/moe_routing.h"
 #include "tests/collectives/alltoall_cases.h"
+#include "tests/collectives/alltoallv_cases.h"
 #include "tests/transports/ofi_world.h"
 
 using namespace railbench;
@@ -54,4 +56,15 @@ TEST_CASE("all-to-all check patterns catch a block in the wrong place", "[alltoa
   CHECK(count_wrong_alltoall(DataType::f32, 2, n, 5, out.data(), count) > count);
   fill_alltoall(DataType::f32, 1, n, 5, in.data(), count);
   CHECK(count_wrong_block(DataType::f32, 1, 3, 5, in.data() + 3 * count, count) == 0);
+}
+
+TEST_CASE("all-to-all-v over shm and tcp: world, a sub-group, zeros, a MoE routing", "[alltoallv]") {
+  auto uneven = [](int s, int d) { return static_cast<size_t>((s * 7 + d * 3) % 5) * 977; };
+  railbench::testing::alltoallv_case(ofi_net("shm"), 4, 1, 2, {0, 1, 2, 3}, DataType::f32, uneven);
+  railbench::testing::alltoallv_case(ofi_net("shm"), 5, 1, 4, {3, 0, 4}, DataType::bf16, uneven);
+  MoeRoutingOptions o{parse_routing("zipf:1.2"), 8, 2, 200, 1, 0};
+  const MoeRouting r = route_tokens(o, 4);
+  // 2 rails: the hot member's blocks are large enough to be striped.
+  railbench::testing::alltoallv_case(ofi_net("tcp"), 4, 2, 3, {0, 1, 2, 3}, DataType::f32,
+                                     [&](int s, int d) { return r.at(s, d) * 64; });
 }

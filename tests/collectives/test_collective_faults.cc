@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "collectives/alltoall.h"
+#include "collectives/alltoallv.h"
 #include "lib/core/clock.h"
 #include "lib/core/errors.h"
 #include "tests/collectives/allreduce_cases.h"
@@ -175,4 +176,27 @@ TEST_CASE("a send lost mid-all-to-all times out naming the sender", "[faults][al
   // The lost send never completes either: the sender names the receiver.
   CHECK_THAT(out[1].what, Contains("all-to-all sends from rank 0 (node0) (1 send outstanding)"));
   CHECK(out[2].what.empty());
+}
+
+TEST_CASE("a send lost mid-all-to-all-v in a sub-group times out naming the peer", "[faults][alltoallv]") {
+  // The group is ranks {2, 0} of 3 (member order 2, 0); rank 1 stays out.
+  auto fabric = std::make_shared<LoopbackFabric>(3, LoopbackOptions{});
+  const size_t rule = fabric->inject({.op = PostKind::send, .rank = 2, .peer = 0, .nth = 1, .fault = Fault::drop});
+  const auto out = run_collecting(fabric_net(fabric), 3, 1, [&](Bootstrap& b, Progress& p) {
+    if (b.rank() == 1) return;
+    std::vector<int32_t> send(64), recv(64);
+    auto smr = p.transport().register_memory(send.data(), send.size() * 4, MemoryKind::host);
+    auto rmr = p.transport().register_memory(recv.data(), recv.size() * 4, MemoryKind::host);
+    const Group g{{2, 0}, b.rank() == 2 ? 0 : 1};
+    AllToAllV a2av(p, g, AllToAllVOptions{256, 1, 1});
+    // Member 0 sends 10 to itself and 20 to member 1, which sends 30 back and 5 to itself.
+    const auto l =
+        b.rank() == 2 ? AllToAllVLayout::packed({10, 20}, {10, 30}) : AllToAllVLayout::packed({30, 5}, {20, 5});
+    a2av.run(CollectiveBuffers{smr.get(), 0, rmr.get(), 0}, l, DataType::i32);
+  });
+  CHECK(fabric->fired(rule) == 1);
+  CHECK(out[0].kind == "timeout");
+  CHECK_THAT(out[0].what, Contains("an all-to-all-v block from rank 2 (node2)"));
+  CHECK_THAT(out[2].what, Contains("all-to-all-v sends from rank 0 (node0)"));
+  CHECK(out[1].what.empty());
 }

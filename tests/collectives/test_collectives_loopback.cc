@@ -1,10 +1,14 @@
 // Every collective algorithm over the in-memory loopback: the same test bodies as the
 // libfabric conformance tests (tests/collectives/*_cases.h), without a provider, so
 // they run as fast unit tests. Rails are free here, so most cases stripe over two.
+#include <numeric>
+
 #include <catch2/catch.hpp>
 
+#include "collectives/moe_routing.h"
 #include "tests/collectives/allreduce_cases.h"
 #include "tests/collectives/alltoall_cases.h"
+#include "tests/collectives/alltoallv_cases.h"
 #include "tests/collectives/gather_scatter_cases.h"
 #include "tests/collectives/kvcache_cases.h"
 #include "tests/support/loopback_transport.h"
@@ -70,6 +74,36 @@ TEST_CASE("loopback: all-to-all, 1..8 ranks, windows 1 and 4", "[loopback][allto
   }
 }
 
+// Uneven, with zeros: some pairs (self included) send nothing, the rest odd counts.
+static size_t uneven(int src, int dst) {
+  return static_cast<size_t>((src * 7 + dst * 3) % 5) * 977;
+}
+
+TEST_CASE("loopback: all-to-all-v, world and sub-groups, uneven counts with zeros", "[loopback][alltoallv]") {
+  for (int n = 1; n <= 5; ++n) {
+    std::vector<int> world(static_cast<size_t>(n));
+    std::iota(world.begin(), world.end(), 0);
+    DYNAMIC_SECTION(n << " ranks") {
+      alltoallv_case(loopback_net(), n, 2, 1 + n % 3, world, DataType::f32, uneven);
+    }
+  }
+  // A sub-group in its own member order (an EP group inside the world), the rest idle.
+  alltoallv_case(loopback_net(), 6, 2, 2, {4, 1, 3}, DataType::bf16, uneven);
+  alltoallv_case(loopback_net(), 4, 1, 4, {2, 0}, DataType::i64, [](int s, int d) { return s == d ? 0 : size_t{5}; });
+  // Nothing at all, and everything to one member (the hot expert's owner).
+  alltoallv_case(loopback_net(), 3, 2, 2, {0, 1, 2}, DataType::u8, [](int, int) { return size_t{0}; });
+  alltoallv_case(loopback_net(), 4, 2, 4, {0, 1, 2, 3}, DataType::f32,
+                 [](int, int d) { return d == 2 ? size_t{70000} : size_t{0}; });
+}
+
+TEST_CASE("loopback: all-to-all-v carries a zipf MoE routing", "[loopback][alltoallv]") {
+  MoeRoutingOptions o{parse_routing("zipf:1.2"), 8, 2, 300, 7, 3};
+  const MoeRouting r = route_tokens(o, 4);
+  const size_t hidden = 33;
+  alltoallv_case(loopback_net(), 4, 2, 2, {0, 1, 2, 3}, DataType::bf16,
+                 [&](int s, int d) { return r.at(s, d) * hidden; });
+}
+
 TEST_CASE("loopback: ring all-gather and reduce-scatter, 1..8 ranks", "[loopback][allgather][reducescatter]") {
   for (int n = 1; n <= 8; ++n) {
     DYNAMIC_SECTION(n << " ranks") {
@@ -99,4 +133,5 @@ TEST_CASE("loopback: unordered writes and 4 KiB messages take the algorithms' ot
   check_allreduce(net, 3, 2, {{DataType::f32, ReduceOp::sum}}, {7, 30000}, ring(64 << 10, RingProtocol::write));
   check_allreduce(net, 5, 2, {{DataType::i32, ReduceOp::max}}, {7, 30000}, rhd());
   alltoall_case(net, 3, 2, 2, {DataType::f64}, {7, 30000});
+  alltoallv_case(net, 3, 2, 2, {2, 0, 1}, DataType::f64, uneven);
 }

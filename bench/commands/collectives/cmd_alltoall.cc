@@ -4,8 +4,10 @@
 
 #include <fmt/format.h>
 
+#include "bench/commands/collectives/alltoall_routed.h"
 #include "bench/commands/collectives/collective_sweep.h"
 #include "collectives/alltoall.h"
+#include "collectives/alltoallv.h"
 #include "collectives/check.h"
 #include "lib/core/stats.h"
 #include "lib/results/results.h"
@@ -17,55 +19,96 @@ using nlohmann::json;
 namespace {
 
 // Keeps, per timed out-of-place iteration, how long each source's block took (step
-// posted until the block arrived), so a slow link src -> dst stands out.
+// posted until the block arrived), so a slow link src -> dst stands out. With --routing
+// every size is an uneven MoE dispatch (alltoall_routed.h) over AllToAllV.
 class AllToAllRunner : public CollectiveRunner {
  public:
   explicit AllToAllRunner(const CollectiveSetup& s)
-      : a2a_(*s.progress, AllToAllOptions{s.ring.max_bytes, s.ring.rails, s.window, s.ring.memory}),
-        from_(static_cast<size_t>(s.progress->transport().world_size())),
-        me_(s.progress->transport().rank()) {}
+      : from_(static_cast<size_t>(s.progress->transport().world_size())), me_(s.progress->transport().rank()) {
+    const Transport& t = s.progress->transport();
+    if (s.options->routing.empty()) {
+      a2a_ = std::make_unique<AllToAll>(*s.progress,
+                                        AllToAllOptions{s.ring.max_bytes, s.ring.rails, s.window, s.ring.memory});
+      return;
+    }
+    routed_ = std::make_unique<RoutedSweep>(*s.options, s.sizes, s.type, me_, t.world_size());
+    a2av_ = std::make_unique<AllToAllV>(
+        *s.progress, Group::world(t), AllToAllVOptions{routed_->buffer_bytes(), s.ring.rails, s.window, s.ring.memory});
+  }
 
   std::string algo_for(size_t) const override { return "pairwise"; }
-  void run(const CollectiveBuffers& b, size_t count, DataType type, ReduceOp) override { a2a_.run(b, count, type); }
+  void run(const CollectiveBuffers& b, size_t count, DataType type, ReduceOp) override {
+    if (a2a_) return a2a_->run(b, count, type);
+    a2av_->run(b, routed_->at(size_).layout, type);
+  }
+  const std::vector<double>& step_us() const { return a2a_ ? a2a_->step_us() : a2av_->step_us(); }
 
-  void begin_size() override {
+  void begin_size(size_t size_index) override {
+    size_ = size_index;
     for (auto& v : from_) v.clear();
   }
   void after_call(bool keep, int timed_iters) override {
     if (!keep) return;
     timed_iters_ = timed_iters;
     for (size_t q = 0; q < from_.size(); ++q)
-      if (static_cast<int>(q) != me_) from_[q].push_back(a2a_.step_us()[q]);
+      if (static_cast<int>(q) != me_) from_[q].push_back(step_us()[q]);
   }
-  // Every rank's per-source step times summarized: one entry per (src -> dst) link.
-  void end_size(RunContext& ctx, uint64_t bytes, size_t block_bytes, json& entry) override {
-    json local = json::array();
-    for (size_t q = 0; q < from_.size(); ++q) {
-      auto& v = from_[q];
-      // The warm-up calls went through the same hook: keep the timed ones.
-      if (v.size() > static_cast<size_t>(timed_iters_)) v.erase(v.begin(), v.end() - timed_iters_);
-      if (static_cast<int>(q) == me_ || v.empty()) continue;
-      const Summary s = summarize(v);
-      local.push_back(json{{"src", q},
-                           {"dst", me_},
-                           {"step_us", to_json(s)},
-                           {"gbps", gbps(static_cast<double>(block_bytes), s.p50 * 1e-6)}});
-    }
-    pairs_ = json::array();
-    for (const auto& text : ctx.bootstrap().all_gather_strings(local.dump()))
-      for (auto& e : json::parse(text)) pairs_.push_back(std::move(e));
-    last_bytes_ = bytes;
-    entry["pairs"] = pairs_;
-  }
+  void end_size(RunContext& ctx, uint64_t bytes, size_t block_bytes, json& entry) override;
   void print_summary(const RunContext& ctx) const override;
 
+  std::optional<UnevenSize> uneven(size_t si) const override {
+    if (!routed_) return std::nullopt;
+    return routed_->at(si).plan;
+  }
+  size_t buffer_bytes(size_t even_bytes) const override { return routed_ ? routed_->buffer_bytes() : even_bytes; }
+  void fill(void* in, uint32_t seed) const override { routed_->fill(size_, in, seed); }
+  uint64_t count_wrong(const void* out, uint32_t seed) const override { return routed_->count_wrong(size_, out, seed); }
+  std::vector<std::string> header_lines() const override {
+    return routed_ ? routed_->header_lines() : std::vector<std::string>{};
+  }
+  std::pair<std::string, std::string> columns_head() const override {
+    if (!routed_) return {};
+    return {fmt::format("  {:>8} {:>8} {:>8}", "tokens", "exp-imb", "pair-imb"),
+            fmt::format("  {:>8} {:>8} {:>8}", "(/rank)", "max/mean", "max/mean")};
+  }
+  void add_config(json& config) const override {
+    if (routed_) config["routing"] = routed_->config();
+  }
+
  private:
-  AllToAll a2a_;
+  std::unique_ptr<AllToAll> a2a_;
+  std::unique_ptr<RoutedSweep> routed_;
+  std::unique_ptr<AllToAllV> a2av_;
   std::vector<std::vector<double>> from_;
   int me_ = 0, timed_iters_ = 0;
+  size_t size_ = 0;
   json pairs_;
   uint64_t last_bytes_ = 0;
 };
+
+// Every rank's per-source step times summarized: one entry per (src -> dst) link.
+void AllToAllRunner::end_size(RunContext& ctx, uint64_t bytes, size_t block_bytes, json& entry) {
+  json local = json::array();
+  for (size_t q = 0; q < from_.size(); ++q) {
+    auto& v = from_[q];
+    // The warm-up calls went through the same hook: keep the timed ones.
+    if (v.size() > static_cast<size_t>(timed_iters_)) v.erase(v.begin(), v.end() - timed_iters_);
+    if (static_cast<int>(q) == me_ || v.empty()) continue;
+    const Summary s = summarize(v);
+    // Uneven: this link's own block, which may be empty.
+    const double link_bytes =
+        routed_ ? static_cast<double>(routed_->at(size_).layout.recv_counts[q] * routed_->at(size_).plan.bytes /
+                                      std::max<uint64_t>(routed_->at(size_).plan.count, 1))
+                : static_cast<double>(block_bytes);
+    local.push_back(json{{"src", q}, {"dst", me_}, {"step_us", to_json(s)}, {"gbps", gbps(link_bytes, s.p50 * 1e-6)}});
+  }
+  pairs_ = json::array();
+  for (const auto& text : ctx.bootstrap().all_gather_strings(local.dump()))
+    for (auto& e : json::parse(text)) pairs_.push_back(std::move(e));
+  last_bytes_ = bytes;
+  entry["pairs"] = pairs_;
+  if (routed_) entry["routing"] = routed_->at(size_).detail;
+}
 
 // After the sweep: the links with the slowest median step at the largest size, against
 // the median link, so one bad cable or NIC stands out.
@@ -91,7 +134,8 @@ void AllToAllRunner::print_summary(const RunContext& ctx) const {
 
 const CollectiveSpec kAllToAll{
     "alltoall",
-    "All-to-all (pairwise exchange, the MoE pattern) with nccl-tests columns and per-link step times",
+    "All-to-all (pairwise exchange, the MoE pattern; --routing: uneven MoE dispatch) with nccl-tests columns and "
+    "per-link step times",
     50,
     Pattern::all_to_all,
     "(n-1)/n",
@@ -115,6 +159,14 @@ const CollectiveSpec kAllToAll{
     [](CLI::App& sub, CollectiveOptions& o) {
       sub.add_option("--window", o.window, "Steps (peers) in flight at once; 1: strict pairwise")
           ->capture_default_str();
+      sub.add_option("--routing", o.routing,
+                     "Uneven MoE dispatch per size: uniform, zipf:S or file:PATH (per-expert weights)");
+      sub.add_option("--topk", o.topk, "With --routing: experts per token, K (default 2)");
+      sub.add_option("--experts", o.experts, "With --routing: experts E, spread evenly over the ranks (default 8)");
+      sub.add_option("--tokens-per-rank", o.tokens_per_rank,
+                     "With --routing: fixed tokens per rank; each size then sets the token's length");
+      sub.add_option("--hidden", o.hidden,
+                     "With --routing: elements per token (default 1024); each size then sets the token count");
     },
 };
 

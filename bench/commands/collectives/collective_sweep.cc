@@ -115,6 +115,11 @@ class CollectiveSweep {
   uint64_t count_wrong(const CollectiveBuffers& bufs, size_t count, uint32_t seed);
   CollectiveSide measure(const CollectiveBuffers& bufs, size_t count, size_t bytes, uint32_t seed, bool in_place);
   json run_size(size_t si, CollectiveRecord& rec, bool print, ResultsRun& results);
+  // Less than one element per rank (or, uneven, no token), as nccl-tests skips it.
+  bool skipped(size_t si) const {
+    if (auto u = runner_->uneven(si)) return u->count == 0;
+    return sweep_.sizes[si] / esize_ / per_ == 0;
+  }
   void print_window(const BurnInLog& log, const std::vector<CollectiveRecord>& window, int pass) const;
   void finish_stragglers(ResultsRun& results);
 
@@ -140,7 +145,8 @@ class CollectiveSweep {
   std::unique_ptr<StragglerRecording> stragglers_;
   StragglerThreshold straggler_threshold_;
   uint32_t straggler_iteration_ = 0;
-  bool record_ = false;  // the first burn-in window is recorded, as it is printed
+  bool record_ = false;               // the first burn-in window is recorded, as it is printed
+  std::optional<UnevenSize> uneven_;  // the current size's plan, for an uneven runner
 };
 
 void CollectiveSweep::resolve() {
@@ -188,6 +194,23 @@ void CollectiveSweep::allocate() {
   const size_t max_count = std::max<size_t>(sweep_.sizes.back() / esize_ / per_, 1);
   max_bytes_ = max_count * per_ * esize_;
   const MemoryKind mem = ctx_.memory_kind();
+  // The runner first: an uneven one says how large its buffers must be.
+  ctx_.agree([&] {
+    if (native) {
+      if (!opt_.routing.empty())
+        throw UsageError(
+            fmt::format("--routing runs railbench's own all-to-all-v; -t {} runs its own all-to-all: "
+                        "choose another transport or leave --routing out",
+                        t.name()));
+      runner_ = std::make_unique<NativeRunner>(ctx_, spec_);
+      return;
+    }
+    // Our own collectives on GPU memory: scratch alike, reductions by the CUDA kernels.
+    runner_ = spec_.make(CollectiveSetup{&ctx_.progress(), algo_,
+                                         RingOptions{max_bytes_, slice_bytes_, t.num_rails(), protocol_, mem}, layout_,
+                                         opt_.window, &opt_, sweep_.sizes, type_});
+  });
+  max_bytes_ = runner_->buffer_bytes(max_bytes_);
   staged_ = mem == MemoryKind::cuda;
   staging_.resize(staged_ ? max_bytes_ : 0);
   ctx_.agree([&] {
@@ -195,16 +218,6 @@ void CollectiveSweep::allocate() {
     recvbuf_ = std::make_unique<gpu::Buffer>(mem, max_bytes_);
     send_mr_ = t.register_memory(sendbuf_->data(), sendbuf_->size(), mem);
     recv_mr_ = t.register_memory(recvbuf_->data(), recvbuf_->size(), mem);
-  });
-  ctx_.agree([&] {
-    if (native) {
-      runner_ = std::make_unique<NativeRunner>(ctx_, spec_);
-      return;
-    }
-    // Our own collectives on GPU memory: scratch alike, reductions by the CUDA kernels.
-    runner_ = spec_.make(CollectiveSetup{&ctx_.progress(), algo_,
-                                         RingOptions{max_bytes_, slice_bytes_, t.num_rails(), protocol_, mem}, layout_,
-                                         opt_.window});
   });
 }
 
@@ -220,8 +233,10 @@ void CollectiveSweep::print_header(const std::string& algo) const {
   ctx_.print(
       fmt::format("# time: mean iteration time, an iteration's time being the slowest rank's; busbw = algbw * {}",
                   spec_.busbw_formula));
+  for (const auto& line : runner_->header_lines()) ctx_.print(line);
   ctx_.print("#");
-  const std::string algo_head = algo == "auto" ? "  algo" : "";
+  const auto [extra_head, extra_units] = runner_->columns_head();
+  const std::string algo_head = (algo == "auto" ? "  algo" : "") + extra_head;
   ctx_.print(
       fmt::format("# {:>10} {:>12} {:>8} {:>6} {:>6}  {:^51}  {:^51}", "", "", "", "", "", "out-of-place", "in-place"));
   const std::string side_head =
@@ -230,8 +245,8 @@ void CollectiveSweep::print_header(const std::string& algo) const {
       fmt::format("{:>9} {:>7} {:>7} {:>7} {:>8} {:>8}", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(us)");
   ctx_.print(fmt::format("# {:>10} {:>12} {:>8} {:>6} {:>6}  {}  {}{}", "size", "count", "type", "redop", "root",
                          side_head, side_head, algo_head));
-  ctx_.print(fmt::format("# {:>10} {:>12} {:>8} {:>6} {:>6}  {}  {}", "(B)", "(elements)", "", "", "", side_units,
-                         side_units));
+  ctx_.print(fmt::format("# {:>10} {:>12} {:>8} {:>6} {:>6}  {}  {}{}", "(B)", "(elements)", "", "", "", side_units,
+                         side_units, extra_units));
 }
 
 CollectiveBuffers CollectiveSweep::buffers(bool in_place, size_t count) const {
@@ -241,16 +256,21 @@ CollectiveBuffers CollectiveSweep::buffers(bool in_place, size_t count) const {
 
 void CollectiveSweep::fill(const CollectiveBuffers& bufs, size_t count, uint32_t seed) {
   void* in = staged_ ? staging_.data() : bufs.send->at(bufs.send_offset);
-  spec_.fill(type_, op_, ctx_.rank(), ctx_.size(), seed, in, count);
-  if (staged_) gpu::copy(bufs.send->at(bufs.send_offset), staging_.data(), spec_.in_count(count, ctx_.size()) * esize_);
+  if (uneven_)
+    runner_->fill(in, seed);
+  else
+    spec_.fill(type_, op_, ctx_.rank(), ctx_.size(), seed, in, count);
+  const size_t in_bytes = uneven_ ? uneven_->in_bytes : spec_.in_count(count, ctx_.size()) * esize_;
+  if (staged_) gpu::copy(bufs.send->at(bufs.send_offset), staging_.data(), in_bytes);
 }
 
 uint64_t CollectiveSweep::count_wrong(const CollectiveBuffers& bufs, size_t count, uint32_t seed) {
   const std::byte* result = bufs.recv->at(bufs.recv_offset);
   if (staged_) {
-    gpu::copy(staging_.data(), result, spec_.out_count(count, ctx_.size()) * esize_);
+    gpu::copy(staging_.data(), result, uneven_ ? uneven_->out_bytes : spec_.out_count(count, ctx_.size()) * esize_);
     result = staging_.data();
   }
+  if (uneven_) return runner_->count_wrong(result, seed);
   return spec_.count_wrong(type_, op_, ctx_.rank(), ctx_.size(), seed, result, count);
 }
 
@@ -271,7 +291,8 @@ CollectiveSide CollectiveSweep::measure(const CollectiveBuffers& bufs, size_t co
     if (timed) rec->end_op();
     runner_->after_call(!in_place, sweep_.iters);
   });
-  CollectiveSide side = collective_side(times, bytes, spec_.pattern, ctx_.size());
+  // Uneven: algbw from the busiest rank's bytes (the bus factor as for the even case).
+  CollectiveSide side = collective_side(times, uneven_ ? uneven_->bw_bytes : bytes, spec_.pattern, ctx_.size());
   if (common_.check) {
     const uint32_t check_seed = seed + 1000;
     // (Only GPU memory goes through CUDA: a host run must not create a CUDA context.)
@@ -325,15 +346,16 @@ void CollectiveSweep::finish_stragglers(ResultsRun& results) {
 }
 
 json CollectiveSweep::run_size(size_t si, CollectiveRecord& rec, bool print, ResultsRun& results) {
-  const size_t count = sweep_.sizes[si] / esize_ / per_;
-  const size_t bytes = count * per_ * esize_;
+  runner_->begin_size(si);
+  uneven_ = runner_->uneven(si);
+  const size_t count = uneven_ ? 0 : sweep_.sizes[si] / esize_ / per_;
+  const size_t bytes = uneven_ ? uneven_->bytes : count * per_ * esize_;
   ctx_.sweep_step(si + 1, sweep_.sizes.size(), bytes);
   rec.bytes = bytes;
-  rec.count = count * per_;
+  rec.count = uneven_ ? uneven_->count : count * per_;
   rec.type = to_string(type_);
   rec.redop = spec_.reduces ? to_string(op_) : "none";
   rec.algo = runner_->algo_for(bytes);
-  runner_->begin_size();
   record_ = stragglers_ && print;
   // Counters go with the first burn-in window's results, the ones printed and kept (a
   // collective gather: `print` is the same on every rank, from rank 0's clock).
@@ -347,7 +369,8 @@ json CollectiveSweep::run_size(size_t si, CollectiveRecord& rec, bool print, Res
     ctx_.print(fmt::format("  {:>10} {:>12} {:>8} {:>6} {:>6}  {}  {}{}", rec.bytes, rec.count, rec.type, rec.redop,
                            rec.root, side_columns(rec.out_of_place, common_.check),
                            side_columns(rec.in_place, common_.check),
-                           algo_ == "auto" ? fmt::format("  {}", rec.algo) : std::string()));
+                           (algo_ == "auto" ? fmt::format("  {}", rec.algo) : std::string()) +
+                               (uneven_ ? uneven_->columns : std::string())));
   json entry = to_json(rec);
   if (print) results.add_counters(entry);  // both sides of this size
   runner_->end_size(ctx_, bytes, count * esize_, entry);
@@ -372,6 +395,7 @@ int CollectiveSweep::run() {
               {"protocol", opt_.protocol},
               {"nodes", layout_.nodes()}};
   if (spec_.pattern == Pattern::all_to_all) config["window"] = opt_.window;
+  runner_->add_config(config);
   if (stragglers_) config["stragglers"] = to_string(straggler_threshold_);
   ResultsRun results(ctx_, config);
   print_header(algo_);
@@ -389,8 +413,8 @@ int CollectiveSweep::run() {
           const bool first = clock.windows_started() == 1;
           window.clear();
           for (size_t si = 0; si < sweep_.sizes.size(); ++si) {
-            // Less than one element per rank, as nccl-tests skips it.
-            if (sweep_.sizes[si] / esize_ / per_ == 0) continue;
+            // Nothing to exchange at this size (skipped(), as nccl-tests skips it).
+            if (skipped(si)) continue;
             CollectiveRecord rec;
             json entry = run_size(si, rec, first, results);
             if (first) results.add(std::move(entry));

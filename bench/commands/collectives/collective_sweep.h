@@ -6,7 +6,9 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -29,8 +31,14 @@ struct CollectiveOptions {
   std::string algo;  // empty: the spec's default
   std::string slice_bytes = "16M";
   std::string protocol = "send";
-  int window = 4;                   // alltoall: steps (peers) in flight
-  int ranks_per_node = 0;           // hier/auto: consecutive ranks per node; 0 groups by host name
+  int window = 4;          // alltoall: steps (peers) in flight
+  int ranks_per_node = 0;  // hier/auto: consecutive ranks per node; 0 groups by host name
+  // alltoall --routing: each size an uneven MoE dispatch (collectives/moe_routing.h).
+  std::string routing;              // empty: the even all-to-all
+  int topk = 2;                     // K experts per token
+  int experts = 8;                  // E, spread evenly over the ranks
+  uint64_t tokens_per_rank = 0;     // fixed token count: the size sets the token's length
+  uint64_t hidden = 0;              // elements per token (0: 1024, or from --tokens-per-rank)
   bool stragglers = false;          // --stragglers: who made each slow iteration slow (lib/observe/stragglers.h)
   std::string straggler_threshold;  // empty: 10%,25%; given: --stragglers on
 };
@@ -42,6 +50,20 @@ struct CollectiveSetup {
   RingOptions ring;  // max_bytes, slice, rails, protocol, memory kind
   NodeLayout layout;
   int window = 4;
+  const CollectiveOptions* options = nullptr;  // the command's own options
+  std::vector<size_t> sizes;                   // the sweep's sizes in bytes
+  DataType type = DataType::f32;
+};
+
+// A sweep size that is not n even blocks (alltoall --routing): the runner plans it,
+// fills and checks its own buffers, and names the bytes algbw is computed from.
+struct UnevenSize {
+  uint64_t bytes = 0;     // the size column: bytes each rank sends
+  uint64_t count = 0;     // the count column, elements; 0 skips the size
+  uint64_t bw_bytes = 0;  // algbw = bw_bytes / time
+  size_t in_bytes = 0;    // this rank's input and result, as laid out
+  size_t out_bytes = 0;
+  std::string columns;  // printed after the table's own
 };
 
 // One pattern's implementation as the sweep drives it.
@@ -53,12 +75,24 @@ class CollectiveRunner {
   virtual void run(const CollectiveBuffers& buffers, size_t count, DataType type, ReduceOp op) = 0;
   // Hooks for per-link detail (all-to-all's step times). `keep`: this call is one of
   // the timed out-of-place iterations of the size (warm-ups are called too).
-  virtual void begin_size() {}
+  virtual void begin_size(size_t /*size_index*/) {}
   virtual void after_call(bool /*keep*/, int /*timed_iters*/) {}
   // Collective over ranks: adds to the size's JSON entry (`block_bytes` per block).
   virtual void end_size(RunContext& /*ctx*/, uint64_t /*bytes*/, size_t /*block_bytes*/, nlohmann::json& /*entry*/) {}
   // Lines after the table.
   virtual void print_summary(const RunContext& /*ctx*/) const {}
+
+  // Uneven sizes (the defaults keep the spec's even blocks): the size's plan, asked
+  // before the size runs; the buffer bytes every size fits in, given the even ones;
+  // fill and check of host memory laid out as the plan says; header lines and the
+  // extra columns' heads (name, unit); what the results' config adds.
+  virtual std::optional<UnevenSize> uneven(size_t /*size_index*/) const { return std::nullopt; }
+  virtual size_t buffer_bytes(size_t even_bytes) const { return even_bytes; }
+  virtual void fill(void* /*in*/, uint32_t /*seed*/) const {}
+  virtual uint64_t count_wrong(const void* /*out*/, uint32_t /*seed*/) const { return 0; }
+  virtual std::vector<std::string> header_lines() const { return {}; }
+  virtual std::pair<std::string, std::string> columns_head() const { return {}; }
+  virtual void add_config(nlohmann::json& /*config*/) const {}
 };
 
 struct CollectiveSpec {

@@ -112,6 +112,16 @@ void kvcache_figures(const json& doc, double k, std::vector<Figure>& out) {
   }
 }
 
+void workload_figures(const json& doc, double k, std::vector<Figure>& out) {
+  const json& s = doc.at("summary");
+  const json& step = s.at("step_us");
+  const json& exposed = s.at("exposed_us");
+  if (!has_samples(step)) return;
+  out.push_back(from_summary("step", "step p50", false, step, "p50", p50_band(step, k), "us"));
+  out.push_back(from_summary("step", "step p99", false, step, "p99", p99_band(step, k), "us"));
+  out.push_back(from_summary("step", "exposed p50", false, exposed, "p50", p50_band(exposed, k), "us"));
+}
+
 namespace {
 
 double median(std::vector<double> v) {

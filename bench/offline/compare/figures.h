@@ -53,6 +53,8 @@ void collective_figures(const nlohmann::json& doc, double k, std::vector<Figure>
 void sendrecv_figures(const nlohmann::json& doc, double k, std::vector<Figure>& out);
 // GB/s and request time p50, p99, p99.9 per mode and token count.
 void kvcache_figures(const nlohmann::json& doc, double k, std::vector<Figure>& out);
+// workload: step time p50 and p99, exposed communication p50 (lower is better).
+void workload_figures(const nlohmann::json& doc, double k, std::vector<Figure>& out);
 // tx, rx, lat p50 and p99 per link (node x rail), banded by its partners and its rail.
 void validate_figures(const nlohmann::json& doc, double k, std::vector<Figure>& out);
 

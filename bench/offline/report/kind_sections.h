@@ -18,5 +18,7 @@ std::string sendrecv_section(const RunContext& ctx);
 std::string collective_section(const RunContext& ctx);
 // kvcache: per mode and token count.
 std::string kvcache_section(const RunContext& ctx);
+// workload: the step, where it goes per group kind, the what-if and the stragglers.
+std::string workload_section(const RunContext& ctx);
 
 }  // namespace railbench::report

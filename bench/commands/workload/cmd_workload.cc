@@ -1,0 +1,377 @@
+// railbench workload: a training step's traffic (TP, PP, DP, EP at once, on the rank
+// layout a launcher gives them) replayed over the fabric, with the step time, the
+// communication the step waits on beyond its compute, and who made slow steps slow.
+#include <algorithm>
+#include <array>
+#include <fstream>
+#include <random>
+
+#include <fmt/format.h>
+
+#include "bench/cli/cli.h"
+#include "bench/commands/workload/workload_options.h"
+#include "bench/commands/workload/workload_report.h"
+#include "bench/runner/results_run.h"
+#include "bench/runner/run_context.h"
+#include "collectives/kvcache/geometry.h"
+#include "collectives/workload/executor.h"
+#include "collectives/workload/trace.h"
+#include "lib/core/config_path.h"
+#include "lib/core/sizes.h"
+#include "lib/core/stats.h"
+
+namespace railbench {
+
+using nlohmann::json;
+using namespace workload;
+
+namespace {
+
+constexpr size_t kKinds = 5;
+constexpr size_t kSamplesPerKind = 2000;   // op times per kind and rank kept for percentiles
+constexpr size_t kMaxStepSamples = 10000;  // step times kept for percentiles
+constexpr int kMaxEntries = 200;           // results entries (iterations or windows of them)
+
+// What every rank reports per iteration.
+struct IterFigures {
+  double step_us = 0, exposed_us = 0, compute_us = 0, async_us = 0;
+  std::array<double, kKinds> kind_us{};
+  std::array<double, kKinds> kind_bytes{}, kind_bus_bytes{};
+};
+
+Trace load_trace(const std::string& path) {
+  const std::string text = read_config_file(path, "workload trace");
+  json j = json::parse(text, nullptr, false);
+  if (j.is_discarded()) throw UsageError(fmt::format("--trace {}: not valid JSON", path));
+  return trace_from_json(j, path);
+}
+
+int ranks_on_host(const std::vector<std::string>& hosts, const std::string& host) {
+  return static_cast<int>(std::count(hosts.begin(), hosts.end(), host));
+}
+
+// The spec's trace: model, rank map, schedule. `ranks_per_node` <= 0 skips the node check.
+Trace spec_trace(const WorkloadOptions& o, int world, int ranks_per_node) {
+  StepSpec spec = o.spec;
+  spec.dtype_bytes = static_cast<int>(size_of(parse_datatype(spec.dtype)));
+  spec.bucket_bytes = parse_size(o.bucket);
+  if (spec.bucket_bytes == 0) throw UsageError("--bucket must be more than 0 bytes (e.g. 25M)");
+  spec.routing.distribution = o.routing;
+  spec.routing.seed = o.routing_seed;
+  const TrainModel model = find_train_model(o.model, model_config_dir());
+  const RankMap map = map_ranks(spec.shape, world, ranks_per_node);
+  Trace t = make_step_trace(model, spec, map);
+  t.meta = {{"model", model.name},
+            {"tp", spec.shape.tp},
+            {"pp", spec.shape.pp},
+            {"dp", spec.shape.dp},
+            {"ep", spec.shape.ep},
+            {"order", spec.shape.order},
+            {"seq", spec.seq},
+            {"micro_batch", spec.micro_batch},
+            {"micro_batches", spec.micro_batches},
+            {"zero", spec.zero},
+            {"layers", spec.layers > 0 ? spec.layers : model.layers},
+            {"layers_per_op", spec.layers_per_op},
+            {"compute_us", spec.compute_us},
+            {"bucket_bytes", spec.bucket_bytes}};
+  check_trace(t);
+  return t;
+}
+
+class WorkloadBench {
+ public:
+  WorkloadBench(Bootstrap& b, const CommonOptions& common, const WorkloadOptions& opt)
+      : ctx_(b, common, "workload"), common_(common), opt_(opt) {}
+  int run();
+
+ private:
+  void plan();
+  json config_json() const;
+  void print_header() const;
+  void run_steps(ResultsRun& results, Executor& ex);
+  void finish(ResultsRun& results, Executor& ex);
+
+  RunContext ctx_;
+  const CommonOptions& common_;
+  const WorkloadOptions& opt_;
+  Trace trace_;
+  void add_window(ResultsRun& results);
+
+  WorkloadTotals totals_;            // the slowest rank's figures, summed or sampled over the iterations
+  uint64_t steps_seen_[2] = {0, 0};  // step and exposed samples
+  IterFigures window_;               // sums over the window being filled
+  int window_first_ = 0, window_n_ = 0;
+  double window_max_ = 0;
+  std::array<std::vector<double>, kKinds> samples_;
+  uint64_t seen_[kKinds] = {0, 0, 0, 0, 0};
+  std::mt19937_64 rng_{12345};
+};
+
+void WorkloadBench::plan() {
+  ctx_.agree([&] {
+    if (!opt_.trace.empty()) {
+      trace_ = load_trace(opt_.trace);
+      if (trace_.world != ctx_.size())
+        throw UsageError(fmt::format("--trace {} is for {} ranks but the job has {}: launch {} ranks", opt_.trace,
+                                     trace_.world, ctx_.size(), trace_.world));
+      return;
+    }
+    const int per_node = opt_.ranks_per_node > 0 ? opt_.ranks_per_node : ranks_on_host(ctx_.hosts(), ctx_.hosts()[0]);
+    trace_ = spec_trace(opt_, ctx_.size(), per_node);
+  });
+}
+
+json WorkloadBench::config_json() const {
+  json groups = json::object();
+  for (const auto& g : trace_.groups) groups[to_string(g.kind)].push_back({{"name", g.name}, {"ranks", g.ranks}});
+  return json{{"trace", opt_.trace.empty() ? json(nullptr) : json(opt_.trace)},
+              {"spec", trace_.meta},
+              {"dtype", trace_.dtype},
+              {"groups", groups},
+              {"ops_per_step", trace_.ranks[static_cast<size_t>(ctx_.rank())].size()},
+              {"line_rate_gbps", opt_.line_rate_gbps},
+              {"routing", trace_.routing.experts ? json{{"distribution", trace_.routing.distribution},
+                                                        {"experts", trace_.routing.experts},
+                                                        {"topk", trace_.routing.topk}}
+                                                 : json(nullptr)}};
+}
+
+void WorkloadBench::print_header() const {
+  const auto& m = trace_.meta;
+  if (!m.empty())
+    ctx_.print(fmt::format(
+        "# workload {}: tp {} x pp {} x dp {} (ep {}, order {}), seq {}, micro-batch {} x {}, "
+        "zero {}, {} layers ({} per op), compute {} us/layer",
+        m.value("model", "?"), m.value("tp", 1), m.value("pp", 1), m.value("dp", 1), m.value("ep", 1),
+        m.value("order", "tp-pp-dp"), m.value("seq", 0), m.value("micro_batch", 0), m.value("micro_batches", 0),
+        m.value("zero", 0), m.value("layers", 0), m.value("layers_per_op", 1), m.value("compute_us", 0.0)));
+  else
+    ctx_.print(fmt::format("# workload from trace {} ({} ranks)", opt_.trace, trace_.world));
+  print_rank_map(ctx_, trace_);
+  ctx_.print(fmt::format("# {:>5} {:>10} {:>10} {:>10} {:>9} {:>9} {:>9} {:>9} {:>9}", "iter", "step_ms", "exposed_ms",
+                         "compute_ms", "tp_ms", "pp_ms", "dp_ms", "ep_ms", "edp_ms"));
+}
+
+// Keeps at most `cap` samples (reservoir sampling: a uniform sample of everything seen,
+// memory flat however long the run).
+void keep_sample(std::vector<double>& v, uint64_t& seen, double x, size_t cap, std::mt19937_64& rng) {
+  ++seen;
+  if (v.size() < cap) {
+    v.push_back(x);
+  } else {
+    const uint64_t j = rng() % seen;
+    if (j < cap) v[static_cast<size_t>(j)] = x;
+  }
+}
+
+// This rank's figures of one step.
+IterFigures step_figures(const StepTimes& st) {
+  IterFigures f;
+  f.step_us = st.step_us;
+  f.compute_us = st.compute_us;
+  f.async_us = st.async_us;
+  double comm = 0;
+  for (size_t k = 0; k < kKinds; ++k) {
+    f.kind_us[k] = st.kind_us[k];
+    f.kind_bytes[k] = st.kind_bytes[k];
+    f.kind_bus_bytes[k] = st.kind_bus_bytes[k];
+    comm += st.kind_us[k];
+  }
+  // What of the communication no compute covered (async ops are credited against the
+  // compute after them: the executor waited only for the rest).
+  f.exposed_us = std::max(0.0, comm - (st.compute_us - st.slept_us));
+  return f;
+}
+
+// Bulk-synchronous: the slowest rank's figures are the iteration's.
+IterFigures worst_of(const std::vector<IterFigures>& all) {
+  IterFigures w;
+  for (const auto& r : all) {
+    w.step_us = std::max(w.step_us, r.step_us);
+    w.exposed_us = std::max(w.exposed_us, r.exposed_us);
+    w.compute_us = std::max(w.compute_us, r.compute_us);
+    w.async_us = std::max(w.async_us, r.async_us);
+    for (size_t k = 0; k < kKinds; ++k) {
+      w.kind_us[k] = std::max(w.kind_us[k], r.kind_us[k]);
+      w.kind_bytes[k] = std::max(w.kind_bytes[k], r.kind_bytes[k]);
+      w.kind_bus_bytes[k] = std::max(w.kind_bus_bytes[k], r.kind_bus_bytes[k]);
+    }
+  }
+  return w;
+}
+
+// One line and one results entry per window of iterations: each iteration up to
+// kMaxEntries iterations, then windows of iters / kMaxEntries (means, and the window's
+// slowest step), so a run of 10,000 steps keeps its file and rank 0's memory bounded.
+void WorkloadBench::add_window(ResultsRun& results) {
+  const double n = static_cast<double>(window_n_);
+  const IterFigures& w = window_;
+  ctx_.print(fmt::format("  {:>5} {:>10.3f} {:>10.3f} {:>10.3f} {:>9.3f} {:>9.3f} {:>9.3f} {:>9.3f} {:>9.3f}",
+                         window_first_, w.step_us / n / 1e3, w.exposed_us / n / 1e3, w.compute_us / n / 1e3,
+                         w.kind_us[0] / n / 1e3, w.kind_us[1] / n / 1e3, w.kind_us[2] / n / 1e3, w.kind_us[3] / n / 1e3,
+                         w.kind_us[4] / n / 1e3));
+  json entry{{"iteration", window_first_}, {"iterations", window_n_},        {"step_us", w.step_us / n},
+             {"step_max_us", window_max_}, {"exposed_us", w.exposed_us / n}, {"compute_us", w.compute_us / n},
+             {"async_us", w.async_us / n}, {"kind_us", json::object()}};
+  const char* names[kKinds] = {"tp", "pp", "dp", "ep", "edp"};
+  for (size_t k = 0; k < kKinds; ++k) entry["kind_us"][names[k]] = w.kind_us[k] / n;
+  results.add(std::move(entry));
+  window_ = IterFigures{};
+  window_n_ = 0;
+  window_max_ = 0;
+}
+
+void WorkloadBench::run_steps(ResultsRun& results, Executor& ex) {
+  const auto& ops = trace_.ranks[static_cast<size_t>(ctx_.rank())];
+  OpHooks hooks;
+  const int warmup = common_.warmup_iters < 0 ? 1 : common_.warmup_iters;
+  const int iters = common_.iters < 0 ? 10 : common_.iters;
+  const int per_window = std::max(1, (iters + kMaxEntries - 1) / kMaxEntries);
+  for (int w = 0; w < warmup; ++w) ex.run_step(-1 - w, hooks);
+  for (int it = 0; it < iters; ++it) {
+    const StepTimes st = ex.run_step(it, hooks);
+    for (size_t pc = 0; pc < ops.size(); ++pc)
+      if (st.op_us[pc] > 0) {
+        const auto k = static_cast<size_t>(ops[pc].kind);
+        keep_sample(samples_[k], seen_[k], st.op_us[pc], kSamplesPerKind, rng_);
+      }
+    const IterFigures worst = worst_of(ctx_.bootstrap().all_gather_value(step_figures(st)));
+    keep_sample(totals_.step_us, steps_seen_[0], worst.step_us, kMaxStepSamples, rng_);
+    keep_sample(totals_.exposed_us, steps_seen_[1], worst.exposed_us, kMaxStepSamples, rng_);
+    totals_.compute_us = std::max(totals_.compute_us, worst.compute_us);
+    if (window_n_ == 0) window_first_ = it;
+    window_max_ = std::max(window_max_, worst.step_us);
+    window_.step_us += worst.step_us;
+    window_.exposed_us += worst.exposed_us;
+    window_.compute_us += worst.compute_us;
+    window_.async_us += worst.async_us;
+    for (size_t k = 0; k < kKinds; ++k) {
+      window_.kind_us[k] += worst.kind_us[k];
+      totals_.kind_us[k] += worst.kind_us[k];
+      totals_.bytes[k] += worst.kind_bytes[k] / iters;
+      totals_.bus_bytes[k] += worst.kind_bus_bytes[k] / iters;
+    }
+    ++totals_.iterations;
+    if (++window_n_ == per_window || it == iters - 1) add_window(results);
+    ctx_.status().step(
+        fmt::format("workload: iteration {}/{}, {} elapsed", it + 1, iters, format_clock(ctx_.status().elapsed_s())));
+  }
+}
+
+void WorkloadBench::finish(ResultsRun& results, Executor& ex) {
+  WorkloadTotals& totals = totals_;
+  for (size_t k = 0; k < kKinds; ++k) {
+    const auto gathered = ctx_.bootstrap().all_gather_vectors(samples_[k]);
+    for (const auto& v : gathered) totals.op_us[k].insert(totals.op_us[k].end(), v.begin(), v.end());
+  }
+  const auto link =
+      ctx_.bootstrap().all_gather_value(std::array<double, 2>{ex.step_link_bytes(false), ex.step_link_bytes(true)});
+  for (const auto& l : link) {
+    totals.sync_link_bytes = std::max(totals.sync_link_bytes, l[0]);
+    totals.async_link_bytes = std::max(totals.async_link_bytes, l[1]);
+  }
+  totals.micro_batches = trace_.meta.value("micro_batches", 1);
+  totals.rails = ctx_.transport().num_rails();
+  totals.line_rate_gbps = opt_.line_rate_gbps;
+  totals.imbalance = ex.expert_imbalance().mean;
+  totals.worst_imbalance = ex.expert_imbalance().worst;
+  const auto wrong = ctx_.bootstrap().all_gather_value(ex.wrong());
+  for (uint64_t w : wrong) totals.wrong += w;
+  results.set("summary", print_workload_summary(ctx_, totals, common_.check));
+}
+
+int WorkloadBench::run() {
+  plan();
+  ctx_.open_transport();
+  ResultsRun results(ctx_, config_json());
+  ExecOptions eo;
+  eo.rails = ctx_.transport().num_rails();
+  eo.type = parse_datatype(trace_.dtype);
+  eo.check = common_.check;
+  eo.chunk_bytes = parse_size(opt_.chunk);
+  eo.memory = ctx_.memory_kind();
+  uint64_t wrong = 0;
+  std::unique_ptr<Executor> ex;
+  results.measure([&] {
+    ex = std::make_unique<Executor>(ctx_.progress(), trace_, ctx_.rank(), eo);
+    print_header();
+    run_steps(results, *ex);
+    ctx_.status().clear();
+    finish(results, *ex);
+    wrong = results.doc().value("summary", json::object()).value("wrong", uint64_t{0});
+  });
+  ctx_.status().clear();
+  results.finish();
+  ex.reset();
+  ctx_.close_transport();
+  return wrong ? 1 : 0;
+}
+
+// --emit-trace: the spec's trace, written before any rank is launched (world = the
+// product of the shape; no node check without a job).
+std::optional<int> emit_trace(const WorkloadOptions& o) {
+  const auto& s = o.spec.shape;
+  const Trace t = spec_trace(o, s.tp * s.pp * s.dp, o.ranks_per_node);
+  std::ofstream out(o.emit_trace);
+  out << to_json(t).dump(1) << "\n";
+  if (!out)
+    throw IoError(
+        fmt::format("--emit-trace {}: cannot write it (check the folder exists and is writable)", o.emit_trace));
+  fmt::print("# trace: {} ({} ranks, {} ops on rank 0)\n", o.emit_trace, t.world, t.ranks[0].size());
+  return 0;
+}
+
+void add_workload_options(CLI::App& sub, WorkloadOptions& o) {
+  auto& s = o.spec;
+  sub.add_option("--model", o.model, "Preset from configs/models with training geometry")->capture_default_str();
+  sub.add_option("--tp", s.shape.tp, "Tensor-parallel size (inside a node)")->capture_default_str();
+  sub.add_option("--pp", s.shape.pp, "Pipeline-parallel stages")->capture_default_str();
+  sub.add_option("--dp", s.shape.dp, "Data-parallel replicas (tp x pp x dp = ranks)")->capture_default_str();
+  sub.add_option("--ep", s.shape.ep, "Expert-parallel size, carved out of dp (MoE models)")->capture_default_str();
+  sub.add_option("--order", s.shape.order, "Rank order of the dimensions, innermost first")->capture_default_str();
+  sub.add_option("--experts", s.routing.experts, "Routed experts per MoE layer (default: the model's)");
+  sub.add_option("--topk", s.routing.topk, "Experts per token (default: the model's)");
+  sub.add_option("--routing", o.routing, "Token routing: uniform, zipf:S or file:PATH")->capture_default_str();
+  sub.add_option("--routing-seed", o.routing_seed, "Seed of the routing draws")->capture_default_str();
+  sub.add_option("--seq", s.seq, "Tokens per sample")->capture_default_str();
+  sub.add_option("--micro-batch", s.micro_batch, "Samples per micro-batch")->capture_default_str();
+  sub.add_option("--micro-batches", s.micro_batches, "Micro-batches per step")->capture_default_str();
+  sub.add_option("--dtype", s.dtype, "Activations and gradients: bf16, f16, f32")->capture_default_str();
+  sub.add_option("--zero", s.zero, "0: DDP all-reduce; 1: reduce-scatter + all-gather; 3: also per-layer gathers")
+      ->capture_default_str();
+  sub.add_option("--layers", s.layers, "Layers to run (default: the model's; fewer for a short run)");
+  sub.add_option("--layers-per-op", s.layers_per_op, "Layers whose traffic goes as one op")->capture_default_str();
+  sub.add_option("--compute-us", s.compute_us, "Stand-in compute per layer forward, us (backward 2x)")
+      ->capture_default_str();
+  sub.add_option("--bucket", o.bucket, "DP gradient bucket")->capture_default_str();
+  sub.add_option("--chunk", o.chunk, "Largest piece one op moves at a time (buffer size)")->capture_default_str();
+  sub.add_option("--trace", o.trace, "Replay a workload trace (JSON) instead of the spec");
+  sub.add_option("--emit-trace", o.emit_trace, "Write the spec's trace to FILE and exit (no ranks needed)");
+  sub.add_option("--line-rate", o.line_rate_gbps, "Gb/s per rail, for the ideal step and the what-if")
+      ->capture_default_str();
+  sub.add_option("--ranks-per-node", o.ranks_per_node, "Ranks per node (default: ranks sharing a host name)");
+}
+
+const bool registered = register_subcommand(
+    Subcommand{"workload", "A training step's traffic (TP, PP, DP, EP) on the fabric: step time, exposed communication",
+               57, [](CLI::App& sub, CommonOptions& common) {
+                 auto opt = std::make_shared<WorkloadOptions>();
+                 add_transport_options(sub, common);
+                 add_iteration_options(sub, common);
+                 add_check_option(sub, common);
+                 add_output_options(sub, common);
+                 add_link_options(sub, common);
+                 add_memory_options(sub, common);
+                 add_workload_options(sub, *opt);
+                 SubcommandRun run;
+                 run.before_bootstrap = [opt]() -> std::optional<int> {
+                   if (opt->emit_trace.empty()) return std::nullopt;
+                   return emit_trace(*opt);
+                 };
+                 run.run = [&common, opt](Bootstrap& b) { return WorkloadBench(b, common, *opt).run(); };
+                 return run;
+               }});
+
+}  // namespace
+}  // namespace railbench

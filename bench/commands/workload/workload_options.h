@@ -1,0 +1,24 @@
+// railbench workload's command line, resolved into the spec the schedule needs.
+#pragma once
+
+#include <string>
+
+#include "collectives/workload/schedule.h"
+
+namespace railbench {
+
+struct WorkloadOptions {
+  std::string model = "llama-3.1-8b";
+  workload::StepSpec spec;
+  std::string routing = "uniform";
+  uint64_t routing_seed = 1;
+  std::string bucket = "25M";
+  std::string chunk = "64M";
+  std::string trace;            // --trace FILE: run this instead of the spec
+  std::string emit_trace;       // --emit-trace FILE: write the spec's trace and exit
+  double line_rate_gbps = 400;  // per rail, for the ideal step
+  int ranks_per_node = 0;       // 0: ranks sharing a host name
+  bool stragglers = true;
+};
+
+}  // namespace railbench
