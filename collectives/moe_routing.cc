@@ -239,6 +239,20 @@ double max_over_mean(const std::vector<size_t>& v) {
 }
 }  // namespace
 
+AllToAllVLayout dispatch_layout(const MoeRouting& r, int member, size_t elems_per_token) {
+  std::vector<size_t> to(static_cast<size_t>(r.members)), from(to.size());
+  for (int q = 0; q < r.members; ++q) {
+    to[static_cast<size_t>(q)] = r.at(member, q) * elems_per_token;
+    from[static_cast<size_t>(q)] = r.at(q, member) * elems_per_token;
+  }
+  return AllToAllVLayout::packed(to, from);
+}
+
+AllToAllVLayout combine_layout(const MoeRouting& r, int member, size_t elems_per_token) {
+  AllToAllVLayout d = dispatch_layout(r, member, elems_per_token);
+  return AllToAllVLayout{d.recv_counts, d.recv_offsets, d.send_counts, d.send_offsets};
+}
+
 double MoeRouting::expert_imbalance() const {
   return max_over_mean(expert_load);
 }

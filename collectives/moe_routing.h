@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "collectives/alltoallv.h"
+
 namespace railbench {
 
 // How popular each expert is. uniform: all alike. zipf:S: the expert of popularity rank
@@ -64,6 +66,12 @@ void validate_routing(const MoeRoutingOptions& o, int members);
 // without replacement, from a stream seeded by (seed, step, source member), and one token
 // copy goes to each chosen expert's member. Deterministic and the same on every rank.
 MoeRouting route_tokens(const MoeRoutingOptions& o, int members);
+
+// Member `member`'s all-to-all-v layout for dispatch (token copies out to the experts'
+// members) and for combine (the results back: dispatch with send and receive swapped),
+// `elems_per_token` elements per copy, blocks packed in member order.
+AllToAllVLayout dispatch_layout(const MoeRouting& r, int member, size_t elems_per_token);
+AllToAllVLayout combine_layout(const MoeRouting& r, int member, size_t elems_per_token);
 
 // The member expert `e` lives on.
 inline int expert_member(int e, int experts, int members) {

@@ -166,6 +166,12 @@ CsvTable alltoall_csv(const json& doc) {
   cols.push_back({"dst_host", host_of([link](const RowSource& s) { return field(link(s), {"dst"}); })});
   add_summary(cols, "step", "us", [link](const RowSource& s) { return &field(link(s), {"step_us"}); });
   cols.push_back({"link_gbps", [link](const RowSource& s) { return field(link(s), {"gbps"}); }});
+  // --routing (uneven MoE dispatch): the size's routing on its placement rows, only in
+  // a routed run's CSV.
+  if (!field(&doc, {"config", "routing"}).is_null()) {
+    for (const char* f : {"tokens_per_rank", "hidden", "expert_imbalance", "pair_imbalance", "busiest_bytes"})
+      cols.push_back({f, [f](const RowSource& s) { return s.extra ? field(s.entry, {"routing", f}) : json(); }});
+  }
   std::vector<RowSource> sources;
   for (const auto& e : results_of(doc)) {
     for (const auto& place : kPlacements) sources.push_back({&doc, &e, &e, &place});

@@ -5,7 +5,8 @@ check_results.py FILE --ranks N --command C [--rails R] [--check] [--sizes K] [-
 Fails (exit 1, one line saying why) unless the run completed, every size has results,
 #wrong is 0 everywhere, busbw follows the nccl-tests factor, for sendrecv every pair
 appears on every rail with latency and bandwidth percentiles that are ordered and
-positive, and for alltoall every size holds a step time for every ordered pair.
+positive, and for alltoall every size holds a step time for every ordered pair (with
+--routing, loads that sum to tokens x K per rank and algbw over the busiest rank's bytes).
 """
 import argparse
 import json
@@ -169,13 +170,27 @@ def main():
                     fail(f"size {res['bytes']}: step times for {sorted(got)} != every ordered pair {sorted(expected)}")
                 for p in res["pairs"]:
                     check_summary(f"size {res['bytes']} {p['src']}->{p['dst']} step_us", p["step_us"])
+            routing = res.get("routing")
+            if routing is not None:
+                # --routing: every rank routed tokens x K copies; algbw is over the busiest rank's bytes.
+                k = doc["config"]["routing"]["topk"]
+                if sum(routing["expert_load"]) != n * routing["tokens_per_rank"] * k:
+                    fail(f"size {res['bytes']}: expert loads {routing['expert_load']} do not sum to "
+                         f"{n} x {routing['tokens_per_rank']} tokens x {k}")
+                if res["bytes"] != routing["tokens_per_rank"] * k * routing["hidden"] * (res["bytes"] // res["count"]):
+                    fail(f"size {res['bytes']}: not tokens x K x hidden x type size")
+                if routing["expert_imbalance"] < 1 or routing["pair_imbalance"] < 1:
+                    fail(f"size {res['bytes']}: imbalance below 1 (max/mean)")
+                if routing["busiest_bytes"] < res["bytes"]:
+                    fail(f"size {res['bytes']}: busiest rank moved {routing['busiest_bytes']} B, less than it sent")
+            bw_bytes = routing["busiest_bytes"] if routing is not None else res["bytes"]
             for side in ("out_of_place", "in_place"):
                 s = res[side]
                 where = f"size {res['bytes']} {side}"
                 check_summary(f"{where} iteration_us", s["iteration_us"])
                 if a.check and s["wrong"] != 0:
                     fail(f"{where}: #wrong {s['wrong']}")
-                algbw = res["bytes"] / (s["time_us"] * 1e-6) / 1e9
+                algbw = bw_bytes / (s["time_us"] * 1e-6) / 1e9
                 if abs(algbw - s["algbw_gbps"]) > 1e-6 * max(1, algbw):
                     fail(f"{where}: algbw {s['algbw_gbps']} != bytes/time {algbw}")
                 if abs(s["busbw_gbps"] - algbw * factor) > 1e-6 * max(1, algbw):

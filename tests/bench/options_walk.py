@@ -339,7 +339,19 @@ COMMANDS = {
                           cases=sweep_command({**COLLECTIVE, **REDUCE, **SLICE})),
     "alltoall": dict(ranks=1, base=SHM + ["-b", "1K", "-e", "4K", "-n", "2", "-w", "1", "--json", "{w}/r.json"],
                      cases=sweep_command({**COLLECTIVE,
-                                          "--window": case(["--window", "1"], json_differs("config.window"))})),
+                                          "--window": case(["--window", "1"], json_differs("config.window")),
+                                          # 64-element tokens: the 1K..4K sweep holds 2..8 tokens per rank.
+                                          "--routing": case(["--routing", "zipf:1.2", "--hidden", "64"],
+                                                            json_has("results.0.routing.expert_imbalance")),
+                                          "--topk": case(["--routing", "uniform", "--hidden", "64", "--topk", "1"],
+                                                         stdout_has(r"top-1;")),
+                                          "--experts": case(["--routing", "uniform", "--hidden", "64", "--experts",
+                                                             "4"], stdout_has(r"^# routing uniform: 4 experts")),
+                                          # 1K / (2 x 32 x 4 B): 4 tokens per rank in the tokens column.
+                                          "--hidden": case(["--routing", "uniform", "--hidden", "32"],
+                                                           stdout_has(r"^ +1024 +256 .* 4 +[0-9.]+ +[0-9.]+$")),
+                                          "--tokens-per-rank": case(["--routing", "uniform", "--tokens-per-rank", "2"],
+                                                                    stdout_has(r"tokens fixed, hidden from the size"))})),
 }
 
 

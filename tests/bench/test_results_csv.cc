@@ -165,6 +165,34 @@ TEST_CASE("alltoall csv: placements, then one row per link src -> dst", "[csv]")
   CHECK(cell(t, 3, "link_gbps") == "0.17");
 }
 
+TEST_CASE("alltoall --routing csv: the size's routing on its placement rows only", "[csv]") {
+  json doc{{"command", "alltoall"}, {"world", world(2)}, {"results", json::array()}};
+  CollectiveRecord r{8192,
+                     2048,
+                     "float",
+                     "none",
+                     -1,
+                     "pairwise",
+                     CollectiveSide{20, 0.4, 0.2, 0, summary(20)},
+                     CollectiveSide{21, 0.4, 0.2, 0, summary(21)}};
+  json e = to_json(r);
+  e["pairs"] = json::array({json{{"src", 1}, {"dst", 0}, {"step_us", to_json(summary(5))}, {"gbps", 0.2}}});
+  e["routing"] = json{{"tokens_per_rank", 1},  {"hidden", 1024},         {"expert_imbalance", 3.0},
+                      {"pair_imbalance", 1.5}, {"busiest_bytes", 12288}, {"expert_load", {0, 2, 0, 2}}};
+  doc["results"].push_back(e);
+  // Without the routing config (an even run) the columns are not there at all.
+  const auto even = results_csv(doc).header;
+  CHECK(std::find(even.begin(), even.end(), "hidden") == even.end());
+  doc["config"] = json{{"routing", {{"distribution", "zipf:1.2"}, {"experts", 4}, {"topk", 2}}}};
+  const CsvTable t = results_csv(doc);
+  REQUIRE(t.rows.size() == 3);
+  CHECK(cell(t, 0, "tokens_per_rank") == "1");
+  CHECK(cell(t, 1, "expert_imbalance") == "3.0");
+  CHECK(cell(t, 1, "busiest_bytes") == "12288");
+  CHECK(cell(t, 2, "row") == "link");
+  CHECK(cell(t, 2, "pair_imbalance") == "");
+}
+
 TEST_CASE("kvcache csv: one row per token count x mode", "[csv]") {
   json doc{{"command", "kvcache"}, {"results", json::array()}};
   for (const char* mode : {"contiguous", "per-block"}) {

@@ -154,3 +154,15 @@ TEST_CASE("routing: bad specs name the field and the fix", "[unit][moe]") {
   CHECK(std::accumulate(few.expert_load.begin(), few.expert_load.end(), size_t{0}) == 24);
   CHECK(route_tokens(opts("uniform", 8, 2, 0), 4).expert_imbalance() == 0);
 }
+
+TEST_CASE("routing: dispatch and combine layouts mirror each other", "[unit][moe]") {
+  const auto r = route_tokens(opts("zipf:1.5", 8, 2, 40), 4);
+  for (int m = 0; m < 4; ++m) {
+    const AllToAllVLayout d = dispatch_layout(r, m, 16), c = combine_layout(r, m, 16);
+    CHECK(d.send_extent() == 40 * 2 * 16);  // every member sends tokens x K copies
+    CHECK(d.recv_extent() == r.received_by(m) * 16);
+    CHECK(c.send_counts == d.recv_counts);
+    CHECK(c.recv_offsets == d.send_offsets);
+    for (int q = 0; q < 4; ++q) CHECK(d.send_counts[static_cast<size_t>(q)] == r.at(m, q) * 16);
+  }
+}

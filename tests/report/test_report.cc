@@ -14,6 +14,7 @@
 #include "bench/offline/report/colour.h"
 #include "bench/offline/report/html.h"
 #include "bench/offline/report/report.h"
+#include "bench/offline/report/validate_data.h"
 #include "lib/core/errors.h"
 
 using namespace railbench;
@@ -216,7 +217,7 @@ TEST_CASE("report: cells without a measurement look different from slow ones", "
   CHECK(has_class(cells[7], "failed"));
   CHECK(count(svg, "fill=\"url(#rb-hatch)\"") == 1);
   CHECK(count(svg, "fill=\"url(#rb-hatch-failed)\"") == 2);
-  CHECK_THAT(svg, Catch::Contains("n02\u2192n03 rail0: the pair test failed: timed out"));
+  CHECK_THAT(svg, Catch::Contains("n02\u2192n03: the pair test failed: timed out"));
 }
 
 TEST_CASE("report: every kind of results file renders, with and without a baseline", "[report]") {
@@ -321,4 +322,144 @@ TEST_CASE("report: colour scales and numbers", "[report]") {
   CHECK(size_label(4096) == "4K");
   CHECK(size_label(13) == "13 B");
   CHECK(esc("<a href='x'>&\"") == "&lt;a href=&#39;x&#39;&gt;&amp;&quot;");
+}
+
+// ---- validate at scale: more than 64 nodes per rail is drawn as leaf x leaf blocks.
+
+namespace {
+
+// `nodes` x 1 rail at 90% of line rate with node index `slow` at 10%, blamed by a FAIL.
+json large_doc(int nodes, int slow) {
+  json doc = validate_doc(nodes, 0.9);
+  for (int x = 0; x < nodes; ++x)
+    if (x != slow) doc["rails"][0]["bw_gbs"][slow][x] = doc["rails"][0]["bw_gbs"][x][slow] = 5.0;
+  doc["findings"] = {{{"severity", "FAIL"},
+                      {"kind", "bandwidth"},
+                      {"subject", fmt::format("n{:02} rail0", slow + 1)},
+                      {"reason", "slow"},
+                      {"node", slow},
+                      {"rail", 0}}};
+  doc["verdict"] = "FAIL";
+  return doc;
+}
+
+json leaves_of(int nodes, int per_leaf) {
+  json leaves = json::array();
+  for (int x = 0; x < nodes; ++x) {
+    if (x % per_leaf == 0)
+      leaves.push_back({{"leaf", fmt::format("leaf{}", x / per_leaf + 1)}, {"nodes", json::array()}});
+    leaves.back()["nodes"].push_back(fmt::format("n{:02}", x + 1));
+  }
+  return leaves;
+}
+
+}  // namespace
+
+TEST_CASE("report: a large SU is drawn per leaf pair, one hover per block, the slow link's blocks marked", "[report]") {
+  json doc = large_doc(96, 40);  // n41: leaf 2 of 3
+  doc["rails"][0]["leaves"] = leaves_of(96, 32);
+  const std::string page = render_one(doc);
+  CHECK(svg_by_id(page, "run1-bw-r0").empty());  // no 96 x 96 map
+  const std::string summary = svg_by_id(page, "run1-sum-r0");
+  const auto blocks = cell_classes(summary);
+  REQUIRE(blocks.size() == 9);
+  CHECK(count(summary, "<title>") == 9 + 2 * 3);  // a hover per block and per leaf label
+  for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 3; ++j) CHECK(has_class(blocks[i * 3 + j], "bad") == (i == 1 || j == 1));
+  CHECK_THAT(summary, Catch::Contains("leaf2\u2192leaf1 rail0: 1024 links; worst n41\u2192n01 5 GB/s (10%)"));
+  // The node strip: one cell per node, only the slow node's marked.
+  const auto strip = cell_classes(svg_by_id(page, "run1-nodes"));
+  REQUIRE(strip.size() == 96);
+  for (int x = 0; x < 96; ++x) CHECK(has_class(strip[x], "bad") == (x == 40));
+  CHECK_THAT(svg_by_id(page, "run1-nodes"), Catch::Contains("n41: worst link rail0 (leaf2): 5 GB/s, 10% of line rate"));
+  CHECK_THAT(page, Catch::Contains("the leaves each rail lists with its nodes"));
+  // The worst link first, linked to its cell in the leaf pair drawn in full.
+  const size_t table = page.find("<table class=\"worst\">");
+  REQUIRE(table != std::string::npos);
+  CHECK_THAT(page.substr(table, 600), Catch::Contains("<a href=\"#run1-cell-r0-0-40\">n01 &#8594; n41</a>"));
+  CHECK_THAT(page, Catch::Contains("id=\"run1-cell-r0-0-40\""));
+  CHECK_THAT(page, Catch::Contains("<div class=\"lpair\" id=\"run1-lp-r0-0-1\">"));
+  CHECK_THAT(summary, Catch::Contains("<a href=\"#run1-lp-r0-0-1\"><rect class=\"cell"));
+}
+
+TEST_CASE("report: a large SU that stopped before the rail checks says so", "[report]") {
+  json doc = large_doc(80, 5);
+  json inventory = json::array();
+  for (const auto& name : doc["rails"][0]["nodes"]) inventory.push_back({{"node", name}, {"slot", 0}});
+  doc["inventory"] = inventory;
+  doc.erase("rails");
+  const std::string page = render_one(doc);
+  CHECK_THAT(page, Catch::Contains("No rail was measured"));
+  CHECK_THAT(page, !Catch::Contains("run1-sum-r"));
+}
+
+TEST_CASE("report: leaves from a leaf per node, or fixed blocks said on the page when the results name none",
+          "[report]") {
+  json doc = large_doc(80, 5);
+  json per_node = json::array();
+  for (int x = 0; x < 80; ++x) per_node.push_back(x % 2 ? "odd" : "even");
+  doc["rails"][0]["node_leaves"] = per_node;
+  std::string summary = svg_by_id(render_one(doc), "run1-sum-r0");
+  CHECK(cell_classes(summary).size() == 4);
+  CHECK_THAT(summary, Catch::Contains("even\u2192odd rail0: 1600 links"));
+  doc["rails"][0].erase("node_leaves");  // only "leaf": "leaf1", one per rail
+  const std::string page = render_one(doc);
+  CHECK(cell_classes(svg_by_id(page, "run1-sum-r0")).size() == 9);  // 32 + 32 + 16
+  CHECK_THAT(page, Catch::Contains("blocks of 32 nodes in node order: the results name one leaf per rail (leaf1) and "
+                                   "no leaf per node, so a block is not a switch"));
+  CHECK_THAT(svg_by_id(page, "run1-sum-r0"), Catch::Contains(">nodes 65-80</text>"));
+}
+
+TEST_CASE("report: the worst links are each pair once, slower direction, worst first, unmeasured pairs left out",
+          "[report]") {
+  json doc = validate_doc(4, 0.9);
+  doc["rails"][0]["bw_gbs"][2][1] = 10.0;  // n03 -> n02 the slowest
+  doc["rails"][0]["bw_gbs"][1][2] = 12.0;
+  doc["rails"][0]["bw_gbs"][0][3] = 20.0;
+  doc["rails"][0]["bw_gbs"][3][0] = nullptr;  // one way measured: that way counts
+  doc["rails"][0]["bw_gbs"][1][3] = doc["rails"][0]["bw_gbs"][3][1] = nullptr;
+  const ValidateRun v = ValidateRun::read(doc);
+  const auto grids = read_rail_grids(v, nullptr);
+  const auto worst = worst_links(grids, 3);
+  REQUIRE(worst.size() == 3);
+  CHECK((worst[0].a == 2 && worst[0].b == 1 && worst[0].gbs == Approx(10)));
+  CHECK((worst[1].a == 0 && worst[1].b == 3 && worst[1].gbs == Approx(20)));
+  CHECK(worst[2].gbs == Approx(45));  // then the healthy pairs, in node order: n01-n02
+  CHECK((worst[2].a == 0 && worst[2].b == 1));
+  CHECK(worst_links(grids, 10).size() == 5);  // 6 pairs, n02-n04 never measured
+}
+
+TEST_CASE("report: a large file's matrices read as floats render the same page as the whole document", "[report]") {
+  json doc = large_doc(70, 3);
+  doc["rail_pairs"] = json::array({{{"node_a", 0}, {"node_b", 1}}});
+  MatrixStore store;
+  json lean;
+  parse_with_matrices(doc.dump(), lean, store);
+  CHECK(lean["rails"][0]["bw_gbs"].is_null());
+  CHECK(lean["rail_pairs"].is_null());
+  CHECK(lean["rails"][0]["nodes"] == doc["rails"][0]["nodes"]);
+  const RailMatrix* bw = store.find(0, "bw_gbs");
+  REQUIRE(bw != nullptr);
+  CHECK(bw->n == 70);
+  CHECK(std::isnan(bw->at(5, 5)));
+  CHECK(bw->at(3, 4) == Approx(5.0));
+  RunDocument lean_run{"t.json", lean};
+  lean_run.matrices = std::make_shared<MatrixStore>(store);
+  CHECK(render_report({lean_run}, {}) == render_one(doc));
+  // An escaped key is off the fast path (a structural split, from_chars): the SAX parse
+  // reads it to the same page.
+  std::string text = doc.dump();
+  text.insert(1, "\"t\\u0065st\": 1, ");
+  MatrixStore sax_store;
+  json sax_doc;
+  parse_with_matrices(text, sax_doc, sax_store);
+  CHECK(sax_doc["test"] == 1);
+  sax_doc.erase("test");
+  CHECK(sax_doc == lean);
+  REQUIRE(sax_store.find(0, "bw_gbs") != nullptr);
+  const auto& sax_cells = sax_store.find(0, "bw_gbs")->cells;
+  CHECK(std::equal(sax_cells.begin(), sax_cells.end(), bw->cells.begin(), bw->cells.end(),
+                   [](float x, float y) { return x == y || (std::isnan(x) && std::isnan(y)); }));
+  json broken;
+  CHECK_THROWS_AS(parse_with_matrices(doc.dump().substr(0, 5000), broken, store), nlohmann::json::parse_error);
 }

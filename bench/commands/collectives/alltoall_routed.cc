@@ -16,6 +16,13 @@ namespace {
 constexpr uint64_t kDefaultHidden = 1024;
 
 MoeRoutingOptions routing_options(const CollectiveOptions& o) {
+  check_routing_options(o);
+  return MoeRoutingOptions{parse_routing(o.routing), o.experts ? o.experts : 8, o.topk ? o.topk : 2, 0, 0, 0};
+}
+
+}  // namespace
+
+void check_routing_options(const CollectiveOptions& o) {
   const bool routed = !o.routing.empty();
   for (auto [given, name] :
        {std::pair{o.topk != 0, "--topk"}, std::pair{o.experts != 0, "--experts"},
@@ -24,10 +31,7 @@ MoeRoutingOptions routing_options(const CollectiveOptions& o) {
       throw UsageError(fmt::format("{} shapes a routed exchange: add --routing uniform|zipf:S|file:PATH", name));
   if (o.tokens_per_rank != 0 && o.hidden != 0)
     throw UsageError("--tokens-per-rank and --hidden both fix the size: give one, the sweep's size sets the other");
-  return MoeRoutingOptions{parse_routing(o.routing), o.experts ? o.experts : 8, o.topk ? o.topk : 2, 0, 0, 0};
 }
-
-}  // namespace
 
 RoutedSweep::RoutedSweep(const CollectiveOptions& o, const std::vector<size_t>& sizes, DataType type, int rank,
                          int ranks)
@@ -46,14 +50,10 @@ RoutedSweep::RoutedSweep(const CollectiveOptions& o, const std::vector<size_t>& 
     step.tokens_per_rank = s.tokens_per_rank;
     step.step = si;  // each size its own draws, the same on every rank
     s.routing = route_tokens(step, ranks);
-    std::vector<size_t> to(static_cast<size_t>(ranks)), from(to.size());
     uint64_t busiest = 0;
-    for (int q = 0; q < ranks; ++q) {
-      to[static_cast<size_t>(q)] = s.routing.at(rank, q) * s.hidden;
-      from[static_cast<size_t>(q)] = s.routing.at(q, rank) * s.hidden;
+    for (int q = 0; q < ranks; ++q)
       busiest = std::max<uint64_t>({busiest, s.routing.sent_by(q), s.routing.received_by(q)});
-    }
-    s.layout = AllToAllVLayout::packed(to, from);
+    s.layout = dispatch_layout(s.routing, rank, s.hidden);
     const uint64_t count = s.tokens_per_rank * k * s.hidden;
     UnevenSize& p = s.plan;
     p.bytes = count * esize;
@@ -68,9 +68,7 @@ RoutedSweep::RoutedSweep(const CollectiveOptions& o, const std::vector<size_t>& 
                     {"expert_imbalance", s.routing.expert_imbalance()},
                     {"pair_imbalance", s.routing.pair_imbalance()},
                     {"busiest_bytes", p.bw_bytes},
-                    {"expert_load", s.routing.expert_load},
-                    {"send_bytes", p.in_bytes},
-                    {"recv_bytes", p.out_bytes}};
+                    {"expert_load", s.routing.expert_load}};
     sizes_.push_back(std::move(s));
   }
   if (std::all_of(sizes_.begin(), sizes_.end(), [](const RoutedSize& s) { return s.plan.count == 0; })) {

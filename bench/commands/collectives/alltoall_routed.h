@@ -27,6 +27,10 @@ struct RoutedSize {
   nlohmann::json detail;   // the size's "routing" entry
 };
 
+// Throws UsageError when a routing option (--topk, --experts, --tokens-per-rank,
+// --hidden) comes without --routing, or --tokens-per-rank with --hidden.
+void check_routing_options(const CollectiveOptions& o);
+
 class RoutedSweep {
  public:
   // Throws UsageError for options that cannot be routed (naming the option and the fix).

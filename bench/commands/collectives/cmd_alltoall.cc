@@ -24,9 +24,12 @@ namespace {
 class AllToAllRunner : public CollectiveRunner {
  public:
   explicit AllToAllRunner(const CollectiveSetup& s)
-      : from_(static_cast<size_t>(s.progress->transport().world_size())), me_(s.progress->transport().rank()) {
+      : from_(static_cast<size_t>(s.progress->transport().world_size())),
+        me_(s.progress->transport().rank()),
+        esize_(size_of(s.type)) {
     const Transport& t = s.progress->transport();
     if (s.options->routing.empty()) {
+      check_routing_options(*s.options);
       a2a_ = std::make_unique<AllToAll>(*s.progress,
                                         AllToAllOptions{s.ring.max_bytes, s.ring.rails, s.window, s.ring.memory});
       return;
@@ -81,7 +84,7 @@ class AllToAllRunner : public CollectiveRunner {
   std::unique_ptr<AllToAllV> a2av_;
   std::vector<std::vector<double>> from_;
   int me_ = 0, timed_iters_ = 0;
-  size_t size_ = 0;
+  size_t size_ = 0, esize_ = 4;
   json pairs_;
   uint64_t last_bytes_ = 0;
 };
@@ -97,9 +100,7 @@ void AllToAllRunner::end_size(RunContext& ctx, uint64_t bytes, size_t block_byte
     const Summary s = summarize(v);
     // Uneven: this link's own block, which may be empty.
     const double link_bytes =
-        routed_ ? static_cast<double>(routed_->at(size_).layout.recv_counts[q] * routed_->at(size_).plan.bytes /
-                                      std::max<uint64_t>(routed_->at(size_).plan.count, 1))
-                : static_cast<double>(block_bytes);
+        static_cast<double>(routed_ ? routed_->at(size_).layout.recv_counts[q] * esize_ : block_bytes);
     local.push_back(json{{"src", q}, {"dst", me_}, {"step_us", to_json(s)}, {"gbps", gbps(link_bytes, s.p50 * 1e-6)}});
   }
   pairs_ = json::array();

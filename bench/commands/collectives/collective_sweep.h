@@ -35,10 +35,10 @@ struct CollectiveOptions {
   int ranks_per_node = 0;  // hier/auto: consecutive ranks per node; 0 groups by host name
   // alltoall --routing: each size an uneven MoE dispatch (collectives/moe_routing.h).
   std::string routing;              // empty: the even all-to-all
-  int topk = 2;                     // K experts per token
-  int experts = 8;                  // E, spread evenly over the ranks
+  int topk = 0;                     // K experts per token (0: unset, 2)
+  int experts = 0;                  // E, spread evenly over the ranks (0: unset, 8)
   uint64_t tokens_per_rank = 0;     // fixed token count: the size sets the token's length
-  uint64_t hidden = 0;              // elements per token (0: 1024, or from --tokens-per-rank)
+  uint64_t hidden = 0;              // elements per token (0: unset, 1024 unless --tokens-per-rank)
   bool stragglers = false;          // --stragglers: who made each slow iteration slow (lib/observe/stragglers.h)
   std::string straggler_threshold;  // empty: 10%,25%; given: --stragglers on
 };

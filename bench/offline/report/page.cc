@@ -45,6 +45,9 @@ svg text{font-family:system-ui,-apple-system,"Segoe UI",Roboto,"DejaVu Sans",san
 .mark.bad{stroke:#000;stroke-width:2.5;stroke-dasharray:none;outline:none}
 .mark.warn{stroke:#000;stroke-dasharray:3 2} .mark.regressed{stroke:#000;stroke-width:2.5;stroke-dasharray:1 2}
 svg.defs{position:absolute}
+.hm .cell{scroll-margin:160px} .hm .cell:target{stroke:#e4001b;stroke-width:4;filter:drop-shadow(0 0 3px #e4001b)} .hm a .cell{cursor:pointer}
+.lpair{border:1px solid #ccc;padding:4px 8px} .lpair:target{outline:3px solid #e4001b;outline-offset:2px}
+table.worst td:nth-child(3),table.worst td:nth-child(4),table.worst td:nth-child(8){text-align:left}
 .ckey{font-size:12px;display:flex;align-items:center;gap:6px;margin:2px 0 6px;flex-wrap:wrap}
 .ckey .bar{display:inline-block;width:180px;height:12px;border:1px solid #888}
 .ckey svg{vertical-align:middle}

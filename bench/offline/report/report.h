@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "bench/offline/report/matrix_store.h"
 #include "lib/observe/timeline.h"
 
 namespace railbench::report {
@@ -23,6 +24,9 @@ struct RunDocument {
   // there; otherwise a note saying where it was expected.
   std::shared_ptr<const TimelineData> timeline;
   std::string timeline_note;
+  // A large validate file's matrices, read as floats (null in `doc`); null for a file
+  // read whole into `doc`.
+  std::shared_ptr<const MatrixStore> matrices;
 };
 
 // Reads and checks one results file (lib/results/read.h), then its kind: throws
@@ -40,6 +44,8 @@ struct ReportOptions {
   // A link or a size is marked as a regression when it is below (1 - this) of the
   // baseline's figure (bandwidth) or above (1 + this) (time).
   double regression_fraction = 0.10;
+  // validate: how many links the worst-links table lists.
+  int worst_links = 20;
 };
 
 // The page: one section per run, in the order given; each run is compared with the

@@ -152,62 +152,79 @@ std::string LineChart::html(int width, int height) const {
   return out + "</figcaption></figure>\n";
 }
 
+namespace {
+
+// One cell: its scale class or fill, its anchor, its hover and, when it is a link, the
+// <a> around it. Width and height come from the map's one CSS rule, not from each cell:
+// at 8,192 cells a map that is bytes per cell.
+void cell_markup(std::string& out, const HeatCell& h, int x, int cell, bool text_inside) {
+  if (!h.href.empty()) fmt::format_to(std::back_inserter(out), "<a href=\"#{}\">", esc(h.href));
+  const bool scale = !h.fill.empty() && h.fill[0] != '#';
+  std::string fill = scale ? "" : h.fill;
+  if (h.classes.find("failed") != std::string::npos) fill = "url(#rb-hatch-failed)";
+  if (h.classes.find("missing") != std::string::npos) fill = "url(#rb-hatch)";
+  fmt::format_to(std::back_inserter(out), "<rect class=\"cell{}{}{}{}\" x=\"{}\"", h.classes.empty() ? "" : " ",
+                 h.classes, scale ? " " : "", scale ? h.fill : "", x);
+  if (!h.id.empty()) fmt::format_to(std::back_inserter(out), " id=\"{}\"", esc(h.id));
+  if (!fill.empty()) fmt::format_to(std::back_inserter(out), " fill=\"{}\"", fill);
+  out += '>';
+  if (!h.title.empty()) out += "<title>" + esc(h.title) + "</title>";
+  out += "</rect>";
+  if (!h.href.empty()) out += "</a>";
+  if (text_inside && !h.text.empty() && !h.fill.empty())
+    fmt::format_to(std::back_inserter(out), "<text class=\"v\" x=\"{}\" y=\"{}\" fill=\"{}\">{}</text>", x + cell / 2,
+                   cell / 2 + 4, text_on(fill_colour(h.fill)), esc(h.text));
+}
+
+}  // namespace
+
 std::string Heatmap::svg() const {
   const int rows = static_cast<int>(row_labels.size()), cols = static_cast<int>(col_labels.size());
-  const int cell = std::clamp(480 / std::max({rows, cols, 1}), 9, 44);
+  const int cell = std::clamp(480 / std::max({rows, cols, 1}), 9, std::max(9, max_cell));
   size_t longest = corner.size();
   for (const auto& l : row_labels) longest = std::max(longest, l.size());
   for (const auto& l : col_labels) longest = std::max(longest, l.size());
   const int label = static_cast<int>(longest * 6.6) + 8;
   const int left = label, top = label, width = left + cols * cell + 4, height = top + rows * cell + 4;
   std::string out;
-  out.reserve(static_cast<size_t>(rows * cols) * 110 + 4096);
-  out += fmt::format(
-      "<figure class=\"heatmap\"><figcaption>{}</figcaption><svg id=\"{}\" class=\"hm\" width=\"{}\" height=\"{}\" "
-      "viewBox=\"0 0 {} {}\" role=\"img\">",
-      title, esc(id), width, height, width, height);
+  out.reserve(static_cast<size_t>(rows * cols) * 80 + 4096);
+  fmt::format_to(std::back_inserter(out),
+                 "<figure class=\"heatmap\"><figcaption>{}</figcaption><svg id=\"{}\" class=\"hm\" width=\"{}\" "
+                 "height=\"{}\" viewBox=\"0 0 {} {}\" role=\"img\"><style>#{} .cell{{width:{}px;height:{}px}}</style>",
+                 title, esc(id), width, height, width, height, esc(id), cell, cell);
   if (!corner.empty())
-    out += fmt::format("<text class=\"corner\" x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>", left - 4, top - 4,
-                       esc(corner));
+    fmt::format_to(std::back_inserter(out), "<text class=\"corner\" x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>",
+                   left - 4, top - 4, esc(corner));
   for (int c = 0; c < cols; ++c) {
     const double x = left + c * cell + cell / 2.0 + 4;
-    out += fmt::format("<text class=\"lbl col\" transform=\"translate({:.1f},{}) rotate(-90)\">{}{}</text>", x, top - 4,
-                       c < static_cast<int>(col_titles.size()) && !col_titles[c].empty()
-                           ? "<title>" + esc(col_titles[c]) + "</title>"
-                           : "",
-                       esc(col_labels[c]));
+    fmt::format_to(std::back_inserter(out),
+                   "<text class=\"lbl col\" transform=\"translate({:.1f},{}) rotate(-90)\">{}{}</text>", x, top - 4,
+                   c < static_cast<int>(col_titles.size()) && !col_titles[c].empty()
+                       ? "<title>" + esc(col_titles[c]) + "</title>"
+                       : "",
+                   esc(col_labels[c]));
   }
   const bool text_inside = cell >= 28;
   std::string marks;
   for (int r = 0; r < rows; ++r) {
     const int y = top + r * cell;
-    out += fmt::format("<text class=\"lbl row\" id=\"{}-row-{}\" x=\"{}\" y=\"{}\" text-anchor=\"end\">{}{}</text>",
-                       esc(id), r, left - 4, y + cell / 2 + 4,
-                       r < static_cast<int>(row_titles.size()) && !row_titles[r].empty()
-                           ? "<title>" + esc(row_titles[r]) + "</title>"
-                           : "",
-                       esc(row_labels[r]));
-    out += fmt::format("<g transform=\"translate({},{})\">", left, y);
+    fmt::format_to(std::back_inserter(out),
+                   "<text class=\"lbl row\" id=\"{}-row-{}\" x=\"{}\" y=\"{}\" text-anchor=\"end\">{}{}</text>",
+                   esc(id), r, left - 4, y + cell / 2 + 4,
+                   r < static_cast<int>(row_titles.size()) && !row_titles[r].empty()
+                       ? "<title>" + esc(row_titles[r]) + "</title>"
+                       : "",
+                   esc(row_labels[r]));
+    fmt::format_to(std::back_inserter(out), "<g transform=\"translate({},{})\">", left, y);
     for (int c = 0; c < cols; ++c) {
       const HeatCell& h = cells[static_cast<size_t>(r) * cols + c];
-      // A scale class joins the cell's classes; a colour or a pattern is a fill.
-      const bool scale = !h.fill.empty() && h.fill[0] != '#';
-      std::string fill = scale ? "" : h.fill;
-      if (h.classes.find("failed") != std::string::npos) fill = "url(#rb-hatch-failed)";
-      if (h.classes.find("missing") != std::string::npos) fill = "url(#rb-hatch)";
-      out +=
-          fmt::format("<rect class=\"cell{}{}{}{}\" x=\"{}\" width=\"{}\" height=\"{}\"", h.classes.empty() ? "" : " ",
-                      h.classes, scale ? " " : "", scale ? h.fill : "", c * cell, cell, cell);
-      out += fill.empty() ? ">" : " fill=\"" + fill + "\">";
-      if (!h.title.empty()) out += "<title>" + esc(h.title) + "</title>";
-      out += "</rect>";
-      if (text_inside && !h.text.empty() && !h.fill.empty())
-        out += fmt::format("<text class=\"v\" x=\"{}\" y=\"{}\" fill=\"{}\">{}</text>", c * cell + cell / 2,
-                           cell / 2 + 4, text_on(fill_colour(h.fill)), esc(h.text));
+      if (h.absent) continue;
+      cell_markup(out, h, c * cell, cell, text_inside);
       for (const char* k : {"bad", "warn", "regressed"}) {
         if ((" " + h.classes + " ").find(std::string(" ") + k + " ") == std::string::npos) continue;
-        marks += fmt::format("<rect class=\"mark {}\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\"/>", k,
-                             left + c * cell + 1.5, y + 1.5, cell - 3, cell - 3);
+        fmt::format_to(std::back_inserter(marks),
+                       "<rect class=\"mark {}\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\"/>", k,
+                       left + c * cell + 1.5, y + 1.5, cell - 3, cell - 3);
         break;
       }
     }
@@ -216,11 +233,11 @@ std::string Heatmap::svg() const {
   for (int g : group_starts) {
     if (g <= 0) continue;
     if (g < cols)
-      out += fmt::format("<line class=\"group\" x1=\"{}\" x2=\"{}\" y1=\"{}\" y2=\"{}\"/>", left + g * cell,
-                         left + g * cell, top - 2, top + rows * cell);
+      fmt::format_to(std::back_inserter(out), "<line class=\"group\" x1=\"{}\" x2=\"{}\" y1=\"{}\" y2=\"{}\"/>",
+                     left + g * cell, left + g * cell, top - 2, top + rows * cell);
     if (g < rows)
-      out += fmt::format("<line class=\"group\" x1=\"{}\" x2=\"{}\" y1=\"{}\" y2=\"{}\"/>", left - 2,
-                         left + cols * cell, top + g * cell, top + g * cell);
+      fmt::format_to(std::back_inserter(out), "<line class=\"group\" x1=\"{}\" x2=\"{}\" y1=\"{}\" y2=\"{}\"/>",
+                     left - 2, left + cols * cell, top + g * cell, top + g * cell);
   }
   out += marks;
   return out + "</svg></figure>\n";

@@ -35,6 +35,9 @@ struct HeatCell {
   std::string classes;  // added to "cell": "bad", "warn", "missing", "failed", "self", "regressed"
   std::string title;    // the hover text
   std::string text;     // printed inside when cells are large enough
+  std::string id;       // an anchor on the cell (a worst-k link leads here), or ""
+  std::string href;     // the cell is a link to this "#anchor", or ""
+  bool absent = false;  // no cell at all (a short row of a ragged grid)
 };
 
 struct Heatmap {
@@ -45,6 +48,7 @@ struct Heatmap {
   std::vector<HeatCell> cells;                      // row-major, rows x cols
   std::vector<int> group_starts;                    // indices where a new group (host, leaf) begins: drawn as lines
   std::string corner;                               // a word for the top-left corner ("to ->")
+  int max_cell = 44;                                // px: the largest a cell may be drawn
   std::string svg() const;
 };
 

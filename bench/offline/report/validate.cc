@@ -38,14 +38,14 @@ std::string banner(const nlohmann::json& doc, const ValidateRun& v) {
   return fmt::format(
       "<div class=\"banner {}\">{}: {} failure(s), {} warning(s) over {} node(s) x {} rail(s)"
       "<small>{}</small></div>\n",
-      pass ? (warns ? "warn" : "pass") : "fail", esc(verdict), fails, warns, v.nodes.size(), v.rails.size(),
+      pass ? (warns ? "warn" : "pass") : "fail", esc(verdict), fails, warns, v.nodes.size(), v.rails().size(),
       esc(detail.empty() ? "every link within its thresholds" : detail));
 }
 
 std::string rail_table(const ValidateRun& v) {
   Table t({"rail", "leaf", "nic", "links", "tx min<br>(GB/s)", "tx median<br>(GB/s)", "line rate<br>(GB/s)",
            "p50 median<br>(us)", "p99 max<br>(us)", "downs<br>(links)", "verdict"});
-  for (const auto& r : v.rails) {
+  for (const auto& r : v.rails()) {
     const int rail = r.value("rail", 0);
     std::vector<double> tx, p50, p99;
     int measured = 0, downs = 0;
@@ -90,7 +90,7 @@ std::string findings_table(const RunContext& ctx, const nlohmann::json& doc, con
     const auto& j = raw[i];
     std::string where = esc(f.subject);
     if (f.node >= 0 && f.rail >= 0)
-      where = fmt::format("<a href=\"#{}\">{}</a>", link_anchor(ctx, f.rail, f.node), where);
+      where = fmt::format("<a href=\"#{}\">{}</a>", link_anchor(ctx, v, f.rail, f.node), where);
     const std::string unit = text_at(j, "unit");
     t.row({fmt::format("{}", f.number), esc(f.severity), esc(f.kind), where,
            num(number_at(j, "measured")) + " " + esc(unit), num(number_at(j, "expected")) + " " + esc(unit),
@@ -100,9 +100,12 @@ std::string findings_table(const RunContext& ctx, const nlohmann::json& doc, con
                                  : "",
           fmt::format("{}-finding-{}", ctx.id, f.number));
   }
-  return "<h3>Findings, worst first</h3><p class=\"note\">A finding's link opens its row in the bandwidth heatmap; "
-         "its cells are outlined in every heatmap.</p>" +
-         t.html();
+  return std::string("<h3>Findings, worst first</h3><p class=\"note\">") +
+         (v.aggregated() ? "A finding's link opens its node's cell in the rail's node strip; its blocks and cells are "
+                           "outlined."
+                         : "A finding's link opens its row in the bandwidth heatmap; its cells are outlined in every "
+                           "heatmap.") +
+         "</p>" + t.html();
 }
 
 std::string pair_tests_table(const ValidateRun& v, const nlohmann::json& pairs, const char* title) {
@@ -141,6 +144,9 @@ std::string inventory_table(const nlohmann::json& doc, const ValidateRun& v) {
   };
   Table t({"node", "slot", "rank", "nic", "found", "state", "speed (Gb/s)", "MTU", "address", "carrier changes",
            "link downed", "finding"});
+  // A 1,024 x 8 SU has 8,192 NICs: past this many, only the marked ones get a row.
+  constexpr size_t kAllRows = 512;
+  const bool all_rows = inv.size() <= kAllRows;
   int marked = 0;
   for (const auto& e : inv) {
     const auto nic = e.value("nic", nlohmann::json::object());
@@ -160,6 +166,7 @@ std::string inventory_table(const nlohmann::json& doc, const ValidateRun& v) {
     const bool odd_speed = speed != usual(speed_votes[slot]), odd_mtu = mtu != usual(mtu_votes[slot]);
     const bool mismatch = finding || !found || !up || odd_speed || odd_mtu;
     marked += mismatch;
+    if (!mismatch && !all_rows) continue;
     t.row({esc(text_at(e, "node")), fmt::format("{}", slot), num(number_at(e, "rank")), esc(text_at(nic, "nic")),
            cell(!found, found ? "yes" : "no"), cell(!up, esc(text_at(nic, "state"))), cell(odd_speed, speed),
            cell(odd_mtu, mtu), esc(text_at(nic, "address", text_at(nic, "gid"))),
@@ -168,8 +175,9 @@ std::string inventory_table(const nlohmann::json& doc, const ValidateRun& v) {
   }
   return fmt::format(
              "<h3>Inventory</h3><p class=\"note\">{} of {} NIC(s) marked: not found, not up, named by a finding, or a "
-             "speed or MTU unlike the rest of its rail (in bold).</p>",
-             marked, inv.size()) +
+             "speed or MTU unlike the rest of its rail (in bold).{}</p>",
+             marked, inv.size(),
+             all_rows ? "" : fmt::format(" More than {} NICs: only the marked ones are listed.", kAllRows)) +
          t.html();
 }
 
@@ -197,23 +205,28 @@ std::string collectives_table(const nlohmann::json& doc) {
 
 }  // namespace
 
+const nlohmann::json& ValidateRun::rails() const {
+  static const nlohmann::json kNone = nlohmann::json::array();
+  return rails_ ? *rails_ : kNone;
+}
+
 int ValidateRun::node_index(const std::string& name) const {
-  const auto it = std::find(nodes.begin(), nodes.end(), name);
-  return it == nodes.end() ? -1 : static_cast<int>(it - nodes.begin());
+  const auto it = index.find(name);
+  return it == index.end() ? -1 : it->second;
 }
 
 ValidateRun ValidateRun::read(const nlohmann::json& doc) {
   ValidateRun v;
-  v.rails = doc.value("rails", nlohmann::json::array());
-  if (!v.rails.is_array()) v.rails = nlohmann::json::array();
-  for (const auto& r : v.rails)
+  if (const auto& rails = member(doc, "rails"); rails.is_array()) v.rails_ = &rails;
+  const auto add = [&v](std::string name) {
+    if (v.index.try_emplace(name, static_cast<int>(v.nodes.size())).second) v.nodes.push_back(std::move(name));
+  };
+  for (const auto& r : v.rails())
     if (v.nodes.empty())
-      for (const auto& n : r.value("nodes", nlohmann::json::array()))
-        v.nodes.push_back(n.is_string() ? n.get<std::string>() : n.dump());
+      for (const auto& n : member(r, "nodes")) add(n.is_string() ? n.get<std::string>() : n.dump());
   // Before the rail checks, only the inventory names the nodes.
   if (v.nodes.empty())
-    for (const auto& e : doc.value("inventory", nlohmann::json::array()))
-      if (v.node_index(text_at(e, "node")) < 0) v.nodes.push_back(text_at(e, "node"));
+    for (const auto& e : member(doc, "inventory")) add(text_at(e, "node"));
   int number = 0;
   for (const auto& f : doc.value("findings", nlohmann::json::array())) {
     v.findings.push_back({++number, text_at(f, "severity"), text_at(f, "kind"), text_at(f, "subject"),
@@ -230,11 +243,24 @@ std::string validate_section(const RunContext& ctx) {
   const auto& doc = ctx.run.doc;
   const ValidateRun v = ValidateRun::read(doc);
   std::optional<ValidateRun> base;
-  if (ctx.baseline) base = ValidateRun::read(ctx.baseline->doc);
+  if (ctx.baseline) base.emplace(ValidateRun::read(ctx.baseline->doc));
+  const std::vector<RailGrid> grids = read_rail_grids(v, ctx.run.matrices.get());
+  const std::vector<WorstLink> worst = worst_links(grids, ctx.options.worst_links);
   std::string out = banner(doc, v);
-  out += rail_table(v);
   out += findings_table(ctx, doc, v);
-  out += validate_heatmaps(ctx, v, base ? &*base : nullptr);
+  out += worst_links_table(ctx, v, grids, worst);
+  out += rail_table(v);
+  if (v.aggregated() && !grids.empty()) {  // no rails measured: validate_heatmaps says so
+    out += validate_summary(ctx, v, grids, worst);
+    if (base)
+      out +=
+          "<p class=\"note\">Against the baseline: at this size the report draws no per-link ratio map; "
+          "railbench compare judges every link against it.</p>\n";
+  } else {
+    const std::vector<RailGrid> base_grids =
+        base ? read_rail_grids(*base, ctx.baseline->matrices.get()) : std::vector<RailGrid>{};
+    out += validate_heatmaps(ctx, v, grids, base ? &*base : nullptr, base_grids, worst);
+  }
   out += collectives_table(doc);
   out += pair_tests_table(v, doc.value("retest_pairs", nlohmann::json::array()), "Re-tests");
   out += pair_tests_table(v, doc.value("cross_rail_pairs", nlohmann::json::array()), "Cross-rail spot checks");

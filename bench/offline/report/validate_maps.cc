@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <set>
+#include <tuple>
 
 #include <fmt/format.h>
 
@@ -19,29 +21,28 @@ namespace railbench::report {
 namespace {
 
 struct Metric {
-  const char* key;    // the matrix in the rail's JSON
-  const char* id;     // in HTML ids
-  const char* title;  // above the maps
+  RailMatrix RailGrid::*matrix;  // of the rail's matrices (validate_grid.h)
+  const char* id;                // in HTML ids
+  const char* title;             // above the maps
   bool bandwidth;
 };
-constexpr Metric kMetrics[] = {{"bw_gbs", "bw", "Bandwidth a &#8594; b (GB/s, row sends to column)", true},
-                               {"lat_p50_us", "p50", "Latency p50 (us)", false},
-                               {"lat_p99_us", "p99", "Latency p99 (us)", false}};
+constexpr Metric kMetrics[] = {{&RailGrid::bw, "bw", "Bandwidth a &#8594; b (GB/s, row sends to column)", true},
+                               {&RailGrid::p50, "p50", "Latency p50 (us)", false},
+                               {&RailGrid::p99, "p99", "Latency p99 (us)", false}};
 
-double at(const nlohmann::json& m, int a, int b) {
-  if (!m.is_array() || a >= static_cast<int>(m.size()) || !m[a].is_array() || b >= static_cast<int>(m[a].size()))
-    return NAN;
-  return number_or_nan(m[a][b]);
+// A cell of a matrix (NaN outside it: a baseline may lack a node).
+double at(const RailMatrix& m, int a, int b) {
+  return a < 0 || b < 0 || a >= m.n || b >= m.n ? NAN : static_cast<double>(m.at(a, b));
 }
 
 // Latency has no line rate: the scale runs from the median of every measured cell of the
 // run (and below: yellow) to ten times it (dark), on a log scale.
-double latency_reference(const nlohmann::json& rails, const char* key) {
+double latency_reference(const std::vector<RailGrid>& grids, RailMatrix RailGrid::*matrix) {
   std::vector<double> all;
-  for (const auto& r : rails) {
-    const auto m = r.value(key, nlohmann::json::array());
-    for (size_t a = 0; a < m.size(); ++a)
-      for (size_t b = 0; b < m.size(); ++b)
+  for (const auto& g : grids) {
+    const RailMatrix& m = g.*matrix;
+    for (int a = 0; a < m.n; ++a)
+      for (int b = 0; b < m.n; ++b)
         if (a != b && !std::isnan(at(m, a, b))) all.push_back(at(m, a, b));
   }
   if (all.empty()) return NAN;
@@ -49,15 +50,8 @@ double latency_reference(const nlohmann::json& rails, const char* key) {
   return all[all.size() / 2];
 }
 
-const nlohmann::json* link_of(const nlohmann::json& rail, const std::string& node) {
-  for (const auto& l : member(rail, "links"))
-    if (text_at(l, "node") == node) return &l;
-  return nullptr;
-}
-
 // The hover of a row or column label: the link's medians over its partners.
-std::string link_summary(const nlohmann::json& rail, const std::string& node) {
-  const nlohmann::json* l = link_of(rail, node);
+std::string link_summary(const nlohmann::json& rail, const std::string& node, const nlohmann::json* l) {
   if (!l) return node + ": no link figures";
   return fmt::format(
       "{} rail{} ({}): over {} partner(s), {} failed: sends {} GB/s, receives {} GB/s, both {} GB/s (medians); "
@@ -95,28 +89,12 @@ std::string retest_lines(const ValidateRun& v, int rail, int a, int b) {
   return out;
 }
 
-// Classes and hover lines for a cell whose row or column link a finding blames.
-void mark_findings(const ValidateRun& v, int rail, int a, int b, HeatCell& c) {
-  std::string worst;
-  for (int node : {a, b}) {
-    const auto it = v.by_link.find({node, rail});
-    if (it == v.by_link.end()) continue;
-    for (size_t i : it->second) {
-      const auto& f = v.findings[i];
-      c.title += fmt::format("\nfinding #{} {} {}: {}", f.number, f.severity, f.kind, f.subject);
-      if (f.severity == "FAIL") worst = "bad";
-      if (f.severity == "WARN" && worst.empty()) worst = "warn";
-    }
-  }
-  if (!worst.empty()) c.classes += (c.classes.empty() ? "" : " ") + worst;
-}
-
-Heatmap rail_map(const RunContext& ctx, const ValidateRun& v, const nlohmann::json& rail, const Metric& m,
-                 double reference) {
+Heatmap rail_map(const RunContext& ctx, const ValidateRun& v, const nlohmann::json& rail, const RailGrid& g,
+                 const Metric& m, double reference, const std::set<std::tuple<int, int, int>>& anchored) {
   const int n = static_cast<int>(v.nodes.size()), r = rail.value("rail", 0);
   const double line_rate = number_at(rail, "line_rate_gbps") / 8;  // Gb/s -> GB/s
-  const auto matrix = rail.value(m.key, nlohmann::json::array());
-  const auto bidir = rail.value("bidir_gbs", nlohmann::json::array());
+  const RailMatrix& matrix = g.*m.matrix;
+  const RailMatrix& bidir = g.bidir;
   const auto failed = failed_pairs(v, rail);
   Heatmap h;
   h.id = fmt::format("{}-{}-r{}", ctx.id, m.id, r);
@@ -126,7 +104,10 @@ Heatmap rail_map(const RunContext& ctx, const ValidateRun& v, const nlohmann::js
   // The link figures once per rail, on the bandwidth map's labels (not on every map: a
   // 32 x 8 page would carry them six times).
   if (m.bandwidth) {
-    for (const auto& node : v.nodes) h.row_titles.push_back(link_summary(rail, node));
+    std::vector<const nlohmann::json*> links(v.nodes.size(), nullptr);
+    for (const auto& l : member(rail, "links"))
+      if (const int x = v.node_index(text_at(l, "node")); x >= 0) links[x] = &l;
+    for (int x = 0; x < n; ++x) h.row_titles.push_back(link_summary(rail, v.nodes[x], links[x]));
     h.col_titles = h.row_titles;
   }
   h.cells.reserve(static_cast<size_t>(n) * n);
@@ -134,8 +115,9 @@ Heatmap rail_map(const RunContext& ctx, const ValidateRun& v, const nlohmann::js
     for (int b = 0; b < n; ++b) {
       HeatCell c;
       c.value = at(matrix, a, b);
-      const std::string where =
-          fmt::format("{}{}{} rail{}", v.nodes[a], m.bandwidth ? "\u2192" : "\u2194", v.nodes[b], r);
+      // The map names the rail; a cell's hover names only the pair (at 32 x 8, 24 maps of
+      // 1,024 cells, every byte of a hover is 24 KB of page).
+      const std::string where = fmt::format("{}{}{}", v.nodes[a], m.bandwidth ? "\u2192" : "\u2194", v.nodes[b]);
       if (a == b) {
         c.classes = "self";
         h.cells.push_back(std::move(c));
@@ -150,13 +132,14 @@ Heatmap rail_map(const RunContext& ctx, const ValidateRun& v, const nlohmann::js
       } else if (m.bandwidth) {
         c.fill = viridis_class(c.value / line_rate);
         c.text = num(c.value, 2);
-        c.title = fmt::format("{}: {} GB/s ({} of line rate), both ways {}{}", where, num(c.value),
-                              pct(c.value / line_rate), num(at(bidir, a, b)), retest_lines(v, r, a, b));
+        c.title = fmt::format("{}: {} GB/s ({}), both ways {}{}", where, num(c.value), pct(c.value / line_rate),
+                              num(at(bidir, a, b)), retest_lines(v, r, a, b));
       } else {
         c.fill = viridis_class(1 - std::log10(std::max(1.0, c.value / reference)));
         c.text = num(c.value, 2);
-        c.title = fmt::format("{}: {} {} us", where, m.id, num(c.value));
+        c.title = fmt::format("{}: {} us", where, num(c.value));
       }
+      if (m.bandwidth && anchored.count({r, a, b})) c.id = cell_anchor(ctx, r, a, b);
       mark_findings(v, r, a, b, c);
       h.cells.push_back(std::move(c));
     }
@@ -166,13 +149,13 @@ Heatmap rail_map(const RunContext& ctx, const ValidateRun& v, const nlohmann::js
 
 // The ratio of each cell's bandwidth to the baseline's, matched by node names and rail.
 Heatmap delta_map(const RunContext& ctx, const ValidateRun& v, const ValidateRun& base, const nlohmann::json& rail,
-                  int& regressed) {
+                  const RailGrid& g, const std::vector<RailGrid>& base_grids, int& regressed) {
   const int n = static_cast<int>(v.nodes.size()), r = rail.value("rail", 0);
-  const nlohmann::json* b_rail = nullptr;
-  for (const auto& br : base.rails)
-    if (br.value("rail", -1) == r) b_rail = &br;
-  const auto now = rail.value("bw_gbs", nlohmann::json::array());
-  const auto then = b_rail ? b_rail->value("bw_gbs", nlohmann::json::array()) : nlohmann::json::array();
+  static const RailMatrix kNone;
+  const RailMatrix* then = &kNone;
+  for (const auto& bg : base_grids)
+    if (bg.rail == r) then = &bg.bw;
+  const RailMatrix& now = g.bw;
   Heatmap h;
   h.id = fmt::format("{}-delta-r{}", ctx.id, r);
   h.title = esc(fmt::format("rail {} ({}): this run / baseline", r, text_at(rail, "leaf")));
@@ -188,7 +171,7 @@ Heatmap delta_map(const RunContext& ctx, const ValidateRun& v, const ValidateRun
         continue;
       }
       const std::string where = fmt::format("{}\u2192{} rail{}", v.nodes[a], v.nodes[b], r);
-      const double x = at(now, a, b), y = at(then, base.node_index(v.nodes[a]), base.node_index(v.nodes[b]));
+      const double x = at(now, a, b), y = at(*then, base.node_index(v.nodes[a]), base.node_index(v.nodes[b]));
       c.value = x / y;
       if (std::isnan(c.value) || !(y > 0)) {
         c.classes = "missing";
@@ -215,8 +198,8 @@ std::string by_leaf(const nlohmann::json& rails, Draw draw) {
   std::string out = "<div class=\"charts\">";
   for (const auto& leaf : leaves) {
     out += fmt::format("<div class=\"leaf\"><span class=\"leafname\">{}</span>", esc(leaf.empty() ? "leaf ?" : leaf));
-    for (const auto& r : rails)
-      if (text_at(r, "leaf") == leaf) out += draw(r);
+    for (size_t i = 0; i < rails.size(); ++i)
+      if (text_at(rails[i], "leaf") == leaf) out += draw(rails[i], i);
     out += "</div>";
   }
   return out + "</div>\n";
@@ -224,28 +207,67 @@ std::string by_leaf(const nlohmann::json& rails, Draw draw) {
 
 }  // namespace
 
-std::string link_anchor(const RunContext& ctx, int rail, int node) {
-  return fmt::format("{}-bw-r{}-row-{}", ctx.id, rail, node);
+// Classes and hover lines for a cell whose row or column link a finding blames.
+void mark_findings(const ValidateRun& v, int rail, int a, int b, HeatCell& c) {
+  std::string worst;
+  for (int node : {a, b}) {
+    const auto it = v.by_link.find({node, rail});
+    if (it == v.by_link.end()) continue;
+    for (size_t i : it->second) {
+      const auto& f = v.findings[i];
+      c.title += fmt::format("\nfinding #{} {} {}: {}", f.number, f.severity, f.kind, f.subject);
+      if (f.severity == "FAIL") worst = "bad";
+      if (f.severity == "WARN" && worst.empty()) worst = "warn";
+    }
+  }
+  if (!worst.empty()) c.classes += (c.classes.empty() ? "" : " ") + worst;
 }
 
-std::string validate_heatmaps(const RunContext& ctx, const ValidateRun& v, const ValidateRun* base) {
-  if (v.rails.empty() || v.nodes.empty())
+std::string finding_verdict(const ValidateRun& v, int rail, int a, int b) {
+  const ValidateFinding* worst = nullptr;
+  for (int node : {a, b}) {
+    const auto it = v.by_link.find({node, rail});
+    if (it == v.by_link.end()) continue;
+    for (size_t i : it->second)
+      if (!worst || (v.findings[i].severity == "FAIL" && worst->severity != "FAIL")) worst = &v.findings[i];
+  }
+  return worst ? fmt::format("{} #{} {}", worst->severity, worst->number, worst->subject) : "";
+}
+
+std::string link_anchor(const RunContext& ctx, const ValidateRun& v, int rail, int node) {
+  // The node strip has one cell per node, whatever the rail.
+  return v.aggregated() ? fmt::format("{}-node-{}", ctx.id, node) : fmt::format("{}-bw-r{}-row-{}", ctx.id, rail, node);
+}
+
+std::string cell_anchor(const RunContext& ctx, int rail, int a, int b) {
+  return fmt::format("{}-cell-r{}-{}-{}", ctx.id, rail, a, b);
+}
+
+std::string validate_heatmaps(const RunContext& ctx, const ValidateRun& v, const std::vector<RailGrid>& grids,
+                              const ValidateRun* base, const std::vector<RailGrid>& base_grids,
+                              const std::vector<WorstLink>& worst) {
+  std::set<std::tuple<int, int, int>> anchored;
+  for (const auto& w : worst) anchored.emplace(w.rail, w.a, w.b);
+  if (v.rails().empty() || v.nodes.empty())
     return "<p class=\"note\">No rail was measured (the run stopped before the rail checks).</p>\n";
   std::string out;
   for (const auto& m : kMetrics) {
-    const double reference = m.bandwidth ? 0 : latency_reference(v.rails, m.key);
+    const double reference = m.bandwidth ? 0 : latency_reference(grids, m.matrix);
     out += fmt::format("<h3>{}</h3>", m.title);
     out += m.bandwidth
                ? colour_key({viridis(0), viridis(0.5), viridis(1)}, "0", "50% of line rate",
                             "line rate (each rail's own)", true)
                : colour_key({viridis(1), viridis(0.5), viridis(0)}, num(reference) + " us (the median) or less",
                             num(reference * std::sqrt(10.0)) + " us", num(reference * 10) + " us or more", true);
-    out += by_leaf(v.rails, [&](const nlohmann::json& r) { return rail_map(ctx, v, r, m, reference).svg(); });
+    out += by_leaf(v.rails(), [&](const nlohmann::json& r, size_t i) {
+      return rail_map(ctx, v, r, grids[i], m, reference, anchored).svg();
+    });
   }
   if (base) {
     int regressed = 0;
-    std::string maps =
-        by_leaf(v.rails, [&](const nlohmann::json& r) { return delta_map(ctx, v, *base, r, regressed).svg(); });
+    std::string maps = by_leaf(v.rails(), [&](const nlohmann::json& r, size_t i) {
+      return delta_map(ctx, v, *base, r, grids[i], base_grids, regressed).svg();
+    });
     out += "<h3>Bandwidth against the baseline (this run / baseline, per cell)</h3>";
     out += fmt::format(
         "<p class=\"note\">{} cell(s) more than {} below the baseline, outlined (dotted). Cells are matched by node "
