@@ -210,6 +210,7 @@ void RunContext::open_transport() {
   // From here on every completion lands in the timeline: connecting is not traffic.
   if (!options_.timeline_path.empty())
     timeline_ = std::make_unique<RunTimeline>(options_.timeline_path, size_, transport_, local_rank() == 0);
+  for (auto& wrap : wrappers_) transport_ = wrap(std::move(transport_));
   // A provider may have installed its own handlers while opening (some exit 1 on SIGTERM
   // without a word): ours take over again, so a signal still leaves a verdict.
   install_signal_handlers();

@@ -59,6 +59,11 @@ class RunContext {
   // Opens the transport named by -t/--rails (agreed), connects all peers, and makes
   // the Progress engine with the run's timeout.
   void open_transport();
+  // Wraps the transport once open_transport has connected it, before the Progress engine
+  // is made, so every operation goes through the wrapper (--stragglers' op recorder,
+  // lib/observe/op_recorder.h). Call before open_transport; wrappers apply in order.
+  using TransportWrapper = std::function<std::unique_ptr<Transport>(std::unique_ptr<Transport>)>;
+  void wrap_transport(TransportWrapper wrap) { wrappers_.push_back(std::move(wrap)); }
   // Closes the transport (endpoints and completion queues first) while the caller's
   // buffers and memory regions still exist: a command calls it before they go, on every
   // exit path, so a provider never touches freed memory during teardown. Idempotent.
@@ -123,6 +128,7 @@ class RunContext {
   std::unique_ptr<Liveness> liveness_;  // names a stopped or dead rank when a wait times out
   TransportSpec spec_;
   std::unique_ptr<Transport> transport_;
+  std::vector<TransportWrapper> wrappers_;
   std::unique_ptr<RunTimeline> timeline_;  // --timeline: owns the recorder the transport writes to
   std::unique_ptr<Progress> progress_;
   std::unique_ptr<FabricCounters> counters_;

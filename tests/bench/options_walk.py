@@ -293,6 +293,11 @@ BURN_IN = {
     "--cycles": case(["--cycles", "2"], json_has("burn_in")),
 }
 
+STRAGGLERS = {
+    "--stragglers": case(["--stragglers"], json_has("stragglers")),
+    "--straggler-threshold": case(["--straggler-threshold", "5%,50%"], json_differs("config.stragglers")),
+}
+
 
 def sweep_command(extra):
     cases = {**TRANSPORT, **SWEEP, **OUTPUT, **METRICS, **TIMELINE, **TIMEOUT, **MEMORY, **BURN_IN}
@@ -305,7 +310,7 @@ def sweep_command(extra):
     return cases
 
 
-COLLECTIVE = {"--datatype": case(["-d", "f64"], json_differs("results.0.type"))}
+COLLECTIVE = {"--datatype": case(["-d", "f64"], json_differs("results.0.type")), **STRAGGLERS}
 REDUCE = {"--op": case(["-o", "max"], json_differs("results.0.redop"))}
 SLICE = {"--slice-bytes": case(["--slice-bytes", "64K"], json_differs("config.slice_bytes"))}
 

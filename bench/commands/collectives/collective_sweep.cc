@@ -14,6 +14,7 @@
 #include "bench/runner/timing.h"
 #include "lib/core/config_path.h"
 #include "lib/core/sizes.h"
+#include "lib/observe/straggler_recording.h"
 #include "lib/results/results.h"
 #include "lib/transport/gpu.h"
 
@@ -120,6 +121,7 @@ class CollectiveSweep {
     return sweep_.sizes[si] / esize_ / per_ == 0;
   }
   void print_window(const BurnInLog& log, const std::vector<CollectiveRecord>& window, int pass) const;
+  void finish_stragglers(ResultsRun& results);
 
   RunContext ctx_;
   const CommonOptions& common_;
@@ -139,6 +141,11 @@ class CollectiveSweep {
   std::unique_ptr<MemoryRegion> send_mr_, recv_mr_;
   std::vector<std::byte> staging_;
   std::unique_ptr<CollectiveRunner> runner_;
+  // --stragglers: the timed out-of-place iterations of each size, collected after it.
+  std::unique_ptr<StragglerRecording> stragglers_;
+  StragglerThreshold straggler_threshold_;
+  uint32_t straggler_iteration_ = 0;
+  bool record_ = false;               // the first burn-in window is recorded, as it is printed
   std::optional<UnevenSize> uneven_;  // the current size's plan, for an uneven runner
 };
 
@@ -162,7 +169,14 @@ void CollectiveSweep::resolve() {
           fmt::format("--ranks-per-node {} must be positive (0: group ranks by host name)", opt_.ranks_per_node));
     }
     layout_ = node_layout(ctx_, opt_.ranks_per_node);
+    if (!opt_.straggler_threshold.empty()) straggler_threshold_ = parse_straggler_threshold(opt_.straggler_threshold);
   });
+  if (opt_.stragglers || !opt_.straggler_threshold.empty()) {
+    // Room for every timed iteration of a size; messages capped so the gather stays small
+    // (8192 x 40 bytes per rank and size): a size with more keeps its last iterations.
+    stragglers_ = std::make_unique<StragglerRecording>(static_cast<size_t>(std::max(sweep_.iters, 1)), 8192);
+    ctx_.wrap_transport([this](std::unique_ptr<Transport> t) { return stragglers_->wrap(std::move(t)); });
+  }
   per_ = spec_.per_rank_blocks ? static_cast<size_t>(ctx_.size()) : 1;
   esize_ = size_of(type_);
 }
@@ -266,8 +280,15 @@ CollectiveSide CollectiveSweep::measure(const CollectiveBuffers& bufs, size_t co
                                         bool in_place) {
   fill(bufs, count, seed);
   if (TimelineRecorder* timeline = ctx_.timeline()) timeline->set_mark_bytes(bytes);
+  // --stragglers records the timed out-of-place calls: each op begins when this rank is
+  // ready for it (its arrival) and ends when it returned.
+  int call = 0;
+  OpRecorder* rec = record_ && !in_place ? &stragglers_->recorder() : nullptr;
   const auto times = time_iterations(ctx_, sweep_.warmup, sweep_.iters, [&] {
+    const bool timed = rec && call++ >= sweep_.warmup;
+    if (timed) rec->begin_op(make_op_key(straggler_iteration_++, 0, spec_.name));
     runner_->run(bufs, count, type_, op_);
+    if (timed) rec->end_op();
     runner_->after_call(!in_place, sweep_.iters);
   });
   // Uneven: algbw from the busiest rank's bytes (the bus factor as for the even case).
@@ -302,6 +323,28 @@ std::string side_columns(const CollectiveSide& s, bool check) {
                      check ? fmt::format("{}", s.wrong) : std::string("N/A"), s.iter_us.p50, s.iter_us.p99);
 }
 
+// Rank 0 analyses what every size recorded, prints the blame table and writes the
+// "stragglers" section. The analysis is rank 0's alone (no communication): should it
+// fail, the figures already written stay and the section says why.
+void CollectiveSweep::finish_stragglers(ResultsRun& results) {
+  if (!stragglers_ || !ctx_.is_root()) return;
+  std::vector<std::string> nodes;
+  const bool one_host_many_nodes = ctx_.num_hosts() == 1 && layout_.nodes() > 1;
+  for (int r = 0; r < ctx_.size(); ++r)
+    nodes.push_back(one_host_many_nodes ? fmt::format("node{}", layout_.node_of[static_cast<size_t>(r)])
+                                        : ctx_.hosts()[static_cast<size_t>(r)]);
+  std::vector<std::string> rails;
+  for (int i = 0; i < ctx_.transport().num_rails(); ++i) rails.push_back(ctx_.transport().rail_info(i).name);
+  try {
+    const StragglerReport report = stragglers_->analyse(nodes, rails, straggler_threshold_);
+    for (const auto& line : straggler_table(report)) ctx_.print(line);
+    results.set("stragglers", to_json(report));
+  } catch (const std::exception& e) {
+    ctx_.print(fmt::format("# stragglers: not analysed: {}", e.what()));
+    results.set("stragglers", json{{"error", e.what()}});
+  }
+}
+
 json CollectiveSweep::run_size(size_t si, CollectiveRecord& rec, bool print, ResultsRun& results) {
   runner_->begin_size(si);
   uneven_ = runner_->uneven(si);
@@ -313,6 +356,7 @@ json CollectiveSweep::run_size(size_t si, CollectiveRecord& rec, bool print, Res
   rec.type = to_string(type_);
   rec.redop = spec_.reduces ? to_string(op_) : "none";
   rec.algo = runner_->algo_for(bytes);
+  record_ = stragglers_ && print;
   // Counters go with the first burn-in window's results, the ones printed and kept (a
   // collective gather: `print` is the same on every rank, from rank 0's clock).
   if (print) results.counters_begin();
@@ -330,6 +374,8 @@ json CollectiveSweep::run_size(size_t si, CollectiveRecord& rec, bool print, Res
   json entry = to_json(rec);
   if (print) results.add_counters(entry);  // both sides of this size
   runner_->end_size(ctx_, bytes, count * esize_, entry);
+  if (record_) stragglers_->collect(ctx_.progress(), ctx_.bootstrap());
+  record_ = false;
   return entry;
 }
 
@@ -350,6 +396,7 @@ int CollectiveSweep::run() {
               {"nodes", layout_.nodes()}};
   if (spec_.pattern == Pattern::all_to_all) config["window"] = opt_.window;
   runner_->add_config(config);
+  if (stragglers_) config["stragglers"] = to_string(straggler_threshold_);
   ResultsRun results(ctx_, config);
   print_header(algo_);
   uint64_t total_wrong = 0;
@@ -389,6 +436,7 @@ int CollectiveSweep::run() {
   if (burn_in_.on())
     for (const auto& line : log.table(fmt::format("{} busbw (out-of-place) per size", spec_.name), "size"))
       ctx_.print(line);
+  finish_stragglers(results);
   results.finish();
   return total_wrong ? 1 : 0;
 }
@@ -417,6 +465,11 @@ bool register_collective(const CollectiveSpec& spec) {
         if (spec.reduces) sub.add_option("-o,--op", opt->op, "sum, prod, min, max")->capture_default_str();
         // Only where there is a choice: one algorithm needs no option.
         if (spec.algos.size() > 1) sub.add_option("--algo", opt->algo, spec.algo_help);
+        sub.add_flag("--stragglers", opt->stragglers,
+                     "name who made slow iterations slow: a late-arriving rank or a slow link (node -> node, rail)");
+        sub.add_option("--straggler-threshold", opt->straggler_threshold,
+                       "TIME%,ITERS% (10%,25%): --stragglers' verdict names one costing more than TIME% of an "
+                       "iteration in more than ITERS% of iterations; turns --stragglers on");
         spec.add_options(sub, *opt);
         return SubcommandRun{
             {}, [&spec, &common, opt](Bootstrap& b) { return run_collective_sweep(b, common, *opt, spec); }};

@@ -34,11 +34,13 @@ struct CollectiveOptions {
   int window = 4;          // alltoall: steps (peers) in flight
   int ranks_per_node = 0;  // hier/auto: consecutive ranks per node; 0 groups by host name
   // alltoall --routing: each size an uneven MoE dispatch (collectives/moe_routing.h).
-  std::string routing;           // empty: the even all-to-all
-  int topk = 0;                  // K experts per token (0: unset, 2)
-  int experts = 0;               // E, spread evenly over the ranks (0: unset, 8)
-  uint64_t tokens_per_rank = 0;  // fixed token count: the size sets the token's length
-  uint64_t hidden = 0;           // elements per token (0: unset, 1024 unless --tokens-per-rank)
+  std::string routing;              // empty: the even all-to-all
+  int topk = 0;                     // K experts per token (0: unset, 2)
+  int experts = 0;                  // E, spread evenly over the ranks (0: unset, 8)
+  uint64_t tokens_per_rank = 0;     // fixed token count: the size sets the token's length
+  uint64_t hidden = 0;              // elements per token (0: unset, 1024 unless --tokens-per-rank)
+  bool stragglers = false;          // --stragglers: who made each slow iteration slow (lib/observe/stragglers.h)
+  std::string straggler_threshold;  // empty: 10%,25%; given: --stragglers on
 };
 
 // What railbench's own implementation of a pattern needs, built once at the largest size.

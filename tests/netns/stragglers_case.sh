@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# allreduce --stragglers on the simulated SU (4 nodes x 2 rails, 400 Mb/s links, one rank
+# per node, slices striped over both rails): healthy, the verdict names nobody; with
+# node03's rail1 cable degraded to 25% it names a slow link from or to node03 on rail 1,
+# and no late arriver; with node03's rank stopped (SIGSTOP) for 20 ms every 100 ms it
+# names rank 2 (node03) as the late arriver, and no link beyond the threshold. (Only the
+# out-of-place half of the run is recorded: at one stop every 200 ms, 4 to 6 of its 16
+# iterations were hit, too close to the 25% the verdict needs; every 100 ms hits most.)
+# Exit 77 without namespaces.
+#   stragglers_case.sh RAILBENCH
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+rb=$1
+# shellcheck source=tests/netns/su_test_lib.sh
+source "$here/su_test_lib.sh"
+rb_su_test_setup rbstg
+"$su/up.sh" --nodes 4 --rails 2 --rate 400 >/dev/null || { echo "FAIL: could not build the simulated SU"; exit 1; }
+fail() {
+  echo "FAIL: $*"
+  cat "$work/err"
+  exit 1
+}
+
+# Rank 2 writes its pid (the exec keeps it) so the stopper can find it.
+run() {  # run NAME
+  timeout --kill-after=10 60 "$su/mpirun.sh" --slots 1 -- bash -c \
+    'if [ "$OMPI_COMM_WORLD_RANK" = 2 ]; then echo $$ >"$0.pid2"; fi; exec "$@"' "$work/p" "$rb" \
+    allreduce -t ofi:tcp --rails rail0,rail1 -b 2M -e 2M -n 16 -w 1 --slice-bytes 64K --stragglers \
+    --json "$work/$1.json" -q >"$work/out" 2>"$work/err" || fail "allreduce $1 failed (exit $?)"
+  grep -E '^# (stragglers|  |straggler verdict)' "$work/out"
+}
+
+# judge NAME KIND: the verdict's kind, and what it names.
+judge() {
+  python3 - "$work/$1.json" "$2" <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1]))["stragglers"]
+kind = s["verdict"]["kind"]
+assert kind == sys.argv[2], f"verdict {kind!r}, expected {sys.argv[2]!r}: {s['verdict']['text']}"
+over_ranks = [b["name"] for b in s["ranks"] if b["beyond_threshold"]]
+over_links = [b["name"] for b in s["links"] if b["beyond_threshold"]]
+if kind == "slow_link":
+    top = max((b for b in s["links"] if b["beyond_threshold"]), key=lambda b: b["cost_ms"])
+    assert "node03" in (top["src_node"], top["dst_node"]) and top["rail"] == 1, top
+    assert not over_ranks, f"late arrivers named on a degraded link: {over_ranks}"
+if kind == "late_arriver":
+    top = max((b for b in s["ranks"] if b["beyond_threshold"]), key=lambda b: b["cost_ms"])
+    assert top["rank"] == 2, top
+    assert not over_links, f"links named for a stopped rank: {over_links}"
+print(f"ok: {s['verdict']['text']}")
+PY
+}
+
+echo "== healthy"
+run healthy
+judge healthy none || fail "a healthy SU named a straggler"
+
+echo "== node03 rail1 degraded to 25%"
+"$su/fault.sh" degrade node03 rail1 25 >/dev/null
+run degraded
+judge degraded slow_link || fail "the degraded link was not named"
+"$su/fault.sh" clear >/dev/null
+
+echo "== rank 2 (node03) stopped 20 ms every 100 ms"
+stopper() {
+  while [[ ! -s $work/p.pid2 ]]; do sleep 0.01; done
+  local pid
+  pid=$(cat "$work/p.pid2")
+  while kill -0 "$pid" 2>/dev/null; do
+    sleep 0.08
+    kill -STOP "$pid" 2>/dev/null
+    sleep 0.02
+    kill -CONT "$pid" 2>/dev/null
+  done
+}
+rm -f "$work/p.pid2"
+stopper &
+stopper_pid=$!
+run stopped
+kill "$stopper_pid" 2>/dev/null
+wait "$stopper_pid" 2>/dev/null
+judge stopped late_arriver || fail "the stopped rank was not named as the late arriver"
+echo "PASS"
