@@ -21,10 +21,11 @@ bool OpKey::operator==(const OpKey& o) const {
   return iteration == o.iteration && index == o.index && name() == o.name();
 }
 
-OpKey make_op_key(uint32_t iteration, uint32_t index, std::string_view label) {
+OpKey make_op_key(uint32_t iteration, uint32_t index, std::string_view label, uint32_t flags) {
   OpKey k;
   k.iteration = iteration;
   k.index = index;
+  k.flags = flags;
   std::memcpy(k.label, label.data(), std::min(label.size(), sizeof(k.label) - 1));
   return k;
 }

@@ -28,14 +28,19 @@ namespace railbench {
 
 // Which op: the caller's iteration, the op's index inside it, and a short label for its
 // group or kind ("allreduce", "tp.ag"): the same key on every rank names the same op.
+// An op whose ranks arrive at different times by design (a pipeline stage waiting for
+// its neighbour's compute): its arrivals are not blamed; stalls and links still are.
+inline constexpr uint32_t kOpArrivalsScheduled = 1;
+
 struct OpKey {
   uint32_t iteration = 0;
   uint32_t index = 0;
   char label[24] = {};
+  uint32_t flags = 0;  // kOpArrivalsScheduled
   std::string_view name() const;
   bool operator==(const OpKey& o) const;
 };
-OpKey make_op_key(uint32_t iteration, uint32_t index, std::string_view label);
+OpKey make_op_key(uint32_t iteration, uint32_t index, std::string_view label, uint32_t flags = 0);
 
 // One op on one rank. Messages are [first_msg, first_msg + msgs) of its RankOps.
 struct OpRecord {

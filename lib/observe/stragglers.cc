@@ -140,7 +140,7 @@ void Analysis::blame_host(const OpView& v, OpBlame& b) const {
   for (int r : v.ranks) unc.push_back(clock(r).uncertainty_ns);
   const int64_t u = pair_uncertainty(unc);
   std::sort(order.begin(), order.end(), [&](size_t a, size_t c) { return v.arrive[a] > v.arrive[c]; });
-  const int64_t late = v.arrive[order[0]] - v.arrive[order[1]];
+  const int64_t late = v.key.flags & kOpArrivalsScheduled ? 0 : v.arrive[order[0]] - v.arrive[order[1]];
   std::sort(order.begin(), order.end(), [&](size_t a, size_t c) { return v.recs[a]->stall_ns > v.recs[c]->stall_ns; });
   const int64_t stall = v.recs[order[0]]->stall_ns - v.recs[order[1]]->stall_ns;
   const bool by_stall = stall > late;

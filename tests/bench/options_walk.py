@@ -390,6 +390,8 @@ COMMANDS["workload"] = dict(ranks=2, base=WL, cases={
     "--emit-trace": case(["--emit-trace", "{w}/t.json"], file_appears("t.json")),
     "--line-rate": case(["--line-rate", "800"], json_differs("config.line_rate_gbps")),
     "--ranks-per-node": case(["--tp", "2", "--dp", "1", "--ranks-per-node", "1"], exit_is(2, r"--tp 2 is more than")),
+    "--no-stragglers": case(["--no-stragglers"], json_lacks("stragglers")),
+    "--straggler-threshold": case(["--straggler-threshold", "20%,50%"], json_differs("config.stragglers")),
 })
 
 KV = SHM + ["--model", "llama-3.1-8b", "--tokens", "64", "--requests", "2", "--mode", "per-block", "--json",

@@ -34,6 +34,7 @@ struct Timeline {
   int iters = 20;
   std::function<int64_t(int, int)> late = [](int, int) { return int64_t{0}; };
   std::function<double(int)> slow = [](int) { return 1.0; };
+  uint32_t flags = 0;  // of every op's key
 
   StragglerInput build() const {
     StragglerInput in;
@@ -60,9 +61,9 @@ struct Timeline {
   }
   // Messages are appended before their op is closed: the op takes every open message.
   static void add(RankOps& ro, MsgRecord m) { ro.msgs.push_back(m); }
-  static void close(RankOps& ro, int it, int64_t arrive, int64_t end) {
+  void close(RankOps& ro, int it, int64_t arrive, int64_t end) const {
     OpRecord op;
-    op.key = make_op_key(static_cast<uint32_t>(it), 0, "allreduce");
+    op.key = make_op_key(static_cast<uint32_t>(it), 0, "allreduce", flags);
     op.arrive_ns = arrive;
     op.end_ns = end;
     op.first_msg = ro.ops.empty() ? 0 : ro.ops.back().first_msg + ro.ops.back().msgs;
@@ -94,6 +95,18 @@ TEST_CASE("stragglers: a rank arriving late is the late arriver, not a link", "[
   CHECK(r.ranks[0].cost_ns == Approx(20 * (500 - 0.1) * kUs).epsilon(0.01));
   CHECK_THAT(r.verdict, Catch::Matchers::Contains("late arriver rank 2 (node2)"));
   // Its links ran at the normal rate: none is blamed.
+  CHECK(r.links.empty());
+}
+
+TEST_CASE("stragglers: an op whose arrivals are scheduled blames no late arrival", "[stragglers]") {
+  // A pipeline stage reaches its receive long before its neighbour's compute ends: by
+  // design, not a straggler.
+  Timeline tl;
+  tl.late = [](int, int r) { return r == 2 ? 500 * kUs : int64_t{0}; };
+  tl.flags = kOpArrivalsScheduled;
+  const StragglerReport r = analyse_stragglers(tl.build());
+  CHECK(r.verdict_kind == "none");
+  CHECK(r.ranks.empty());
   CHECK(r.links.empty());
 }
 

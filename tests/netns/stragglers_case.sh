@@ -1,16 +1,27 @@
 #!/usr/bin/env bash
-# allreduce --stragglers on the simulated SU (4 nodes x 2 rails, 400 Mb/s links, one rank
-# per node, slices striped over both rails): healthy, the verdict names nobody; with
-# node03's rail1 cable degraded to 25% it names a slow link from or to node03 on rail 1,
-# and no late arriver; with node03's rank stopped (SIGSTOP) for 20 ms every 100 ms it
-# names rank 2 (node03) as the late arriver, and no link beyond the threshold. (Only the
-# out-of-place half of the run is recorded: at one stop every 200 ms, 4 to 6 of its 16
-# iterations were hit, too close to the 25% the verdict needs; every 100 ms hits most.)
-# Exit 77 without namespaces.
-#   stragglers_case.sh RAILBENCH
+# Straggler attribution on the simulated SU (4 nodes x 2 rails, 400 Mb/s links, traffic
+# striped over both rails), for `allreduce --stragglers` (one rank per node) or for
+# `workload` (a small model, tp 2 x pp 2 x dp 2: two ranks per node): healthy, the
+# verdict names nobody; with node03's rail1 cable degraded to 25% it names a slow link
+# from or to node03 on rail 1, and no late arriver; with node03's first rank stopped
+# (SIGSTOP) for 20 ms every 100 ms it names that rank as the late arriver, and no link
+# beyond the threshold. (allreduce records only the out-of-place half of its run: at one
+# stop every 200 ms, 4 to 6 of its 16 iterations were hit, too close to the 25% the
+# verdict needs; every 100 ms hits most.) Exit 77 without namespaces.
+#   stragglers_case.sh RAILBENCH [allreduce|workload]
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 rb=$1
+cmd=${2:-allreduce}
+fixtures=$here/../workload/fixtures
+if [[ $cmd == workload ]]; then
+  slots=2 stopped=4
+  args=(workload -t ofi:tcp --rails rail0,rail1 --model "$fixtures/tiny-dense.json" --tp 2 --pp 2 --dp 2 --seq 256
+    --micro-batches 4 --compute-us 200 -n 16 -w 1)
+else
+  slots=1 stopped=2
+  args=(allreduce -t ofi:tcp --rails rail0,rail1 -b 2M -e 2M -n 16 -w 1 --slice-bytes 64K --stragglers)
+fi
 # shellcheck source=tests/netns/su_test_lib.sh
 source "$here/su_test_lib.sh"
 rb_su_test_setup rbstg
@@ -21,20 +32,20 @@ fail() {
   exit 1
 }
 
-# Rank 2 writes its pid (the exec keeps it) so the stopper can find it.
+# The rank to stop writes its pid (the exec keeps it) so the stopper can find it.
 run() {  # run NAME
-  timeout --kill-after=10 60 "$su/mpirun.sh" --slots 1 -- bash -c \
-    'if [ "$OMPI_COMM_WORLD_RANK" = 2 ]; then echo $$ >"$0.pid2"; fi; exec "$@"' "$work/p" "$rb" \
-    allreduce -t ofi:tcp --rails rail0,rail1 -b 2M -e 2M -n 16 -w 1 --slice-bytes 64K --stragglers \
-    --json "$work/$1.json" -q >"$work/out" 2>"$work/err" || fail "allreduce $1 failed (exit $?)"
+  timeout --kill-after=10 90 "$su/mpirun.sh" --slots "$slots" -- bash -c \
+    'if [ "$OMPI_COMM_WORLD_RANK" = "$1" ]; then echo $$ >"$0.pid"; fi; shift; exec "$@"' "$work/p" "$stopped" "$rb" \
+    "${args[@]}" --json "$work/$1.json" -q >"$work/out" 2>"$work/err" || fail "$cmd $1 failed (exit $?)"
   grep -E '^# (stragglers|  |straggler verdict)' "$work/out"
 }
 
 # judge NAME KIND: the verdict's kind, and what it names.
 judge() {
-  python3 - "$work/$1.json" "$2" <<'PY'
+  python3 - "$work/$1.json" "$2" "$stopped" <<'PY'
 import json, sys
 s = json.load(open(sys.argv[1]))["stragglers"]
+stopped = int(sys.argv[3])
 kind = s["verdict"]["kind"]
 assert kind == sys.argv[2], f"verdict {kind!r}, expected {sys.argv[2]!r}: {s['verdict']['text']}"
 over_ranks = [b["name"] for b in s["ranks"] if b["beyond_threshold"]]
@@ -45,7 +56,7 @@ if kind == "slow_link":
     assert not over_ranks, f"late arrivers named on a degraded link: {over_ranks}"
 if kind == "late_arriver":
     top = max((b for b in s["ranks"] if b["beyond_threshold"]), key=lambda b: b["cost_ms"])
-    assert top["rank"] == 2, top
+    assert top["rank"] == stopped, top
     assert not over_links, f"links named for a stopped rank: {over_links}"
 print(f"ok: {s['verdict']['text']}")
 PY
@@ -61,11 +72,11 @@ run degraded
 judge degraded slow_link || fail "the degraded link was not named"
 "$su/fault.sh" clear >/dev/null
 
-echo "== rank 2 (node03) stopped 20 ms every 100 ms"
+echo "== rank $stopped (node03) stopped 20 ms every 100 ms"
 stopper() {
-  while [[ ! -s $work/p.pid2 ]]; do sleep 0.01; done
+  while [[ ! -s $work/p.pid ]]; do sleep 0.01; done
   local pid
-  pid=$(cat "$work/p.pid2")
+  pid=$(cat "$work/p.pid")
   while kill -0 "$pid" 2>/dev/null; do
     sleep 0.08
     kill -STOP "$pid" 2>/dev/null
@@ -73,7 +84,7 @@ stopper() {
     kill -CONT "$pid" 2>/dev/null
   done
 }
-rm -f "$work/p.pid2"
+rm -f "$work/p.pid"
 stopper &
 stopper_pid=$!
 run stopped

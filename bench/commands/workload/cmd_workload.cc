@@ -19,6 +19,7 @@
 #include "lib/core/config_path.h"
 #include "lib/core/sizes.h"
 #include "lib/core/stats.h"
+#include "lib/observe/straggler_recording.h"
 
 namespace railbench {
 
@@ -31,6 +32,8 @@ constexpr size_t kKinds = 5;
 constexpr size_t kSamplesPerKind = 2000;   // op times per kind and rank kept for percentiles
 constexpr size_t kMaxStepSamples = 10000;  // step times kept for percentiles
 constexpr int kMaxEntries = 200;           // results entries (iterations or windows of them)
+constexpr int kStragglerIters = 64;        // timed steps the straggler analysis records
+constexpr int kStretch = 16;               // steps between collections of the records
 
 // What every rank reports per iteration.
 struct IterFigures {
@@ -97,6 +100,9 @@ class WorkloadBench {
   const WorkloadOptions& opt_;
   Trace trace_;
   void add_window(ResultsRun& results);
+  void setup_stragglers();
+  OpHooks straggler_hooks(int iter);
+  void finish_stragglers(ResultsRun& results);
   int iters() const { return common_.iters < 0 ? 10 : common_.iters; }
   int warmup() const { return common_.warmup_iters < 0 ? 1 : common_.warmup_iters; }
 
@@ -108,10 +114,15 @@ class WorkloadBench {
   std::array<std::vector<double>, kKinds> samples_;
   uint64_t seen_[kKinds] = {0, 0, 0, 0, 0};
   std::mt19937_64 rng_{12345};
+  // Straggler attribution (on unless --no-stragglers): the first kStragglerIters timed
+  // steps recorded, collected to rank 0 every kStretch steps.
+  std::unique_ptr<StragglerRecording> stragglers_;
+  StragglerThreshold straggler_threshold_;
 };
 
 void WorkloadBench::plan() {
   ctx_.agree([&] {
+    if (!opt_.straggler_threshold.empty()) straggler_threshold_ = parse_straggler_threshold(opt_.straggler_threshold);
     if (parse_size(opt_.chunk) < 4096)
       throw UsageError(
           fmt::format("--chunk {} is below 4K: give the largest piece an op moves at once, e.g. 64M", opt_.chunk));
@@ -139,6 +150,7 @@ json WorkloadBench::config_json() const {
               {"groups", groups},
               {"ops_per_step", trace_.ranks[static_cast<size_t>(ctx_.rank())].size()},
               {"line_rate_gbps", opt_.line_rate_gbps},
+              {"stragglers", opt_.no_stragglers ? json(nullptr) : json(to_string(straggler_threshold_))},
               {"routing", trace_.routing.experts ? json{{"distribution", trace_.routing.distribution},
                                                         {"experts", trace_.routing.experts},
                                                         {"topk", trace_.routing.topk},
@@ -233,12 +245,16 @@ void WorkloadBench::add_window(ResultsRun& results) {
 
 void WorkloadBench::run_steps(ResultsRun& results, Executor& ex) {
   const auto& ops = trace_.ranks[static_cast<size_t>(ctx_.rank())];
-  OpHooks hooks;
+  const OpHooks hooks;
   const int warmup = this->warmup(), iters = this->iters();
   const int per_window = std::max(1, (iters + kMaxEntries - 1) / kMaxEntries);
   for (int w = 0; w < warmup; ++w) ex.run_step(-1 - w, hooks);
   for (int it = 0; it < iters; ++it) {
-    const StepTimes st = ex.run_step(it, hooks);
+    const bool recorded = stragglers_ && it < kStragglerIters;
+    const StepTimes st = ex.run_step(it, recorded ? straggler_hooks(it) : hooks);
+    // Collected between steps, with nothing in flight (every rank at the same point).
+    if (recorded && (it % kStretch == kStretch - 1 || it == std::min(iters, kStragglerIters) - 1))
+      stragglers_->collect(ctx_.progress(), ctx_.bootstrap());
     for (size_t pc = 0; pc < ops.size(); ++pc)
       if (st.op_us[pc] > 0) {
         const auto k = static_cast<size_t>(ops[pc].kind);
@@ -264,6 +280,57 @@ void WorkloadBench::run_steps(ResultsRun& results, Executor& ex) {
     if (++window_n_ == per_window || it == iters - 1) add_window(results);
     ctx_.status().step(
         fmt::format("workload: iteration {}/{}, {} elapsed", it + 1, iters, format_clock(ctx_.status().elapsed_s())));
+  }
+}
+
+void WorkloadBench::setup_stragglers() {
+  if (opt_.no_stragglers) return;
+  size_t comm = 0;
+  for (const Op& op : trace_.ranks[static_cast<size_t>(ctx_.rank())])
+    if (op.type != OpType::compute && op.type != OpType::wait) ++comm;
+  // Room for a stretch of steps: every op, and a generous number of messages per op (a
+  // ring of n members sends 2(n-1) per rail and chunk), capped at 4M (160 MB).
+  const size_t ops = std::max<size_t>(comm * kStretch, 1);
+  stragglers_ = std::make_unique<StragglerRecording>(ops, std::min<size_t>(ops * 64, size_t{4} << 20));
+  ctx_.wrap_transport([this](std::unique_ptr<Transport> t) { return stragglers_->wrap(std::move(t)); });
+}
+
+// Each op that communicates: it begins when this rank is ready (its arrival) and ends
+// when it returned; the key is (step, op index, kind and type), the same on every rank
+// of the op's group.
+OpHooks WorkloadBench::straggler_hooks(int iter) {
+  OpRecorder* rec = &stragglers_->recorder();
+  OpHooks h;
+  h.begin = [rec, iter](size_t pc, const Op& op) {
+    // Pipeline send/recv: a stage waits for its neighbour's compute by design (the
+    // bubble), so arrivals there are not blamed; its links and stalls still are.
+    const bool p2p = op.type == OpType::send || op.type == OpType::recv || op.type == OpType::sendrecv;
+    rec->begin_op(make_op_key(static_cast<uint32_t>(iter), static_cast<uint32_t>(pc),
+                              fmt::format("{}.{}", to_string(op.kind), to_string(op.type)),
+                              p2p ? kOpArrivalsScheduled : 0));
+  };
+  h.end = [rec](size_t, const Op&) { rec->end_op(); };
+  return h;
+}
+
+// Rank 0 analyses the recorded steps, prints the blame table and writes "stragglers";
+// should the analysis fail, the figures already written stay and the section says why.
+void WorkloadBench::finish_stragglers(ResultsRun& results) {
+  if (!stragglers_ || !ctx_.is_root()) return;
+  std::vector<std::string> nodes;
+  const int per_node = opt_.ranks_per_node;
+  for (int r = 0; r < ctx_.size(); ++r)
+    nodes.push_back(per_node > 0 && ctx_.num_hosts() == 1 ? fmt::format("node{}", r / per_node)
+                                                          : ctx_.hosts()[static_cast<size_t>(r)]);
+  std::vector<std::string> rails;
+  for (int i = 0; i < ctx_.transport().num_rails(); ++i) rails.push_back(ctx_.transport().rail_info(i).name);
+  try {
+    const StragglerReport report = stragglers_->analyse(nodes, rails, straggler_threshold_);
+    for (const auto& line : straggler_table(report)) ctx_.print(line);
+    results.set("stragglers", to_json(report));
+  } catch (const std::exception& e) {
+    ctx_.print(fmt::format("# stragglers: not analysed: {}", e.what()));
+    results.set("stragglers", json{{"error", e.what()}});
   }
 }
 
@@ -293,6 +360,7 @@ void WorkloadBench::finish(ResultsRun& results, Executor& ex) {
 
 int WorkloadBench::run() {
   plan();
+  setup_stragglers();
   ctx_.open_transport();
   ResultsRun results(ctx_, config_json());
   ExecOptions eo;
@@ -310,6 +378,7 @@ int WorkloadBench::run() {
     run_steps(results, *ex);
     ctx_.status().clear();
     finish(results, *ex);
+    finish_stragglers(results);
     wrong = results.doc().value("summary", json::object()).value("wrong", uint64_t{0});
   });
   ctx_.status().clear();
@@ -362,6 +431,10 @@ void add_workload_options(CLI::App& sub, WorkloadOptions& o) {
   sub.add_option("--line-rate", o.line_rate_gbps, "Gb/s per rail, for the ideal step and the what-if")
       ->capture_default_str();
   sub.add_option("--ranks-per-node", o.ranks_per_node, "Ranks per node (default: ranks sharing a host name)");
+  sub.add_flag("--no-stragglers", o.no_stragglers, "Do not record the steps for straggler attribution");
+  sub.add_option("--straggler-threshold", o.straggler_threshold,
+                 "TIME%,ITERS% (10%,25%): the verdict names a rank or link costing more than TIME% of a step in "
+                 "more than ITERS% of the steps");
 }
 
 const bool registered = register_subcommand(

@@ -14,11 +14,12 @@ struct WorkloadOptions {
   uint64_t routing_seed = 1;
   std::string bucket = "25M";
   std::string chunk = "64M";
-  std::string trace;            // --trace FILE: run this instead of the spec
-  std::string emit_trace;       // --emit-trace FILE: write the spec's trace and exit
-  double line_rate_gbps = 400;  // per rail, for the ideal step
-  int ranks_per_node = 0;       // 0: ranks sharing a host name
-  bool stragglers = true;
+  std::string trace;                // --trace FILE: run this instead of the spec
+  std::string emit_trace;           // --emit-trace FILE: write the spec's trace and exit
+  double line_rate_gbps = 400;      // per rail, for the ideal step
+  int ranks_per_node = 0;           // 0: ranks sharing a host name
+  bool no_stragglers = false;       // --no-stragglers
+  std::string straggler_threshold;  // TIME%,ITERS%
 };
 
 }  // namespace railbench

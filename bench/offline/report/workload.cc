@@ -58,7 +58,7 @@ std::string kinds_table(const json& summary) {
 std::string stragglers_table(const json& s) {
   if (!s.is_object()) return "";
   std::string out = "<h3>Stragglers</h3>";
-  const std::string verdict = text_at(s, "verdict");
+  const std::string verdict = text_at(member(s, "verdict"), "text");
   if (!verdict.empty()) out += "<p><b>" + esc(verdict) + "</b></p>";
   for (const char* what : {"ranks", "links"}) {
     const json& list = member(s, what);
