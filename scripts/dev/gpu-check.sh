@@ -5,6 +5,7 @@
 # the host needs only the driver and the shared libraries the binaries name.
 #
 #   scripts/dev/gpu-check.sh RAILBENCH GPU_TESTS [OUTDIR]
+#   GPU_CHECK_ONLY=REGEX: only the steps whose names match (e.g. 'workload|routed').
 #
 # Every step runs under a deadline. Each step states what it expects (exit 0, or a
 # refusal with a named reason) and the summary at the end says whether it got it; the
@@ -16,6 +17,8 @@ tests=${2:?usage: gpu-check.sh RAILBENCH GPU_TESTS [OUTDIR]}
 out=${3:-/tmp/railbench-gpu-check}
 mkdir -p "$out"
 step_timeout=${GPU_CHECK_TIMEOUT:-120}
+only=${GPU_CHECK_ONLY:-}
+fixtures=$(cd "$(dirname "$0")/../../tests/workload/fixtures" && pwd)
 summary=()
 missed=0
 
@@ -42,6 +45,7 @@ record() {
 one() {
   local name=$1 expect=$2 pattern=$3
   shift 4
+  [[ -z $only || $name =~ $only ]] || return 0
   note "$name: $*"
   local t0=$SECONDS
   timeout -k 5 "$step_timeout" "$@" >"$out/$name.log" 2>&1
@@ -50,29 +54,38 @@ one() {
   record "$name" "$expect" "$rc" $((SECONDS - t0)) "$out/$name.log" "$pattern"
 }
 
-# pair NAME EXPECT PATTERN -- ARGS...: two ranks of `railbench ARGS` through the TCP
+# ranks NAME N EXPECT PATTERN -- ARGS...: N ranks of `railbench ARGS` through the TCP
 # bootstrap; the step's rc is the first non-zero rank's.
-pair() {
-  local name=$1 expect=$2 pattern=$3
-  shift 4
-  note "$name (2 ranks): railbench $*"
+ranks() {
+  local name=$1 n=$2 expect=$3 pattern=$4
+  shift 5
+  [[ -z $only || $name =~ $only ]] || return 0
+  note "$name ($n ranks): railbench $*"
   local port=$((29500 + RANDOM % 2000)) t0=$SECONDS pids=() rc=0 r
-  for r in 0 1; do
-    RAILBENCH_RANK=$r RAILBENCH_WORLD_SIZE=2 RAILBENCH_ROOT=127.0.0.1:$port \
+  for ((r = 0; r < n; r++)); do
+    RAILBENCH_RANK=$r RAILBENCH_WORLD_SIZE=$n RAILBENCH_ROOT=127.0.0.1:$port \
       timeout -k 5 "$step_timeout" "$rb" "$@" >"$out/$name.$r.log" 2>&1 &
     pids+=($!)
   done
-  for r in 0 1; do
+  for ((r = 0; r < n; r++)); do
     wait "${pids[$r]}"
     local x=$?
     [[ $rc == 0 ]] && rc=$x
   done
-  for r in 0 1; do
+  : >"$out/$name.log"
+  for ((r = 0; r < n; r++)); do
     echo "--- rank $r"
     cat "$out/$name.$r.log"
+    cat "$out/$name.$r.log" >>"$out/$name.log"
   done
-  cat "$out/$name.0.log" "$out/$name.1.log" >"$out/$name.log"
   record "$name" "$expect" "$rc" $((SECONDS - t0)) "$out/$name.log" "$pattern"
+}
+
+# pair NAME EXPECT PATTERN -- ARGS...: two ranks.
+pair() {
+  local name=$1
+  shift
+  ranks "$name" 2 "$@"
 }
 
 note "host"
@@ -116,6 +129,13 @@ pair ofi-shm-sendrecv-cuda ok '' -- sendrecv -t ofi:shm --mem cuda --gpu-map 0,0
   --json "$out/ofi-shm-sendrecv-cuda.json"
 pair ofi-shm-sendrecv-host ok '' -- sendrecv -t ofi:shm "${small[@]}" --json "$out/ofi-shm-sendrecv-host.json"
 pair ofi-tcp-sendrecv-cuda-host ok '' -- sendrecv -t ofi:tcp --mem cuda-host --gpu-map 0,0 -b 8 -e 16M -n 10 -w 3 -c
+# Uneven MoE dispatch and a training step's every kind of op on GPU buffers, checked.
+pair ofi-shm-alltoall-routed-cuda ok '' -- alltoall -t ofi:shm --mem cuda --gpu-map 0,0 --routing zipf:1.2 \
+  --topk 2 --experts 8 -b 64K -e 4M -n 5 -c
+pair ofi-shm-workload-moe-cuda ok '' -- workload -t ofi:shm --mem cuda --gpu-map 0,0 --model "$fixtures/tiny-moe.json" \
+  --dp 2 --ep 2 --experts 4 --seq 64 --micro-batches 2 --layers 2 -n 2 -w 1 -c
+ranks ofi-shm-workload-tp-pp-cuda 4 ok '' -- workload -t ofi:shm --mem cuda --gpu-map 0,0,0,0 \
+  --model "$fixtures/tiny-dense.json" --tp 2 --pp 2 --seq 64 --micro-batches 2 -n 2 -w 1 -c
 # kvcache's block pools are host memory: GPU memory is refused with that reason.
 pair kvcache-cuda refuse 'host memory only' -- kvcache -t ofi:shm --mem cuda -c
 # No RDMA device on a host without one: the verbs path says so in one line.

@@ -59,6 +59,15 @@ case $group in
       "$rb" kvcache -t verbs --rails 2 --layers 4 --kv-heads 2 --head-dim 64 --tokens 512 --requests 3 -c
     run "verbs --qps-per-peer 3 allreduce -np 3" 3 expect-ok "--command allreduce --check --channels 3" -- \
       "$rb" allreduce -t verbs --qps-per-peer 3 "${ar[@]}"
+    # A training step's every kind of op over verbs, checked: TP and PP (dense), then DP
+    # with routed EP (MoE); small test models, one timed step each.
+    fixtures=$(cd "$(dirname "$0")/../workload/fixtures" && pwd)
+    run "verbs workload tp2 pp2 -np 4, 2 rails" 4 expect-ok "--command workload --check --rails 2 --modes tp,pp" -- \
+      "$rb" workload -t verbs --rails 2 --model "$fixtures/tiny-dense.json" --tp 2 --pp 2 --seq 64 --micro-batches 2 \
+      -n 1 -w 0 -c
+    run "verbs workload dp2 ep2 -np 2" 2 expect-ok "--command workload --check --modes dp,ep" -- \
+      "$rb" workload -t verbs --model "$fixtures/tiny-moe.json" --dp 2 --ep 2 --experts 4 --seq 64 --micro-batches 2 \
+      --layers 2 -n 1 -w 0 -c
     ;;
   ofi-verbs)
     for np in 2 4; do
