@@ -43,9 +43,9 @@ for size in $sizes; do
   make_trace "$tmp/t.json" "$bytes"
   : >"$tmp/w" && : >"$tmp/a"
   for ((r = 0; r < reps; r++)); do
-    "${mpi[@]}" "$rb" workload -t "ofi:$prov" "${rails[@]}" --trace "$tmp/t.json" -n 20 -w 3 -q --json "$tmp/w.json" >/dev/null
+    "${mpi[@]}" "$rb" workload -t "ofi:$prov" "${rails[@]}" --trace "$tmp/t.json" -n 50 -w 5 -q --json "$tmp/w.json" >/dev/null
     python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['summary']['step_us']['p50'])" "$tmp/w.json" >>"$tmp/w"
-    "${mpi[@]}" "$rb" allreduce -t "ofi:$prov" "${rails[@]}" --algo ring -d f32 -b "$bytes" -e "$bytes" -n 20 -w 3 -q \
+    "${mpi[@]}" "$rb" allreduce -t "ofi:$prov" "${rails[@]}" --algo ring -d f32 -b "$bytes" -e "$bytes" -n 50 -w 5 -q \
       --json "$tmp/a.json" >/dev/null
     python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['results'][0]['out_of_place']['iteration_us']['p50'])" \
       "$tmp/a.json" >>"$tmp/a"

@@ -280,6 +280,9 @@ void WorkloadBench::run_steps(ResultsRun& results, Executor& ex) {
     if (++window_n_ == per_window || it == iters - 1) add_window(results);
     ctx_.status().step(
         fmt::format("workload: iteration {}/{}, {} elapsed", it + 1, iters, format_clock(ctx_.status().elapsed_s())));
+    // Rank 0 has just written the results file and a line: every rank starts the next
+    // step together, so that time is in no rank's step.
+    ctx_.bootstrap().barrier();
   }
 }
 
