@@ -250,6 +250,13 @@ void check_spec(const TrainModel& m, const StepSpec& s, int layers) {
         fmt::format("--ep {} does not divide the {} experts: every EP rank holds the same number of "
                     "experts",
                     s.shape.ep, s.routing.experts));
+  const long tokens = static_cast<long>(s.seq) * s.micro_batch / s.shape.tp * s.shape.ep;
+  if (s.shape.ep > 1 && tokens < s.routing.experts)
+    throw UsageError(
+        fmt::format("{} experts but a micro-batch brings only {} tokens to an EP group (--seq {} x "
+                    "--micro-batch {} / --tp {} x --ep {}): raise --seq or --micro-batch, or lower "
+                    "--experts",
+                    s.routing.experts, tokens, s.seq, s.micro_batch, s.shape.tp, s.shape.ep));
   if (s.shape.ep > 1 && s.routing.topk > s.routing.experts)
     throw UsageError(fmt::format("--topk {} is more than the {} experts", s.routing.topk, s.routing.experts));
 }

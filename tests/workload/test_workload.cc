@@ -94,6 +94,9 @@ TEST_CASE("workload: bad shapes are refused naming the field", "[workload][unit]
   StepSpec many = spec(1, 1, 2, 2);
   many.routing.experts = 3;
   CHECK_THROWS_WITH(make_step_trace(tiny(true), many, e), Catch::Contains("experts"));
+  StepSpec short_seq = spec(1, 1, 2, 2);
+  short_seq.seq = 2;  // 2 tokens x 2 EP ranks for 8 experts
+  CHECK_THROWS_WITH(make_step_trace(tiny(true), short_seq, e), Catch::Contains("only 4 tokens"));
 }
 
 TEST_CASE("workload: 1F1B order on every stage, buckets in the last backward", "[workload][unit]") {
