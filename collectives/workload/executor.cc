@@ -234,7 +234,9 @@ void Executor::p2p(const Op& op) {
 }
 
 Executor::Imbalance Executor::expert_imbalance() const {
-  return {expert_draws_ ? expert_sum_ / static_cast<double>(expert_draws_) : 1.0, expert_draws_ ? expert_max_ : 1.0};
+  if (!expert_draws_) return {};
+  const auto n = static_cast<double>(expert_draws_);
+  return {expert_sum_ / n, expert_max_, rank_sum_ / n};
 }
 
 }  // namespace railbench::workload
@@ -265,6 +267,12 @@ void Executor::splits(size_t pc, const Op& op, int iter, std::vector<uint64_t>& 
     const double imbalance = routed_->expert_imbalance();
     expert_max_ = std::max(expert_max_, imbalance);
     expert_sum_ += imbalance;
+    size_t most = 0, all = 0;
+    for (int j = 0; j < g.size(); ++j) {
+      most = std::max(most, routed_->received_by(j));
+      all += routed_->received_by(j);
+    }
+    rank_sum_ += all ? static_cast<double>(most) * g.size() / static_cast<double>(all) : 1.0;
     ++expert_draws_;
   }
   send.assign(static_cast<size_t>(g.size()), 0);

@@ -68,8 +68,10 @@ class Executor {
   double step_link_bytes(bool async) const { return async ? async_link_bytes_ : sync_link_bytes_; }
   // EP: max / mean token copies per expert (moe_routing.h), the mean and the worst over
   // the routed ops so far (1 when none).
+  // rank_mean: max / mean token copies one member receives, the mean over the routed
+  // ops (the all-to-all-v lasts as long as its busiest member's share).
   struct Imbalance {
-    double mean = 1, worst = 1;
+    double mean = 1, worst = 1, rank_mean = 1;
   };
   Imbalance expert_imbalance() const;
 
@@ -98,7 +100,7 @@ class Executor {
   std::unique_ptr<MoeRouting> routed_;
   uint32_t routed_key_ = 0;
   int routed_iter_ = 0;
-  double expert_max_ = 0, expert_sum_ = 0;
+  double expert_max_ = 0, expert_sum_ = 0, rank_sum_ = 0;
   uint64_t expert_draws_ = 0;
   std::vector<std::byte> host_;  // staging for check with device memory
 };

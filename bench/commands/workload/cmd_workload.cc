@@ -354,6 +354,7 @@ void WorkloadBench::finish(ResultsRun& results, Executor& ex) {
   totals.line_rate_gbps = opt_.line_rate_gbps;
   totals.imbalance = ex.expert_imbalance().mean;
   totals.worst_imbalance = ex.expert_imbalance().worst;
+  totals.rank_imbalance = ex.expert_imbalance().rank_mean;
   const auto wrong = ctx_.bootstrap().all_gather_value(ex.wrong());
   for (uint64_t w : wrong) totals.wrong += w;
   json summary = print_workload_summary(ctx_, totals, common_.check);

@@ -82,9 +82,16 @@ json print_workload_summary(const RunContext& ctx, const WorkloadTotals& t, bool
     what_if.push_back({{"gbps_per_rail", g}, {"ideal_step_us", us}});
   }
   ctx.print(line);
+  // The all-to-all-v lasts as long as its busiest member's share: even routing would
+  // have taken 1 / rank_imbalance of the EP time.
+  const size_t ep = static_cast<size_t>(GroupKind::ep);
+  const double ep_us = t.iterations ? t.kind_us[ep] / t.iterations : 0;
+  const double imbalance_cost_us = t.rank_imbalance > 1 ? ep_us * (1 - 1 / t.rank_imbalance) : 0;
   if (t.imbalance > 1.0)
-    ctx.print(fmt::format("# EP: the busiest expert got {:.2f}x the mean token copies (worst op {:.2f}x)", t.imbalance,
-                          t.worst_imbalance));
+    ctx.print(
+        fmt::format("# EP: the busiest expert got {:.2f}x the mean token copies (worst op {:.2f}x), the busiest "
+                    "rank {:.2f}x: about {:.3f} ms of the {:.3f} ms per step in EP ops is the imbalance's",
+                    t.imbalance, t.worst_imbalance, t.rank_imbalance, imbalance_cost_us / 1e3, ep_us / 1e3));
   if (check) ctx.print(fmt::format("# Wrong elements : {} {}", t.wrong, t.wrong ? "FAILED" : "OK"));
   return json{{"step_us", to_json(step)},
               {"exposed_us", to_json(exposed)},
@@ -94,6 +101,8 @@ json print_workload_summary(const RunContext& ctx, const WorkloadTotals& t, bool
               {"ideal_ratio", ideal > 0 ? step.p50 / ideal : 0},
               {"what_if", what_if},
               {"expert_imbalance", {{"mean", t.imbalance}, {"worst", t.worst_imbalance}}},
+              {"rank_imbalance", t.rank_imbalance},
+              {"imbalance_cost_us", imbalance_cost_us},
               {"wrong", t.wrong}};
 }
 

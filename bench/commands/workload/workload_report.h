@@ -23,6 +23,7 @@ struct WorkloadTotals {
   int iterations = 0, micro_batches = 1, rails = 1;
   double line_rate_gbps = 400;
   double imbalance = 1, worst_imbalance = 1;  // EP: max / mean token copies per expert
+  double rank_imbalance = 1;                  // EP: max / mean token copies per member
   uint64_t wrong = 0;
 };
 
