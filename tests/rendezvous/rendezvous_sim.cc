@@ -1,4 +1,4 @@
-// Rank 0's TCP rendezvous against N ranks without N processes (tests/rendezvous/README.md).
+// Rank 0's TCP rendezvous against N ranks without N processes (tests/README.md; figures in scripts/bench/README.md).
 // Rank 0 is a process of its own, forked before anything else, running the real
 // TcpBootstrap; the other N-1 ranks are threads of this process, each one a real
 // TcpBootstrap client (make_tcp_bootstrap) on its own socket. So every frame on the wire
@@ -7,15 +7,16 @@
 // The phases are what a command's start-up and results do through the star: the
 // rendezvous, the host gather (all_gather_strings of a host name, 8 ranks a host), an
 // all_gather of a fixed block per rank (addresses and keys), and an all_gather_v of a
-// larger per-rank block (validate's per-rank results). Every rank checks that every
-// gathered byte is the one its sender put there.
+// larger per-rank block (validate gathers each rank's JSON results with all_gather_strings,
+// which is one). Every rank checks that every gathered byte is the one its sender put
+// there.
 //
 //   railbench_rendezvous_sim --ranks N [--block 100] [--results 2048] [--timeout 60]
 //
 // Prints one line, rank 0's view: "N connect_s hosts_s block_s results_s rss_mib cpu_s"
 // (results_s is "-" when --results is 0; cpu_s is rank 0's user + system time, which
-// tells its own work from waiting for the clients). Exit 0 when every rank saw exact data, 1
-// otherwise, 2 on bad input.
+// tells its own work from waiting for the clients). Exit 0 when every rank saw exact
+// data, 1 otherwise, 2 on bad input.
 #include <netinet/in.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
