@@ -26,7 +26,8 @@ inline constexpr size_t kRefusalBytes = 4;  // a Refusal code
 // Limits on connections that have not sent a valid hello yet (lib/runtime/README.md, "The rendezvous: who may join").
 inline constexpr int kMaxPending = 64;        // beyond it, the oldest is closed
 inline constexpr double kHelloSeconds = 5.0;  // each connection's time to send its hello
-inline constexpr int kListenBacklog = 128;    // the kernel's queue of unaccepted connections
+inline constexpr int kListenBacklog = 128;    // the kernel's queue of unaccepted connections, at least;
+                                              // rank 0 raises it to the world size when it admits
 inline constexpr int kLoggedRefusals = 10;    // refusals printed one by one; the rest are counted
 
 enum class Kind : uint16_t { hello = 1, welcome = 2, refused = 3, gather = 4, result = 5 };

@@ -436,6 +436,11 @@ void ensure_open_files(int size) {
 std::vector<Fd> RootListener::admit(int size, uint64_t token, double timeout_s) {
   ensure_open_files(size);
   auto deadline = Deadline::after(timeout_s);
+  // Every rank connects at once: a backlog shorter than the world drops SYNs, and the
+  // kernel retries each after 1 s, then 2 s (at 1,024 ranks the rendezvous took 2.2 s,
+  // nearly all of it those retries). Listening again sets the new length; the kernel
+  // caps it at net.core.somaxconn.
+  for (const auto& l : listeners_) ::listen(l.get(), std::max(kListenBacklog, size));
   Admission admission(size, token, std::min(kHelloSeconds, timeout_s), port_);
   while (admission.remaining() > 0) {
     if (deadline.passed()) {

@@ -14,6 +14,18 @@ REPS runs; then fits wall time against N, N log N and N^2 and names the best fit
 On a host with fewer cores than ranks the processes take turns: the figures are the
 control plane's cost under that contention, an upper bound for a cluster where each
 rank has its own cores, and what matters is how they grow.
+
+  scripts/bench/scale.py --sim build/tests/railbench_rendezvous_sim [--sizes 256,...,8192]
+                         [--block 100] [--results 2048] [--reps 1]
+
+With --sim it measures rank 0's star at 1,024-8,192 ranks without that many processes:
+tests/rendezvous/rendezvous_sim.cc runs rank 0's real rendezvous in a process of its own
+and the other ranks as threads, each a real TCP bootstrap client on its own socket. Per
+N it prints rank 0's wall time per phase (rendezvous, host gather, an all_gather of
+--block bytes a rank, an all_gather_v of --results bytes a rank), its peak RSS and CPU time, fits
+each phase, and projects 8,192 ranks on a cluster at 10 us and 100 us per message. The
+results phase is left out ("-") where the clients would hold more than 2 GiB (N x N x
+--results bytes, all in this one process).
 """
 import argparse
 import math
@@ -86,13 +98,78 @@ def fit(points):
     return best
 
 
+# The star's wire model for the projection: rank 0 handles each message of a step in
+# turn (N-1 in, N-1 out, none overlapped: pessimistic) at t seconds a message, and sends
+# every rank the whole N x block result over a 100 Gb/s link.
+LINK_BYTES_PER_S = 12.5e9
+SIM_RESULTS_CAP = 2 << 30
+
+
+def sim_run(sim, n, block, results):
+    out = subprocess.run([sim, "--ranks", str(n), "--block", str(block), "--results", str(results)],
+                         capture_output=True, text=True, timeout=600)
+    if out.returncode != 0:
+        raise RuntimeError(f"N={n}: exit {out.returncode}: {out.stderr.strip()[-300:]}")
+    fields = out.stdout.split()
+    phases = [None if x == "-" else float(x) for x in fields[1:5]]
+    return phases, float(fields[5]), float(fields[6])
+
+
+def project(n, block, results, t_msg):
+    """Seconds for rank 0's star at n ranks: (steps, bytes) per phase, as in LINK_BYTES_PER_S's comment."""
+    host_bytes = 16  # "sim-node00123" padded, as a real host name is
+    # connect: 1 step; all_gather_v (hosts, results): a lengths round of 8 B and the padded blocks.
+    steps = [(1, 0), (2, 8 + host_bytes), (1, block), (2, 8 + results)]
+    return sum(k * 2 * (n - 1) * t_msg + n * n * b / LINK_BYTES_PER_S for k, b in steps)
+
+
+def sim_main(a):
+    sizes = [int(x) for x in a.sizes.split(",")]
+    names = ["connect", "hosts", "block", "results"]
+    print(f"# rank 0's TCP rendezvous star, simulated clients ({a.sim}); {os.cpu_count()} cores; "
+          f"block {a.block} B, results {a.results} B a rank; median of {a.reps}")
+    print(f"# {'N':>5} {'connect s':>10} {'hosts s':>8} {'block s':>8} {'results s':>10} {'rank0 MiB':>10} {'rank0 cpu s':>12}")
+    series = {k: [] for k in names}
+    for n in sizes:
+        results = a.results if n * n * a.results <= SIM_RESULTS_CAP else 0
+        runs = [sim_run(a.sim, n, a.block, results) for _ in range(a.reps)]
+        cells = []
+        for i, k in enumerate(names):
+            vals = [r[0][i] for r in runs if r[0][i] is not None]
+            if vals:
+                series[k].append((n, statistics.median(vals)))
+            cells.append(f"{statistics.median(vals):.3f}" if vals else "-")
+        rss = statistics.median(r[1] for r in runs)
+        cpu = statistics.median(r[2] for r in runs)
+        print(f"  {n:>5} {cells[0]:>10} {cells[1]:>8} {cells[2]:>8} {cells[3]:>10} {rss:>10.1f} {cpu:>12.2f}",
+              flush=True)
+    for k in names:
+        if len(series[k]) >= 3:
+            name, _, a0, b, f = fit(series[k])
+            print(f"# {k}: best fit {name} (from N={series[k][0][0]}..{series[k][-1][0]}); "
+                  f"at N=8192 that is {a0 + b * f(8192):.2f} s on this host")
+    for t in (10e-6, 100e-6):
+        print(f"# projected star at 8192 ranks, {t * 1e6:.0f} us a message, 100 Gb/s at rank 0: "
+              f"{project(8192, a.block, a.results, t):.1f} s")
+
+
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("railbench")
+    ap.add_argument("railbench", nargs="?")
+    ap.add_argument("--sim", help="railbench_rendezvous_sim: simulated clients instead of processes")
+    ap.add_argument("--block", type=int, default=100)
+    ap.add_argument("--results", type=int, default=2048)
     ap.add_argument("--sizes", default="8,16,32,64")
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--transport", default="ofi:tcp")
     a = ap.parse_args()
+    if a.sim:
+        if a.sizes == "8,16,32,64":
+            a.sizes = "256,512,1024,2048,4096,8192"
+        a.reps = a.reps if a.reps != 3 else 1
+        return sim_main(a)
+    if not a.railbench:
+        ap.error("give the railbench binary, or --sim with railbench_rendezvous_sim")
     sizes = [int(x) for x in a.sizes.split(",")]
     work = tempfile.mkdtemp(prefix="rb-scale-")
     print(f"# railbench control plane: {a.transport}, TCP rendezvous, one 8 B all-reduce; {os.cpu_count()} cores; "

@@ -1,0 +1,241 @@
+// Rank 0's TCP rendezvous against N ranks without N processes (tests/README.md; figures in scripts/bench/README.md).
+// Rank 0 is a process of its own, forked before anything else, running the real
+// TcpBootstrap; the other N-1 ranks are threads of this process, each one a real
+// TcpBootstrap client (make_tcp_bootstrap) on its own socket. So every frame on the wire
+// is the real protocol, and rank 0's time and peak RSS are its own, not the clients'.
+//
+// The phases are what a command's start-up and results do through the star: the
+// rendezvous, the host gather (all_gather_strings of a host name, 8 ranks a host), an
+// all_gather of a fixed block per rank (addresses and keys), and an all_gather_v of a
+// larger per-rank block (validate gathers each rank's JSON results with all_gather_strings,
+// which is one). Every rank checks that every gathered byte is the one its sender put
+// there.
+//
+//   railbench_rendezvous_sim --ranks N [--block 100] [--results 2048] [--timeout 60]
+//
+// Prints one line, rank 0's view: "N connect_s hosts_s block_s results_s rss_mib cpu_s"
+// (results_s is "-" when --results is 0; cpu_s is rank 0's user + system time, which
+// tells its own work from waiting for the clients). Exit 0 when every rank saw exact
+// data, 1 otherwise, 2 on bad input.
+#include <netinet/in.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <csignal>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "lib/core/clock.h"
+#include "lib/core/errors.h"
+#include "lib/runtime/bootstrap.h"
+#include "lib/runtime/rendezvous_root.h"
+
+namespace {
+
+using railbench::Bootstrap;
+using railbench::Clock;
+
+struct Options {
+  int ranks = 0;
+  size_t block = 100;     // bytes per rank in the fixed all_gather
+  size_t results = 2048;  // bytes per rank in the all_gather_v; 0 skips it
+  double timeout_s = 60;
+};
+
+// What rank r puts at byte i of a phase's block: differs by rank, byte and phase, so a
+// block delivered to the wrong slot or shifted by a byte is caught.
+uint8_t pattern(int rank, size_t i, int phase) {
+  return static_cast<uint8_t>((rank * 131u + i * 7u + phase * 29u + (rank >> 8)) & 0xff);
+}
+
+std::string host_of(int rank) {
+  return fmt::format("sim-node{:05d}", rank / 8);
+}
+
+struct Timings {
+  double connect = 0, hosts = 0, block = 0, results = 0;
+};
+
+// Each phase in a function of its own, so its buffers are freed before the next: at
+// 8,192 ranks the clients together hold N x N x block bytes of every gather.
+double hosts_phase(Bootstrap& b) {
+  auto t0 = Clock::now();
+  const auto hosts = b.all_gather_strings(host_of(b.rank()));
+  const double s = railbench::seconds_between(t0, Clock::now());
+  for (int r = 0; r < b.size(); ++r)
+    if (hosts[r] != host_of(r))
+      throw railbench::BootstrapError(fmt::format("rank {}: host of rank {} arrived as '{}'", b.rank(), r, hosts[r]));
+  return s;
+}
+
+double block_phase(Bootstrap& b, size_t block) {
+  std::vector<std::byte> mine(block);
+  for (size_t i = 0; i < block; ++i) mine[i] = std::byte{pattern(b.rank(), i, 1)};
+  std::vector<std::byte> all(block * b.size());
+  auto t0 = Clock::now();
+  b.all_gather(mine, all);
+  const double s = railbench::seconds_between(t0, Clock::now());
+  for (int r = 0; r < b.size(); ++r)
+    for (size_t i = 0; i < block; ++i)
+      if (all[block * r + i] != std::byte{pattern(r, i, 1)})
+        throw railbench::BootstrapError(fmt::format("rank {}: byte {} of rank {}'s block is wrong", b.rank(), i, r));
+  return s;
+}
+
+// Ranks' results differ in length, as validate's do: all_gather_v pads to the longest.
+double results_phase(Bootstrap& b, size_t results) {
+  std::vector<uint8_t> res(results - static_cast<size_t>(b.rank() % 2));
+  for (size_t i = 0; i < res.size(); ++i) res[i] = pattern(b.rank(), i, 2);
+  auto t0 = Clock::now();
+  const auto got = b.all_gather_v(res);
+  const double s = railbench::seconds_between(t0, Clock::now());
+  for (int r = 0; r < b.size(); ++r) {
+    bool ok = got[r].size() == results - static_cast<size_t>(r % 2);
+    for (size_t i = 0; ok && i < got[r].size(); ++i) ok = got[r][i] == pattern(r, i, 2);
+    if (!ok) throw railbench::BootstrapError(fmt::format("rank {}: rank {}'s results arrived wrong", b.rank(), r));
+  }
+  return s;
+}
+
+// The phases after the rendezvous, on any rank; throws naming the first wrong byte.
+void run_phases(Bootstrap& b, const Options& o, Timings& t) {
+  t.hosts = hosts_phase(b);
+  t.block = block_phase(b, o.block);
+  t.results = o.results > 0 ? results_phase(b, o.results) : 0;
+}
+
+int rank0(const Options& o, const railbench::TcpRendezvous& where) {
+  try {
+    Timings t;
+    auto t0 = Clock::now();
+    auto b = railbench::make_tcp_bootstrap(0, o.ranks, where, o.timeout_s);
+    t.connect = railbench::seconds_between(t0, Clock::now());
+    run_phases(*b, o, t);
+    rusage usage{};
+    ::getrusage(RUSAGE_SELF, &usage);
+    const std::string results = o.results > 0 ? fmt::format("{:.4f}", t.results) : "-";
+    const double cpu_s =
+        usage.ru_utime.tv_sec + usage.ru_stime.tv_sec + (usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6;
+    fmt::print("{} {:.4f} {:.4f} {:.4f} {} {:.1f} {:.3f}\n", o.ranks, t.connect, t.hosts, t.block, results,
+               usage.ru_maxrss / 1024.0, cpu_s);
+    std::fflush(stdout);
+    return 0;
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "rank 0: {}\n", e.what());
+    return 1;
+  }
+}
+
+// N-1 client ranks as threads; the count of those that failed (each says why).
+int clients(const Options& o, const railbench::TcpRendezvous& where) {
+  std::atomic<int> failed{0};
+  std::vector<std::thread> threads;
+  threads.reserve(o.ranks - 1);
+  for (int r = 1; r < o.ranks; ++r) {
+    threads.emplace_back([&, r] {
+      try {
+        auto b = railbench::make_tcp_bootstrap(r, o.ranks, where, o.timeout_s);
+        Timings t;
+        run_phases(*b, o, t);
+      } catch (const std::exception& e) {
+        if (failed.fetch_add(1) < 5) fmt::print(stderr, "rank {}: {}\n", r, e.what());
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  return failed.load();
+}
+
+int free_port() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(a);
+  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a));
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  ::close(fd);
+  return ntohs(a.sin_port);
+}
+
+// One option's value as a number, or UsageError naming the option.
+template <class F>
+auto number(const std::string& option, const std::string& value, F convert) {
+  try {
+    return convert(value);
+  } catch (const std::logic_error&) {
+    throw railbench::UsageError(fmt::format("{} '{}' is not a number: e.g. {} 1024", option, value, option));
+  }
+}
+
+Options parse(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string k = argv[i];
+    const std::string v = argv[i + 1];
+    if (k == "--ranks") {
+      o.ranks = number(k, v, [](const std::string& s) { return std::stoi(s); });
+    } else if (k == "--block") {
+      o.block = number(k, v, [](const std::string& s) { return std::stoul(s); });
+    } else if (k == "--results") {
+      o.results = number(k, v, [](const std::string& s) { return std::stoul(s); });
+    } else if (k == "--timeout") {
+      o.timeout_s = number(k, v, [](const std::string& s) { return std::stod(s); });
+    } else {
+      throw railbench::UsageError(fmt::format("unknown option '{}': give --ranks, --block, --results, --timeout", k));
+    }
+  }
+  if (o.ranks < 2 || o.block == 0 || (argc - 1) % 2 != 0)
+    throw railbench::UsageError(
+        "give --ranks N (N >= 2) and --block above 0, each option with its value: e.g. --ranks 1024");
+  return o;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o;
+  try {
+    o = parse(argc, argv);
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "railbench_rendezvous_sim: {}\n", e.what());
+    return 2;
+  }
+  const railbench::TcpRendezvous where{fmt::format("127.0.0.1:{}", free_port()), "rendezvous-sim", false, ""};
+  const pid_t pid = ::fork();
+  if (pid < 0) {
+    fmt::print(stderr, "railbench_rendezvous_sim: fork failed: {}\n", std::strerror(errno));
+    return 1;
+  }
+  if (pid == 0) std::_Exit(rank0(o, where));
+  // This process holds a socket per client rank: raise its open-file limit as rank 0 does.
+  try {
+    railbench::rendezvous::ensure_open_files(o.ranks);
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "railbench_rendezvous_sim: {}\n", e.what());
+    ::kill(pid, SIGTERM);
+    ::waitpid(pid, nullptr, 0);
+    return 2;
+  }
+  const int failed = clients(o, where);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  const bool root_ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+  if (failed > 0 || !root_ok) {
+    fmt::print(stderr, "railbench_rendezvous_sim: {} client rank(s) failed, rank 0 {}\n", failed,
+               root_ok ? "succeeded" : "failed");
+    return 1;
+  }
+  return 0;
+}
