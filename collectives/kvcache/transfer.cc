@@ -119,6 +119,19 @@ struct KvTransfer::Impl {
   std::unique_ptr<MemoryRegion> pool_mr, staging_mr, ack_mr;
   std::vector<RemoteKey> pool_keys, staging_keys;
   std::vector<uint64_t> ack_sends;  // decode: last ack send per slot
+  // run_open_loop with per-request sizes: blocks per (layer, plane) of request j * pairs + k.
+  const std::vector<uint64_t>* req_blocks = nullptr;
+
+  uint64_t blocks_of(int k, int j) const {
+    if (!req_blocks) return kKvAllBlocks;
+    return (*req_blocks)[static_cast<size_t>(j) * pairs.size() + static_cast<size_t>(k)];
+  }
+  // Bytes of pair k's request j: all of the shape's, or its first blocks (whole blocks).
+  uint64_t bytes_of(int k, int j) const {
+    const uint64_t n = blocks_of(k, j);
+    if (n >= o.shape.blocks()) return o.shape.request_bytes();
+    return static_cast<uint64_t>(o.shape.layers) * static_cast<uint64_t>(o.shape.planes) * n * o.shape.block_bytes();
+  }
 
   int npairs() const { return static_cast<int>(pairs.size()); }
   int slot(int who, int k, int j) const {
@@ -130,8 +143,8 @@ struct KvTransfer::Impl {
   uint64_t staging_offset(int s) const { return static_cast<uint64_t>(s) * o.shape.request_bytes(); }
 
   // Pool blocks of `s` to its staging slot (pack) or back (unpack).
-  std::vector<KvCopy> pack_copies(int s, bool unpack) const {
-    auto copies = kv_pack_copies(pools[static_cast<size_t>(rank)], s);
+  std::vector<KvCopy> pack_copies(int s, bool unpack, uint64_t blocks = kKvAllBlocks) const {
+    auto copies = kv_pack_copies(pools[static_cast<size_t>(rank)], s, blocks);
     for (KvCopy& c : copies) {
       c.dst += staging_offset(s);
       if (unpack) std::swap(c.src, c.dst);
@@ -145,9 +158,9 @@ struct KvTransfer::Impl {
     const int ss = slot(pr.prefill, k, j), ds = slot(pr.decode, k, j);
     const size_t max_msg = std::max<size_t>(p.transport().caps().max_msg_size, 64);
     if (!block_mode(mode))
-      return kv_contiguous_copies(staging_offset(ss), staging_offset(ds), o.shape.request_bytes(), max_msg, o.rails);
+      return kv_contiguous_copies(staging_offset(ss), staging_offset(ds), bytes_of(k, j), max_msg, o.rails);
     auto copies = kv_block_copies(pools[static_cast<size_t>(pr.prefill)], ss, pools[static_cast<size_t>(pr.decode)], ds,
-                                  mode == KvMode::coalesced, o.rails);
+                                  mode == KvMode::coalesced, o.rails, blocks_of(k, j));
     kv_split_copies(copies, max_msg);
     return copies;
   }
@@ -215,10 +228,20 @@ KvRunResult KvTransfer::run(KvMode mode, int warmup, int requests, bool check) {
   return impl_->run(mode, warmup, requests, check, nullptr);
 }
 
-KvRunResult KvTransfer::run_open_loop(KvMode mode, int requests, const std::vector<double>& arrival_s, bool check) {
+KvRunResult KvTransfer::run_open_loop(KvMode mode, int requests, const std::vector<double>& arrival_s, bool check,
+                                      const std::vector<uint64_t>& blocks) {
   if (arrival_s.size() < static_cast<size_t>(requests) * impl_->pairs.size())
     throw UsageError(fmt::format("kvcache open loop: {} arrival times for {} requests on each of {} pairs",
                                  arrival_s.size(), requests, impl_->pairs.size()));
+  if (!blocks.empty() && blocks.size() < static_cast<size_t>(requests) * impl_->pairs.size())
+    throw UsageError(fmt::format("kvcache open loop: {} request sizes for {} requests on each of {} pairs",
+                                 blocks.size(), requests, impl_->pairs.size()));
+  // Reset on every way out, so a later closed-loop run() moves whole slots again.
+  struct Sized {
+    Impl& m;
+    ~Sized() { m.req_blocks = nullptr; }
+  } sized{*impl_};
+  impl_->req_blocks = blocks.empty() ? nullptr : &blocks;
   return impl_->run(mode, 0, requests, check, &arrival_s);
 }
 
@@ -303,6 +326,7 @@ struct KvTransfer::Impl::Prefill {
   std::vector<std::vector<Clock::time_point>> started;
   std::vector<uint64_t> unordered_ids, wait_ids;
   std::vector<std::vector<WriteSpan>> rail_ops;  // post_writes' batches per rail, reused
+  std::vector<KvCopy> sized_plan, sized_pack;    // start()'s plans with per-request sizes
   Clock::time_point first = Clock::time_point::max(), last = Clock::time_point::min();
   size_t done = 0;
 };
@@ -313,10 +337,15 @@ void KvTransfer::Impl::Prefill::start(size_t q, int j) {
   const int s = m.slot(m.rank, k, j);
   const auto req = static_cast<uint32_t>(j * m.npairs() + k);
   const int C = m.o.concurrency;
-  const auto& copies = plans[q][static_cast<size_t>(j % C)];
-  const auto& pack = packs[q][static_cast<size_t>(j % C)];
+  // Per-request sizes: this request's own plans, built before its time starts.
+  if (m.req_blocks) {
+    sized_plan = m.transfer_copies(mode, k, j);
+    sized_pack = m.block_mode(mode) ? std::vector<KvCopy>{} : m.pack_copies(s, false, m.blocks_of(k, j));
+  }
+  const auto& copies = m.req_blocks ? sized_plan : plans[q][static_cast<size_t>(j % C)];
+  const auto& pack = m.req_blocks ? sized_pack : packs[q][static_cast<size_t>(j % C)];
   if (check) {
-    kv_fill(m.pools[static_cast<size_t>(m.rank)], s, m.pool_mem.data(), req);
+    kv_fill(m.pools[static_cast<size_t>(m.rank)], s, m.pool_mem.data(), req, m.blocks_of(k, j));
     if (mode == KvMode::contiguous) kv_apply_copies(pack, m.pool_mem.data(), m.staging_mem.data());
   }
   const Clock::time_point posted = Clock::now();
@@ -502,9 +531,10 @@ void KvTransfer::Impl::finish_request(KvMode mode, int k, int j, bool check, KvR
   const int s = slot(rank, k, j);
   const auto req = static_cast<uint64_t>(j) * static_cast<uint64_t>(npairs()) + static_cast<uint64_t>(k);
   if (mode == KvMode::staged || (check && mode == KvMode::contiguous))
-    kv_apply_copies(pack_copies(s, true), staging_mem.data(), pool_mem.data());
+    kv_apply_copies(pack_copies(s, true, blocks_of(k, j)), staging_mem.data(), pool_mem.data());
   if (check)
-    out.wrong += kv_count_wrong(pools[static_cast<size_t>(rank)], s, pool_mem.data(), static_cast<uint32_t>(req));
+    out.wrong += kv_count_wrong(pools[static_cast<size_t>(rank)], s, pool_mem.data(), static_cast<uint32_t>(req),
+                                blocks_of(k, j));
   uint64_t& last_ack = ack_sends[static_cast<size_t>(s)];
   if (last_ack) p.wait(last_ack, "the previous ack from this slot");
   std::memcpy(ack_mem.data() + static_cast<size_t>(s) * 8, &req, 8);
@@ -518,14 +548,14 @@ void KvTransfer::Impl::run_decode(KvMode mode, int total, bool check, KvRunResul
     const bool ordered = p.transport().caps().ordered_writes;
     const int expected = mine.size() == 1 ? pairs[static_cast<size_t>(mine[0])].prefill : -1;
     // One immediate per rail the request used when writes are ordered per rail, else one.
+    const auto rails_used = [&](int k, int j) {
+      std::vector<char> used(static_cast<size_t>(o.rails), 0);
+      for (const KvCopy& copy : transfer_copies(mode, k, j)) used[static_cast<size_t>(copy.rail)] = 1;
+      return ordered ? static_cast<int>(std::count(used.begin(), used.end(), 1)) : 1;
+    };
     std::vector<std::vector<int>> needed(mine.size()), seen(mine.size(), std::vector<int>(static_cast<size_t>(total)));
-    for (size_t q = 0; q < mine.size(); ++q) {
-      for (int c = 0; c < o.concurrency; ++c) {
-        std::vector<char> used(static_cast<size_t>(o.rails), 0);
-        for (const KvCopy& copy : transfer_copies(mode, mine[q], c)) used[static_cast<size_t>(copy.rail)] = 1;
-        needed[q].push_back(ordered ? static_cast<int>(std::count(used.begin(), used.end(), 1)) : 1);
-      }
-    }
+    for (size_t q = 0; q < mine.size(); ++q)
+      for (int c = 0; c < o.concurrency; ++c) needed[q].push_back(rails_used(mine[q], c));
     for (size_t done = 0; done < need;) {
       const uint32_t req = p.wait_imm(expected, "the write with immediate that completes a KV-cache request");
       const int k = static_cast<int>(req % static_cast<uint32_t>(npairs()));
@@ -533,7 +563,9 @@ void KvTransfer::Impl::run_decode(KvMode mode, int total, bool check, KvRunResul
       const auto q = static_cast<size_t>(std::find(mine.begin(), mine.end(), k) - mine.begin());
       if (q >= mine.size() || j >= total)
         throw TransportError(fmt::format("rank {}: completion for request {}, not one of this rank's", rank, req));
-      if (++seen[q][static_cast<size_t>(j)] < needed[q][static_cast<size_t>(j % o.concurrency)]) continue;
+      // Per-request sizes: a small request may use fewer rails than its slot's full plan.
+      const int need_imms = req_blocks ? rails_used(k, j) : needed[q][static_cast<size_t>(j % o.concurrency)];
+      if (++seen[q][static_cast<size_t>(j)] < need_imms) continue;
       finish_request(mode, k, j, check, out);
       ++done;
     }

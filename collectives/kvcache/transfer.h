@@ -81,8 +81,12 @@ class KvTransfer {
   // Collective, open loop: `requests` per pair, no warm-up; pair k's request j becomes
   // ready `arrival_s[j * pairs + k]` seconds after the prefill rank's start (every rank
   // passes the same times) and starts then, or once a slot of its pair is free. Never
-  // blocks past the progress deadline while waiting for an ack.
-  KvRunResult run_open_loop(KvMode mode, int requests, const std::vector<double>& arrival_s, bool check);
+  // blocks past the progress deadline while waiting for an ack. `blocks`, when not empty,
+  // is each request's size, indexed like the arrivals: it moves (and, with `check`,
+  // verifies) only the first blocks[i] blocks of every (layer, plane) of its slot, at most
+  // the shape's blocks().
+  KvRunResult run_open_loop(KvMode mode, int requests, const std::vector<double>& arrival_s, bool check,
+                            const std::vector<uint64_t>& blocks = {});
 
  private:
   struct Impl;

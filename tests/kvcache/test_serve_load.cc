@@ -1,6 +1,7 @@
 // kvcache --serve's load model without ranks: the arrival process has the mean rate and
 // the burstiness asked for, the SLO parser refuses what it cannot read, and the summary
 // tells carried from offered load and counts goodput.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -97,4 +98,57 @@ TEST_CASE("serve summary: offered vs carried, overload, goodput at the SLO", "[k
   CHECK(s.carried_rps == Approx(25));
   CHECK(s.overload);
   CHECK(s.goodput < 0);
+}
+
+TEST_CASE("serve --tokens: a count, uniform:A-B, lognormal:M,S and trace are read", "[kvcache][serve]") {
+  const uint64_t max = 1ULL << 32;
+  const TokenDist f = parse_token_dist("4K", max);
+  CHECK(f.kind == TokenDist::Kind::fixed);
+  CHECK(f.lo == 4096);
+  const TokenDist u = parse_token_dist("uniform:512-8K", max);
+  CHECK(u.kind == TokenDist::Kind::uniform);
+  CHECK(u.lo == 512);
+  CHECK(u.hi == 8192);
+  const TokenDist l = parse_token_dist("lognormal:2K,0.8", max);
+  CHECK(l.kind == TokenDist::Kind::lognormal);
+  CHECK(l.median == 2048);
+  CHECK(l.sigma == 0.8);
+  CHECK(parse_token_dist("trace", max).kind == TokenDist::Kind::trace);
+}
+
+TEST_CASE("serve --tokens: a distribution it cannot read is refused naming the form", "[kvcache][serve]") {
+  const uint64_t max = 1ULL << 32;
+  CHECK_THROWS_WITH(parse_token_dist("0", max), Catch::Contains("--tokens 0: '0' is not a token count"));
+  CHECK_THROWS_WITH(parse_token_dist("uniform:8K-512", max), Catch::Contains("give uniform:512-8192"));
+  CHECK_THROWS_WITH(parse_token_dist("uniform:512", max), Catch::Contains("expected uniform:A-B"));
+  CHECK_THROWS_WITH(parse_token_dist("uniform:1-x", max), Catch::Contains("'x' is not a token count"));
+  CHECK_THROWS_WITH(parse_token_dist("uniform:1-5G", max), Catch::Contains("'5G' is not a token count from 1 to"));
+  CHECK_THROWS_WITH(parse_token_dist("lognormal:2K", max), Catch::Contains("expected lognormal:MEDIAN,SIGMA"));
+  CHECK_THROWS_WITH(parse_token_dist("lognormal:2K,-1", max), Catch::Contains("sigma '-1' must be"));
+  CHECK_THROWS_WITH(parse_token_dist("lognormal:2K,0.5x", max), Catch::Contains("sigma '0.5x'"));
+  CHECK_THROWS_WITH(parse_token_dist("zipf:1,2", max), Catch::Contains("unknown distribution 'zipf'"));
+  CHECK_THROWS_WITH(draw_tokens(parse_token_dist("trace", max), 1, 3, max), Catch::Contains("give --trace FILE"));
+}
+
+TEST_CASE("serve --tokens draws: bounds, median, seeded, apart from the arrivals", "[kvcache][serve]") {
+  const uint64_t max = 1ULL << 32;
+  const auto fixed = draw_tokens(parse_token_dist("100", max), 1, 5, max);
+  CHECK(fixed == std::vector<uint64_t>(5, 100));
+  const auto u = draw_tokens(parse_token_dist("uniform:10-20", max), 3, 20000, max);
+  CHECK(*std::min_element(u.begin(), u.end()) == 10);
+  CHECK(*std::max_element(u.begin(), u.end()) == 20);
+  double sum = 0;
+  for (uint64_t t : u) sum += static_cast<double>(t);
+  CHECK(sum / 20000 == Approx(15).epsilon(0.01));  // standard error 0.02 tokens
+  auto ln = draw_tokens(parse_token_dist("lognormal:1000,0.5", max), 3, 20001, max);
+  std::sort(ln.begin(), ln.end());
+  CHECK(static_cast<double>(ln[10000]) == Approx(1000).epsilon(0.03));  // the sample median, about 0.5% error
+  CHECK(draw_tokens(parse_token_dist("uniform:1-1000", max), 9, 100, max) ==
+        draw_tokens(parse_token_dist("uniform:1-1000", max), 9, 100, max));
+  CHECK(draw_tokens(parse_token_dist("uniform:1-1000", max), 9, 100, max) !=
+        draw_tokens(parse_token_dist("uniform:1-1000", max), 10, 100, max));
+  // A huge sigma is clamped to [1, max], never 0 tokens nor above the bound.
+  const auto wide = draw_tokens(parse_token_dist("lognormal:10,10", 1000), 5, 1000, 1000);
+  CHECK(*std::min_element(wide.begin(), wide.end()) >= 1);
+  CHECK(*std::max_element(wide.begin(), wide.end()) == 1000);
 }

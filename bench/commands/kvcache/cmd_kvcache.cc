@@ -43,6 +43,7 @@ class KvCacheBench {
   json serve_entry(const KvOptions& o, KvMode mode, const KvRunResult& run, const std::vector<double>& arrivals,
                    ServeSummary& summary);
   void serve_header() const;
+  json request_sizes(const KvOptions& o, double& mean_bytes) const;
   void find_max_rate_run(ResultsRun& results, KvTransfer& transfer, const KvOptions& o, KvMode mode);
 
   RunContext ctx_;
@@ -52,6 +53,7 @@ class KvCacheBench {
   std::vector<KvModel> presets_;  // for the what-if table
   std::vector<std::string> skipped_presets_;
   bool ordered_writes_ = false;
+  std::vector<uint64_t> req_blocks_;  // --serve with per-request sizes: blocks per (layer, plane), as arrivals
   uint64_t wrong_ = 0;
 };
 
@@ -194,7 +196,9 @@ json KvCacheBench::serve_entry(const KvOptions& o, KvMode mode, const KvRunResul
     for (size_t i = 0; i < queues[r].size(); ++i) samples.push_back({queues[r][i], transfers[r][i], totals[r][i]});
   const auto walls = b.all_gather_value<double>(run.wall_s);
   const double wall = *std::max_element(walls.begin(), walls.end());
-  const uint64_t bytes = o.shape.request_bytes();
+  double mean_bytes = static_cast<double>(o.shape.request_bytes());
+  const json sizes = request_sizes(o, mean_bytes);
+  const auto bytes = static_cast<uint64_t>(std::llround(mean_bytes));
   const ServeSummary s = summarize_serve(samples, arrivals.empty() ? 0 : arrivals.back(), wall, bytes,
                                          plan_.has_slo ? &plan_.slo : nullptr);
   json entry{{"tokens", o.shape.tokens},
@@ -212,6 +216,7 @@ json KvCacheBench::serve_entry(const KvOptions& o, KvMode mode, const KvRunResul
              {"carried_gbps", s.carried_gbps},
              {"wall_s", wall},
              {"overload", s.overload}};
+  if (!sizes.is_null()) entry["request_sizes"] = sizes;
   if (plan_.has_slo) entry["slo"] = json{{"slo", plan_.slo.text}, {"goodput", s.goodput}, {"met", s.slo_met}};
   summary = s;
   ctx_.print(
@@ -228,6 +233,21 @@ json KvCacheBench::serve_entry(const KvOptions& o, KvMode mode, const KvRunResul
     ctx_.print(fmt::format("# SLO {}: goodput {:.2f}% of requests within {:.0f} us; p{} of total {}", plan_.slo.text,
                            100 * s.goodput, plan_.slo.limit_us, plan_.slo.percentile, s.slo_met ? "met" : "MISSED"));
   return entry;
+}
+
+// Per-request sizes: the blocks (per layer and plane) and bytes of every request, as
+// summaries, and their mean (what the GB/s figures use); null with one size for all.
+json KvCacheBench::request_sizes(const KvOptions& o, double& mean_bytes) const {
+  if (req_blocks_.empty()) return nullptr;
+  const double unit = static_cast<double>(o.shape.layers) * o.shape.planes * static_cast<double>(o.shape.block_bytes());
+  std::vector<double> blocks, bytes;
+  for (uint64_t b : req_blocks_) {
+    blocks.push_back(static_cast<double>(b));
+    bytes.push_back(static_cast<double>(b) * unit);
+  }
+  const Summary sb = summarize(blocks), sy = summarize(bytes);
+  mean_bytes = sy.mean;
+  return json{{"tokens", plan_.token_dist.text}, {"blocks", to_json(sb)}, {"bytes", to_json(sy)}};
 }
 
 void KvCacheBench::serve_header() const {
@@ -315,6 +335,18 @@ int KvCacheBench::run_serve() {
                                               : fmt::format("at the times of --trace {}", opt_.trace);
   ctx_.print(
       fmt::format("# serve: {} requests ({} per pair) {}, mode {}", per_pair * pairs, per_pair, load, to_string(mode)));
+  for (uint64_t t : plan_.request_tokens) req_blocks_.push_back((t + o.shape.block_tokens - 1) / o.shape.block_tokens);
+  if (!req_blocks_.empty()) {
+    double mean = 0;
+    const json sz = request_sizes(o, mean);
+    const auto commas = [&](const char* q) { return with_commas(static_cast<uint64_t>(sz["bytes"][q].get<double>())); };
+    ctx_.print(fmt::format(
+        "# request sizes (--tokens {}): blocks of {} tokens p50 {:.0f} p99 {:.0f} max {:.0f}; bytes p50 {} p99 {} max "
+        "{} (mean {}); pools sized for {} tokens",
+        plan_.token_dist.text, o.shape.block_tokens, sz["blocks"]["p50"].get<double>(),
+        sz["blocks"]["p99"].get<double>(), sz["blocks"]["max"].get<double>(), commas("p50"), commas("p99"),
+        commas("max"), with_commas(static_cast<uint64_t>(mean)), o.shape.tokens));
+  }
   results.measure([&] {
     const std::vector<double> arrivals =
         plan_.trace_arrivals.empty()
@@ -329,7 +361,7 @@ int KvCacheBench::run_serve() {
     }
     serve_header();
     results.counters_begin();
-    const KvRunResult run = transfer.run_open_loop(mode, per_pair, arrivals, common_.check);
+    const KvRunResult run = transfer.run_open_loop(mode, per_pair, arrivals, common_.check, req_blocks_);
     ServeSummary summary;
     json entry = serve_entry(o, mode, run, arrivals, summary);
     uint64_t wrong = 0;
@@ -398,7 +430,9 @@ void add_kvcache_options(CLI::App& sub, KvCacheOptions& kv) {
   sub.add_option("--latent-dim", kv.latent_dim, "Custom model: MLA latent width per token per layer");
   sub.add_option("--rope-dim", kv.rope_dim, "Custom model: MLA rotary values per token per layer");
   sub.add_option("--kv-dtype", kv.kv_dtype, "fp16, bf16 or fp8")->capture_default_str();
-  sub.add_option("--tokens", kv.tokens, "Tokens per request: a value or a list (4096 or 1K,4K,32K)")
+  sub.add_option("--tokens", kv.tokens,
+                 "Tokens per request: a value or a list (4096 or 1K,4K,32K); --serve also "
+                 "uniform:A-B, lognormal:MEDIAN,SIGMA or trace")
       ->delimiter(',')
       ->capture_default_str();
   sub.add_option("--block-tokens", kv.block_tokens, "Tokens per KV block")->capture_default_str();

@@ -133,7 +133,16 @@ void check_memory(const KvCacheOptions& opt, const KvCacheWorld& w, const KvCach
 
 // Counts and modes: token counts, block size against them, modes without repeats.
 void resolve_sizes(const KvCacheOptions& opt, KvCachePlan& plan) {
-  for (const auto& t : opt.tokens) {
+  // The command line splits --tokens at commas, lognormal:M,S included: joined again.
+  const bool lognormal = !opt.tokens.empty() && opt.tokens.front().rfind("lognormal:", 0) == 0;
+  if (opt.serve && (opt.tokens.size() == 1 || lognormal)) {
+    std::string text;
+    for (const auto& t : opt.tokens) text += (text.empty() ? "" : ",") + t;
+    plan.token_dist = parse_token_dist(text, kMaxKvTokens);
+  }
+  // A distribution's sizes are drawn in resolve_serve, once the request count is known.
+  const bool sized = plan.token_dist.kind != TokenDist::Kind::fixed;
+  for (const auto& t : sized ? std::vector<std::string>{} : opt.tokens) {
     const uint64_t n = parse_size(t);
     if (n == 0) throw UsageError("--tokens 0: a request needs at least 1 token");
     if (n > kMaxKvTokens)
@@ -173,20 +182,44 @@ void resolve_trace(const KvCacheOptions& opt, KvCachePlan& plan, size_t pairs) {
   for (size_t i = 0; i < per_pair * pairs; ++i) {
     plan.trace_arrivals.push_back(t.requests[i].arrival_s);
     tokens.push_back(static_cast<double>(t.requests[i].input_tokens));
+    plan.trace_tokens.push_back(t.requests[i].input_tokens);
   }
   const Summary s = summarize(tokens);
   plan.serve_requests_per_pair = static_cast<int>(per_pair);
   plan.trace_note = fmt::format(
-      "{} trace {}: {} requests over {:.3f} s (--time-scale {}), prompt tokens p50 {:.0f} p99 {:.0f} max {:.0f}; "
-      "each request moves --tokens {} (per-request sizes from a trace are not sent yet)",
-      t.format, opt.trace, per_pair * pairs, plan.trace_arrivals.back(), opt.time_scale, s.p50, s.p99, s.max,
-      plan.token_counts.front());
+      "{} trace {}: {} requests over {:.3f} s (--time-scale {}), prompt tokens p50 {:.0f} p99 {:.0f} max {:.0f}",
+      t.format, opt.trace, per_pair * pairs, plan.trace_arrivals.back(), opt.time_scale, s.p50, s.p99, s.max);
+}
+
+// --serve --tokens as a distribution: every request's tokens (drawn, or the trace's
+// prompt lengths), and the largest, in whole blocks, as the size the pools are built for.
+void resolve_request_tokens(const KvCacheOptions& opt, KvCachePlan& plan, size_t requests) {
+  const TokenDist& d = plan.token_dist;
+  if (d.kind == TokenDist::Kind::fixed) return;
+  if (opt.find_max_rate)
+    throw UsageError(
+        fmt::format("--find-max-rate searches with one request size: give --tokens a count, not {}", d.text));
+  if (d.kind == TokenDist::Kind::trace) {
+    if (opt.trace.empty()) throw UsageError("--tokens trace takes the prompt lengths of --trace: give --trace FILE");
+    plan.request_tokens = plan.trace_tokens;
+    // A logged prompt of 0 tokens still holds a block; beyond the limit is refused below.
+    for (auto& t : plan.request_tokens) t = std::max<uint64_t>(t, 1);
+  } else {
+    plan.request_tokens = draw_tokens(d, opt.seed, requests, kMaxKvTokens);
+  }
+  const uint64_t most = *std::max_element(plan.request_tokens.begin(), plan.request_tokens.end());
+  if (most > kMaxKvTokens)
+    throw UsageError(
+        fmt::format("--tokens trace: a prompt of {} tokens in --trace {} is more than {} (4G): trim the trace", most,
+                    opt.trace, kMaxKvTokens));
+  const auto bt = static_cast<uint64_t>(opt.block_tokens);
+  plan.token_counts = {(most + bt - 1) / bt * bt};
 }
 
 // --serve: one token count, a load that parses, and a request count that stays in memory.
 void resolve_serve(const KvCacheOptions& opt, KvCachePlan& plan) {
   check_serve_load(opt.rate, opt.burstiness);
-  if (plan.token_counts.size() != 1)
+  if (plan.token_dist.kind == TokenDist::Kind::fixed && plan.token_counts.size() != 1)
     throw UsageError(
         fmt::format("--serve takes one --tokens value, got {}: give e.g. --tokens 4096", plan.token_counts.size()));
   if (!std::isfinite(opt.duration_s) || opt.duration_s < 0)
@@ -203,6 +236,7 @@ void resolve_serve(const KvCacheOptions& opt, KvCachePlan& plan) {
   const auto pairs = static_cast<double>(kv_pairs(plan.base).size());
   if (!opt.trace.empty()) {
     resolve_trace(opt, plan, static_cast<size_t>(pairs));
+    resolve_request_tokens(opt, plan, plan.trace_arrivals.size());
     return;
   }
   const double total = opt.duration_s > 0 ? std::ceil(opt.rate * opt.duration_s) : opt.requests;
@@ -211,6 +245,7 @@ void resolve_serve(const KvCacheOptions& opt, KvCachePlan& plan) {
     throw UsageError(
         fmt::format("--serve with {:.0f} requests is more than 50,000,000: lower --rate or --duration", total));
   plan.serve_requests_per_pair = std::max(1, static_cast<int>(std::ceil(total / pairs)));
+  resolve_request_tokens(opt, plan, static_cast<size_t>(plan.serve_requests_per_pair) * static_cast<size_t>(pairs));
 }
 
 }  // namespace

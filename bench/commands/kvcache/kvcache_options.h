@@ -70,6 +70,12 @@ struct KvCachePlan {
   std::string trace_note;              // what the trace held, for the header
   bool has_slo = false;
   Slo slo;
+  // --serve --tokens as a distribution (or trace): every request's tokens, indexed like
+  // the arrivals; empty when every request moves token_counts[0]. token_counts[0] is then
+  // the largest, rounded up to whole blocks, which sizes the pools.
+  TokenDist token_dist;
+  std::vector<uint64_t> request_tokens;
+  std::vector<uint64_t> trace_tokens;  // --trace: its prompt lengths, per_pair x pairs
 };
 
 // Throws UsageError (UnsupportedError for --mem cuda) naming the option and the fix.

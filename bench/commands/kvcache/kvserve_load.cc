@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "lib/core/errors.h"
+#include "lib/core/sizes.h"
 
 namespace railbench {
 
@@ -59,6 +60,89 @@ Slo parse_slo(const std::string& text) {
   }
   if (!(s.percentile > 0 && s.percentile <= 100) || !(s.limit_us > 0) || !std::isfinite(s.limit_us)) throw bad();
   return s;
+}
+
+namespace {
+
+// A count of tokens in 1..max_tokens, else UsageError naming the whole --tokens value.
+uint64_t token_count(const std::string& part, const std::string& text, uint64_t max_tokens) {
+  uint64_t n = 0;
+  try {
+    n = parse_size(part);
+  } catch (const std::exception&) {
+    n = 0;
+  }
+  if (n == 0 || n > max_tokens)
+    throw UsageError(fmt::format("--tokens {}: '{}' is not a token count from 1 to {}: give e.g. uniform:512-8K", text,
+                                 part, max_tokens));
+  return n;
+}
+
+}  // namespace
+
+TokenDist parse_token_dist(const std::string& text, uint64_t max_tokens) {
+  TokenDist d;
+  d.text = text;
+  const auto colon = text.find(':');
+  if (text == "trace") {
+    d.kind = TokenDist::Kind::trace;
+    return d;
+  }
+  if (colon == std::string::npos) {
+    d.lo = d.hi = token_count(text, text, max_tokens);
+    return d;
+  }
+  const std::string kind = text.substr(0, colon), rest = text.substr(colon + 1);
+  if (kind == "uniform") {
+    const auto dash = rest.find('-');
+    if (dash == std::string::npos)
+      throw UsageError(fmt::format("--tokens {}: expected uniform:A-B, such as uniform:512-8K", text));
+    d.kind = TokenDist::Kind::uniform;
+    d.lo = token_count(rest.substr(0, dash), text, max_tokens);
+    d.hi = token_count(rest.substr(dash + 1), text, max_tokens);
+    if (d.lo > d.hi)
+      throw UsageError(fmt::format("--tokens {}: the low end {} is above the high end {}: give uniform:{}-{}", text,
+                                   d.lo, d.hi, d.hi, d.lo));
+    return d;
+  }
+  if (kind == "lognormal") {
+    const auto comma = rest.find(',');
+    if (comma == std::string::npos)
+      throw UsageError(fmt::format("--tokens {}: expected lognormal:MEDIAN,SIGMA, such as lognormal:2K,0.8", text));
+    d.kind = TokenDist::Kind::lognormal;
+    d.median = static_cast<double>(token_count(rest.substr(0, comma), text, max_tokens));
+    const std::string sig = rest.substr(comma + 1);
+    size_t used = 0;
+    try {
+      d.sigma = std::stod(sig, &used);
+    } catch (const std::logic_error&) {  // stod's invalid_argument and out_of_range
+      used = 0;
+    }
+    if (used == 0 || used != sig.size() || !std::isfinite(d.sigma) || d.sigma < 0 || d.sigma > 10)
+      throw UsageError(
+          fmt::format("--tokens {}: sigma '{}' must be a number from 0 to 10, such as lognormal:2K,0.8", text, sig));
+    return d;
+  }
+  throw UsageError(fmt::format(
+      "--tokens {}: unknown distribution '{}': give a count (4096), uniform:A-B, lognormal:MEDIAN,SIGMA or trace", text,
+      kind));
+}
+
+std::vector<uint64_t> draw_tokens(const TokenDist& dist, uint64_t seed, size_t n, uint64_t max_tokens) {
+  if (dist.kind == TokenDist::Kind::trace)
+    throw UsageError("--tokens trace takes the lengths from --trace: give --trace FILE or a count");
+  // An odd constant added to the seed: a stream apart from the arrivals' mt19937_64(seed).
+  std::mt19937_64 gen(seed + 0x9E3779B97F4A7C15ULL);
+  std::vector<uint64_t> out(n, dist.lo);
+  if (dist.kind == TokenDist::Kind::uniform) {
+    std::uniform_int_distribution<uint64_t> u(dist.lo, dist.hi);
+    for (auto& t : out) t = u(gen);
+  } else if (dist.kind == TokenDist::Kind::lognormal) {
+    std::lognormal_distribution<double> ln(std::log(dist.median), dist.sigma);
+    const auto top = static_cast<double>(max_tokens);
+    for (auto& t : out) t = static_cast<uint64_t>(std::clamp(std::round(ln(gen)), 1.0, top));
+  }
+  return out;
 }
 
 ServeSummary summarize_serve(const std::vector<ServeSample>& samples, double span_s, double wall_s, uint64_t bytes,

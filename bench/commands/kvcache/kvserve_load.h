@@ -29,6 +29,28 @@ Slo parse_slo(const std::string& text);
 // Refuses a --rate or --burstiness that is not a finite number above 0 (UsageError).
 void check_serve_load(double rate, double burstiness);
 
+// --serve's --tokens as a distribution of per-request prompt lengths:
+//   "4096"            fixed: every request the same
+//   "uniform:A-B"     uniform integers in [A, B]
+//   "lognormal:M,S"   lognormal with median M tokens and sigma S (of the log), rounded, at least 1
+//   "trace"           the --trace file's prompt length column, request by request
+// Counts take the size suffixes of --tokens (4K = 4096).
+struct TokenDist {
+  enum class Kind : uint8_t { fixed, uniform, lognormal, trace };
+  Kind kind = Kind::fixed;
+  uint64_t lo = 0, hi = 0;  // fixed: lo == hi; uniform: [lo, hi]
+  double median = 0, sigma = 0;
+  std::string text;  // as given
+};
+// UsageError naming --tokens, the value and the forms expected. `max_tokens` bounds every
+// count (and a lognormal's median).
+TokenDist parse_token_dist(const std::string& text, uint64_t max_tokens);
+
+// `n` prompt lengths drawn from `dist` (not trace), each in [1, max_tokens]. The same
+// seed gives the same lengths on every rank; the stream is not the arrivals' one, so a
+// size distribution does not change the arrival times of the same --seed.
+std::vector<uint64_t> draw_tokens(const TokenDist& dist, uint64_t seed, size_t n, uint64_t max_tokens);
+
 // What one serving run measured, over every request of every pair.
 struct ServeSample {
   double queue_us = 0;     // ready (arrival) until its transfer started
