@@ -166,19 +166,19 @@ RankOps OpRecorder::take() {
 }
 
 Status RecordingTransport::post_send(int peer, int rail, const LocalSpan& src, uint64_t wr_id) noexcept {
-  const Status s = inner_->post_send(peer, rail, src, wr_id);
+  const Status s = inner().post_send(peer, rail, src, wr_id);
   if (s == Status::ok) rec_.on_post(MsgDir::send, peer, rail, src.length, wr_id);
   return s;
 }
 
 Status RecordingTransport::post_recv(int peer, int rail, const LocalSpan& dst, uint64_t wr_id) noexcept {
-  const Status s = inner_->post_recv(peer, rail, dst, wr_id);
+  const Status s = inner().post_recv(peer, rail, dst, wr_id);
   if (s == Status::ok) rec_.on_post(MsgDir::recv, peer, rail, dst.length, wr_id);
   return s;
 }
 
 size_t RecordingTransport::poll(std::span<Completion> out) noexcept {
-  const size_t n = inner_->poll(out);
+  const size_t n = inner().poll(out);
   if (rec_.in_op()) rec_.on_poll(out.first(n), monotonic_ns());
   return n;
 }

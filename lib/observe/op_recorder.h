@@ -22,6 +22,7 @@
 #include <string_view>
 #include <vector>
 
+#include "lib/transport/forwarding_transport.h"
 #include "lib/transport/transport.h"
 
 namespace railbench {
@@ -115,52 +116,16 @@ class OpRecorder {
 
 // The decorator: forwards everything to `inner` and tells `recorder` about sends,
 // receives and completions. One clock read per post and per poll while an op is open.
-class RecordingTransport final : public Transport {
+class RecordingTransport final : public ForwardingTransport {
  public:
   RecordingTransport(std::unique_ptr<Transport> inner, OpRecorder& recorder)
-      : inner_(std::move(inner)), rec_(recorder) {}
+      : ForwardingTransport(std::move(inner)), rec_(recorder) {}
 
-  std::string name() const override { return inner_->name(); }
-  std::string provider() const override { return inner_->provider(); }
-  const Capabilities& caps() const override { return inner_->caps(); }
-  int rank() const override { return inner_->rank(); }
-  int world_size() const override { return inner_->world_size(); }
-  int num_rails() const override { return inner_->num_rails(); }
-  RailInfo rail_info(int rail) const override { return inner_->rail_info(rail); }
-  std::vector<uint8_t> local_address(int rail) const override { return inner_->local_address(rail); }
-  void connect(int peer, int rail, std::span<const uint8_t> remote_address) override {
-    inner_->connect(peer, rail, remote_address);
-  }
-  void connect_all(Bootstrap& bootstrap) override { inner_->connect_all(bootstrap); }
-  std::unique_ptr<MemoryRegion> register_memory(void* data, size_t length, MemoryKind kind) override {
-    return inner_->register_memory(data, length, kind);
-  }
   Status post_send(int peer, int rail, const LocalSpan& src, uint64_t wr_id) noexcept override;
   Status post_recv(int peer, int rail, const LocalSpan& dst, uint64_t wr_id) noexcept override;
-  Status post_write(int peer, int rail, const LocalSpan& src, const RemoteSpan& dst, uint64_t wr_id) noexcept override {
-    return inner_->post_write(peer, rail, src, dst, wr_id);
-  }
-  Status post_write_imm(int peer, int rail, const LocalSpan& src, const RemoteSpan& dst, uint32_t imm,
-                        uint64_t wr_id) noexcept override {
-    return inner_->post_write_imm(peer, rail, src, dst, imm, wr_id);
-  }
-  Status post_read(int peer, int rail, const LocalSpan& dst, const RemoteSpan& src, uint64_t wr_id) noexcept override {
-    return inner_->post_read(peer, rail, dst, src, wr_id);
-  }
-  Status post_write_batch(int peer, int rail, std::span<const WriteSpan> ops, std::optional<uint32_t> imm,
-                          uint64_t wr_id) noexcept override {
-    return inner_->post_write_batch(peer, rail, ops, imm, wr_id);
-  }
-  Status post_collective(const CollectiveOp& op, uint64_t wr_id) noexcept override {
-    return inner_->post_collective(op, wr_id);
-  }
   size_t poll(std::span<Completion> out) noexcept override;
-  std::string last_error() const override { return inner_->last_error(); }
-  std::vector<ChannelCounters> channel_counters() const override { return inner_->channel_counters(); }
-  double device_time_us() const override { return inner_->device_time_us(); }
 
  private:
-  std::unique_ptr<Transport> inner_;
   OpRecorder& rec_;
 };
 

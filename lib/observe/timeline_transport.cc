@@ -61,7 +61,7 @@ void spread(BucketSeries& series, int64_t from_ns, int64_t to_ns, uint64_t bytes
 }  // namespace
 
 size_t TimelineTransport::poll(std::span<Completion> out) noexcept {
-  const size_t n = inner_->poll(out);
+  const size_t n = inner().poll(out);
   if (n == 0) return 0;
   const int64_t bucket = rec_.bucket_at(Clock::now());
   for (size_t i = 0; i < n; ++i) {

@@ -12,63 +12,22 @@
 #include <vector>
 
 #include "lib/observe/timeline.h"
+#include "lib/transport/forwarding_transport.h"
 #include "lib/transport/transport.h"
 
 namespace railbench {
 
-class TimelineTransport final : public Transport {
+class TimelineTransport final : public ForwardingTransport {
  public:
   TimelineTransport(std::unique_ptr<Transport> inner, TimelineRecorder& recorder)
-      : inner_(std::move(inner)), rec_(recorder) {}
+      : ForwardingTransport(std::move(inner)), rec_(recorder) {}
 
-  std::string name() const override { return inner_->name(); }
-  std::string provider() const override { return inner_->provider(); }
-  const Capabilities& caps() const override { return inner_->caps(); }
-  int rank() const override { return inner_->rank(); }
-  int world_size() const override { return inner_->world_size(); }
-  int num_rails() const override { return inner_->num_rails(); }
-  RailInfo rail_info(int rail) const override { return inner_->rail_info(rail); }
-  std::vector<uint8_t> local_address(int rail) const override { return inner_->local_address(rail); }
-  void connect(int peer, int rail, std::span<const uint8_t> remote_address) override {
-    inner_->connect(peer, rail, remote_address);
-  }
-  void connect_all(Bootstrap& bootstrap) override { inner_->connect_all(bootstrap); }
-  std::unique_ptr<MemoryRegion> register_memory(void* data, size_t length, MemoryKind kind) override {
-    return inner_->register_memory(data, length, kind);
-  }
-  Status post_send(int peer, int rail, const LocalSpan& src, uint64_t wr_id) noexcept override {
-    return inner_->post_send(peer, rail, src, wr_id);
-  }
-  Status post_recv(int peer, int rail, const LocalSpan& dst, uint64_t wr_id) noexcept override {
-    return inner_->post_recv(peer, rail, dst, wr_id);
-  }
-  Status post_write(int peer, int rail, const LocalSpan& src, const RemoteSpan& dst, uint64_t wr_id) noexcept override {
-    return inner_->post_write(peer, rail, src, dst, wr_id);
-  }
-  Status post_write_imm(int peer, int rail, const LocalSpan& src, const RemoteSpan& dst, uint32_t imm,
-                        uint64_t wr_id) noexcept override {
-    return inner_->post_write_imm(peer, rail, src, dst, imm, wr_id);
-  }
-  Status post_read(int peer, int rail, const LocalSpan& dst, const RemoteSpan& src, uint64_t wr_id) noexcept override {
-    return inner_->post_read(peer, rail, dst, src, wr_id);
-  }
-  // A batch's bytes are recorded when its one completion comes back (its bytes are the
-  // batch's sum), like a single write's.
-  Status post_write_batch(int peer, int rail, std::span<const WriteSpan> ops, std::optional<uint32_t> imm,
-                          uint64_t wr_id) noexcept override {
-    return inner_->post_write_batch(peer, rail, ops, imm, wr_id);
-  }
-  Status post_collective(const CollectiveOp& op, uint64_t wr_id) noexcept override {
-    return inner_->post_collective(op, wr_id);
-  }
-  // One clock read per batch that returned anything, then an add per completion.
+  // One clock read per batch that returned anything, then an add per completion (a
+  // batch of writes is recorded when its one completion comes back, its bytes the
+  // batch's sum, like a single write's).
   size_t poll(std::span<Completion> out) noexcept override;
-  std::string last_error() const override { return inner_->last_error(); }
-  std::vector<ChannelCounters> channel_counters() const override { return inner_->channel_counters(); }
-  double device_time_us() const override { return inner_->device_time_us(); }
 
  private:
-  std::unique_ptr<Transport> inner_;
   TimelineRecorder& rec_;
 };
 

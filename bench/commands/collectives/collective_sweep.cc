@@ -10,6 +10,7 @@
 #include "bench/runner/burn_in.h"
 #include "bench/runner/records.h"
 #include "bench/runner/results_run.h"
+#include "bench/runner/stragglers_run.h"
 #include "bench/runner/sweep.h"
 #include "bench/runner/timing.h"
 #include "lib/core/config_path.h"
@@ -333,16 +334,7 @@ void CollectiveSweep::finish_stragglers(ResultsRun& results) {
   for (int r = 0; r < ctx_.size(); ++r)
     nodes.push_back(one_host_many_nodes ? fmt::format("node{}", layout_.node_of[static_cast<size_t>(r)])
                                         : ctx_.hosts()[static_cast<size_t>(r)]);
-  std::vector<std::string> rails;
-  for (int i = 0; i < ctx_.transport().num_rails(); ++i) rails.push_back(ctx_.transport().rail_info(i).name);
-  try {
-    const StragglerReport report = stragglers_->analyse(nodes, rails, straggler_threshold_);
-    for (const auto& line : straggler_table(report)) ctx_.print(line);
-    results.set("stragglers", to_json(report));
-  } catch (const std::exception& e) {
-    ctx_.print(fmt::format("# stragglers: not analysed: {}", e.what()));
-    results.set("stragglers", json{{"error", e.what()}});
-  }
+  write_stragglers(ctx_, results, *stragglers_, nodes, straggler_threshold_);
 }
 
 json CollectiveSweep::run_size(size_t si, CollectiveRecord& rec, bool print, ResultsRun& results) {

@@ -13,6 +13,7 @@
 #include "bench/commands/workload/workload_report.h"
 #include "bench/runner/results_run.h"
 #include "bench/runner/run_context.h"
+#include "bench/runner/stragglers_run.h"
 #include "collectives/kvcache/geometry.h"
 #include "collectives/workload/executor.h"
 #include "collectives/workload/trace.h"
@@ -325,16 +326,7 @@ void WorkloadBench::finish_stragglers(ResultsRun& results) {
   for (int r = 0; r < ctx_.size(); ++r)
     nodes.push_back(per_node > 0 && ctx_.num_hosts() == 1 ? fmt::format("node{}", r / per_node)
                                                           : ctx_.hosts()[static_cast<size_t>(r)]);
-  std::vector<std::string> rails;
-  for (int i = 0; i < ctx_.transport().num_rails(); ++i) rails.push_back(ctx_.transport().rail_info(i).name);
-  try {
-    const StragglerReport report = stragglers_->analyse(nodes, rails, straggler_threshold_);
-    for (const auto& line : straggler_table(report)) ctx_.print(line);
-    results.set("stragglers", to_json(report));
-  } catch (const std::exception& e) {
-    ctx_.print(fmt::format("# stragglers: not analysed: {}", e.what()));
-    results.set("stragglers", json{{"error", e.what()}});
-  }
+  write_stragglers(ctx_, results, *stragglers_, nodes, straggler_threshold_);
 }
 
 void WorkloadBench::finish(ResultsRun& results, Executor& ex) {
