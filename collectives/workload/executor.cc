@@ -57,15 +57,18 @@ void Executor::prepare() {
   const auto& ops = t_.ranks[static_cast<size_t>(rank_)];
   const size_t esz = size_of(opt_.type);
   uint64_t largest = esz;
-  // Instance index of each group's collectives, to find the peers' splits.
+  // Instance index of a group's collectives, to find the peers' splits: built only for
+  // the groups of this rank's explicit-split all-to-all-v ops (a trace file's form), as
+  // it walks every member's whole op list.
   std::map<int, std::vector<std::vector<size_t>>> instances;  // group -> member -> op indices
-  for (size_t g = 0; g < t_.groups.size(); ++g) {
-    auto& per_member = instances[static_cast<int>(g)];
-    for (int r : t_.groups[g].ranks) {
+  for (const Op& op : ops) {
+    if (op.type != OpType::all_to_all_v || op.split_bytes.empty() || instances.count(op.group)) continue;
+    auto& per_member = instances[op.group];
+    for (int r : t_.groups[static_cast<size_t>(op.group)].ranks) {
       per_member.emplace_back();
       const auto& rops = t_.ranks[static_cast<size_t>(r)];
       for (size_t i = 0; i < rops.size(); ++i)
-        if (rops[i].group == static_cast<int>(g)) per_member.back().push_back(i);
+        if (rops[i].group == op.group) per_member.back().push_back(i);
     }
   }
   std::vector<size_t> seen(t_.groups.size(), 0);

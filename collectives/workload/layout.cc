@@ -91,12 +91,8 @@ int RankMap::rank_of(const Coords& c) const {
 }
 
 int RankMap::group_of(GroupKind kind, int rank) const {
-  for (size_t g = 0; g < groups.size(); ++g) {
-    if (groups[g].kind != kind) continue;
-    for (int r : groups[g].ranks)
-      if (r == rank) return static_cast<int>(g);
-  }
-  return -1;
+  if (rank < 0 || static_cast<size_t>(rank) >= member_of.size()) return -1;
+  return member_of[static_cast<size_t>(rank)][static_cast<size_t>(kind)];
 }
 
 RankMap map_ranks(const ParallelShape& shape, int world, int ranks_per_node) {
@@ -146,6 +142,12 @@ RankMap map_ranks(const ParallelShape& shape, int world, int ranks_per_node) {
         }
       }
     }
+  std::array<int, kGroupKinds> none;
+  none.fill(-1);
+  m.member_of.assign(static_cast<size_t>(world), none);
+  for (size_t g = 0; g < m.groups.size(); ++g)
+    for (int r : m.groups[g].ranks)
+      m.member_of[static_cast<size_t>(r)][static_cast<size_t>(m.groups[g].kind)] = static_cast<int>(g);
   return m;
 }
 

@@ -6,12 +6,14 @@
 // are reduced over the DP replicas that hold the same experts (expert-data-parallel).
 #pragma once
 
+#include <array>
 #include <string>
 #include <vector>
 
 namespace railbench::workload {
 
 enum class GroupKind { tp, pp, dp, ep, edp };
+inline constexpr int kGroupKinds = 5;
 const char* to_string(GroupKind k);
 
 struct ParallelShape {
@@ -35,6 +37,9 @@ struct RankMap {
   ParallelShape shape;
   std::vector<Coords> coords;    // per rank
   std::vector<GroupDef> groups;  // every group of every kind
+  // Per rank, per kind, its group's index in groups (-1: none), filled by map_ranks so
+  // that every rank's schedule finds its groups in constant time at thousands of ranks.
+  std::vector<std::array<int, kGroupKinds>> member_of;
   int world() const { return static_cast<int>(coords.size()); }
   int rank_of(const Coords& c) const;
   // The group of `kind` that `rank` belongs to (its index in groups), -1 if none (pp=1 etc.).

@@ -5,6 +5,9 @@
 #                                  (not rank 0's live ring neighbour, rank 3)
 #   fault_case.sh kill RAILBENCH   rank 2 of 4 is killed: whatever is printed before
 #                                  mpirun ends the job names rank 2, never only another
+#   fault_case.sh workload-stop|workload-kill RAILBENCH
+#                                  the same mid-step of a training workload (tp 2 x dp 2):
+#                                  its ring steps and group waits name rank 2 too
 #   fault_case.sh window-shm|window-tcp RAILBENCH
 #                                  a send window far beyond the provider's queues
 #                                  completes well within --timeout
@@ -77,8 +80,14 @@ pid_of_rank() {
 show() { echo "--- stdout"; cat "$work/out"; echo "--- stderr"; cat "$work/err"; }
 
 case $mode in
-  stop | kill)
-    start 4 allreduce -t ofi:tcp --rails lo -b 1K -e 64K -n 1000000 -w 1 --timeout 5 --json "$work/r.json"
+  stop | kill | workload-stop | workload-kill)
+    if [[ $mode == workload-* ]]; then
+      mode=${mode#workload-}
+      start 4 workload -t ofi:tcp --rails lo --model "$here/../workload/fixtures/tiny-dense.json" --tp 2 --dp 2 \
+        --seq 64 --micro-batches 2 -n 1000000 -w 1 --timeout 5 --json "$work/r.json"
+    else
+      start 4 allreduce -t ofi:tcp --rails lo -b 1K -e 64K -n 1000000 -w 1 --timeout 5 --json "$work/r.json"
+    fi
     victim=$(pid_of_rank 2) || { show; echo "FAIL: rank 2 never started"; exit 1; }
     sleep 3  # past setup, inside the timed iterations
     if [[ $mode == stop ]]; then kill -STOP "$victim"; else kill -KILL "$victim"; fi
@@ -139,7 +148,7 @@ case $mode in
     echo "PASS: exit 0 after ${elapsed}s"
     ;;
   *)
-    echo "usage: fault_case.sh stop|kill|window-shm|window-tcp RAILBENCH" >&2
+    echo "usage: fault_case.sh stop|kill|workload-stop|workload-kill|window-shm|window-tcp RAILBENCH" >&2
     exit 2
     ;;
 esac
