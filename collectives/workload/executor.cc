@@ -113,47 +113,55 @@ StepTimes Executor::run_step(int iter, const OpHooks& hooks) {
   const auto& ops = t_.ranks[static_cast<size_t>(rank_)];
   StepTimes st;
   st.op_us.assign(ops.size(), 0.f);
+  st.op_start_us.assign(ops.size(), 0.f);
+  st.op_end_us.assign(ops.size(), 0.f);
   credit_us_ = 0;
   const auto t0 = Clock::now();
   for (size_t pc = 0; pc < ops.size(); ++pc) {
     const Op& op = ops[pc];
-    if (op.type == OpType::compute) {
-      st.compute_us += op.us;
-      // Async time already spent covers this much of the compute.
-      const double covered = std::min(credit_us_, op.us);
-      credit_us_ -= covered;
-      const double wait_us = op.us - covered;
-      st.slept_us += wait_us;
-      if (wait_us > 0) std::this_thread::sleep_for(std::chrono::duration<double, std::micro>(wait_us));
-      continue;
-    }
-    if (op.type == OpType::wait) {
-      credit_us_ = 0;  // overlap ends where the step waits for its buckets
-      continue;
-    }
-    if (hooks.begin) hooks.begin(pc, op);
-    const auto o0 = Clock::now();
-    run_op(pc, op, iter);
-    const double us = since_us(o0);
-    if (hooks.end) hooks.end(pc, op);
-    st.op_us[pc] = static_cast<float>(us);
-    const size_t k = static_cast<size_t>(op.kind);
-    st.kind_us[k] += us;
-    if (op.type == OpType::all_to_all_v) {
-      st.kind_bytes[k] += static_cast<double>(a2av_sent_);
-      st.kind_bus_bytes[k] += static_cast<double>(a2av_sent_);
-    } else {
-      const int n = op.group >= 0 ? static_cast<int>(t_.groups[static_cast<size_t>(op.group)].ranks.size()) : 2;
-      st.kind_bytes[k] += static_cast<double>(std::max(op.bytes, op.recv_bytes));
-      st.kind_bus_bytes[k] += static_cast<double>(std::max(op.bytes, op.recv_bytes)) * bus_factor(op.type, n);
-    }
-    if (op.async) {
-      st.async_us += us;
-      credit_us_ += us;
-    }
+    st.op_start_us[pc] = static_cast<float>(since_us(t0));
+    run_one(pc, op, iter, hooks, st);
+    st.op_end_us[pc] = static_cast<float>(since_us(t0));
   }
   st.step_us = since_us(t0);
   return st;
+}
+
+void Executor::run_one(size_t pc, const Op& op, int iter, const OpHooks& hooks, StepTimes& st) {
+  if (op.type == OpType::compute) {
+    st.compute_us += op.us;
+    // Async time already spent covers this much of the compute.
+    const double covered = std::min(credit_us_, op.us);
+    credit_us_ -= covered;
+    const double wait_us = op.us - covered;
+    st.slept_us += wait_us;
+    if (wait_us > 0) std::this_thread::sleep_for(std::chrono::duration<double, std::micro>(wait_us));
+    return;
+  }
+  if (op.type == OpType::wait) {
+    credit_us_ = 0;  // overlap ends where the step waits for its buckets
+    return;
+  }
+  if (hooks.begin) hooks.begin(pc, op);
+  const auto o0 = Clock::now();
+  run_op(pc, op, iter);
+  const double us = since_us(o0);
+  if (hooks.end) hooks.end(pc, op);
+  st.op_us[pc] = static_cast<float>(us);
+  const size_t k = static_cast<size_t>(op.kind);
+  st.kind_us[k] += us;
+  if (op.type == OpType::all_to_all_v) {
+    st.kind_bytes[k] += static_cast<double>(a2av_sent_);
+    st.kind_bus_bytes[k] += static_cast<double>(a2av_sent_);
+  } else {
+    const int n = op.group >= 0 ? static_cast<int>(t_.groups[static_cast<size_t>(op.group)].ranks.size()) : 2;
+    st.kind_bytes[k] += static_cast<double>(std::max(op.bytes, op.recv_bytes));
+    st.kind_bus_bytes[k] += static_cast<double>(std::max(op.bytes, op.recv_bytes)) * bus_factor(op.type, n);
+  }
+  if (op.async) {
+    st.async_us += us;
+    credit_us_ += us;
+  }
 }
 
 void Executor::run_op(size_t pc, const Op& op, int iter) {

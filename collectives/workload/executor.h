@@ -53,6 +53,10 @@ struct StepTimes {
   double kind_bytes[5] = {0, 0, 0, 0, 0};      // bytes of the kind's ops (all-to-all-v: sent to others)
   double kind_bus_bytes[5] = {0, 0, 0, 0, 0};  // the same times nccl-tests' bus factor
   std::vector<float> op_us;                    // per op of the rank's list; 0 for compute and wait
+  // Per op, where it sat in the step (us from the step's start): a communicating op from
+  // its start to its return, a compute op over the time it actually waited (less where
+  // async ops already covered it), a wait at its point. For a step's timeline.
+  std::vector<float> op_start_us, op_end_us;
 };
 
 class Executor {
@@ -76,6 +80,9 @@ class Executor {
   Imbalance expert_imbalance() const;
 
  private:
+  // One op of a step: compute waits (less what async ops covered), a wait ends the
+  // overlap, anything else communicates and is timed into `st`.
+  void run_one(size_t pc, const Op& op, int iter, const OpHooks& hooks, StepTimes& st);
   void run_op(size_t pc, const Op& op, int iter);
   void collective(const Op& op, int iter);
   void p2p(const Op& op);

@@ -132,6 +132,20 @@ def main():
             check_summary(f"{kind} op_us", k["op_us"])
         if summary["ideal_step_us"] <= 0 or len(summary["what_if"]) != 3:
             fail(f"ideal {summary['ideal_step_us']}, what-if {summary['what_if']}")
+        # The middle step's timeline on its slowest rank: ops in issue order, inside the
+        # step, each on the lane of its group kind or on compute.
+        tl = doc["step_timeline"]
+        if not (0 <= tl["rank"] < a.ranks and tl["ops"] and len(tl["ops"]) <= tl["ops_in_step"]):
+            fail(f"step_timeline: rank {tl['rank']}, {len(tl['ops'])} of {tl['ops_in_step']} ops")
+        last = -1
+        for op in tl["ops"]:
+            if op["index"] <= last or op["start_us"] < 0 or op["us"] < 0 or \
+                    op["start_us"] + op["us"] > tl["step_us"] + 1:
+                fail(f"step_timeline op {op} outside the step of {tl['step_us']} us or out of order")
+            last = op["index"]
+        lanes = {op["lane"] for op in tl["ops"]}
+        if not lanes <= {"compute", "tp", "pp", "dp", "ep", "edp"}:
+            fail(f"step_timeline lanes {lanes}")
     elif a.command == "congestion":
         for res in results:
             where = f"{res['placement']} {res['metric']} under {res['aggressor']}"

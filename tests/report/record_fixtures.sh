@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Records the report tests' fixtures (tests/report/fixtures/*.json) with a real
-# railbench: the collectives, sendrecv and kvcache under mpirun (tcp and shm, small
+# railbench: the collectives, sendrecv, kvcache and workload under mpirun (tcp and shm, small
 # sizes), and validate on the simulated 4 x 2 SU of scripts/netns-su, healthy and with
 # node03's rail1 cable at 25% of its rate. Needs root (network namespaces).
 #   tests/report/record_fixtures.sh build/railbench [OUT_DIR]
@@ -22,6 +22,8 @@ for run in "" -base; do
   "${mpi[@]}" -np 2 "$rb" kvcache -t ofi:shm --model llama-3.1-8b --tokens 40,160,640 -c --requests 4 \
     --json "$out/kvcache$run.json" >/dev/null
 done
+"${mpi[@]}" -np 4 "$rb" workload -t ofi:shm --model "$here/../workload/fixtures/tiny-moe.json" --tp 2 --dp 2 --ep 2 \
+  --seq 64 --micro-batches 2 --compute-us 50 -n 4 -c --json "$out/workload.json" >/dev/null
 "${mpi[@]}" -np 4 "$rb" allgather -t ofi:tcp -b 1K -e 1M -f 4 -c -n 5 --json "$out/allgather.json" >/dev/null
 "${mpi[@]}" -np 4 "$rb" reducescatter -t ofi:tcp -b 1K -e 1M -f 4 -c -n 5 --json "$out/reducescatter.json" >/dev/null
 # A run that ends badly: SIGTERM part-way through the sweep leaves status "failed", its

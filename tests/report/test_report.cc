@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <regex>
+#include <set>
 
 #include <fmt/format.h>
 #include <unistd.h>
@@ -221,7 +222,7 @@ TEST_CASE("report: cells without a measurement look different from slow ones", "
 }
 
 TEST_CASE("report: every kind of results file renders, with and without a baseline", "[report]") {
-  for (const char* name : {"allreduce", "allgather", "reducescatter", "alltoall", "sendrecv", "kvcache",
+  for (const char* name : {"allreduce", "allgather", "reducescatter", "alltoall", "sendrecv", "kvcache", "workload",
                            "validate-healthy", "validate-faulty", "allreduce-failed"}) {
     INFO(name);
     const RunDocument run = fixture(name);
@@ -462,4 +463,27 @@ TEST_CASE("report: a large file's matrices read as floats render the same page a
                    [](float x, float y) { return x == y || (std::isnan(x) && std::isnan(y)); }));
   json broken;
   CHECK_THROWS_AS(parse_with_matrices(doc.dump().substr(0, 5000), broken, store), nlohmann::json::parse_error);
+}
+
+TEST_CASE("report: a workload's step timeline draws every recorded op on its kind's lane", "[report]") {
+  const RunDocument run = fixture("workload");
+  const auto& tl = run.doc.at("step_timeline");
+  const std::string page = render_report({run}, {});
+  const auto at = page.find("<svg class=\"timeline\"");
+  REQUIRE(at != std::string::npos);
+  const std::string svg = page.substr(at, page.find("</svg>", at) - at);
+  // One bar with one hover per op, and a lane label per kind that has ops.
+  CHECK(count(svg, "<rect") == tl.at("ops").size());
+  CHECK(count(svg, "<title>") == tl.at("ops").size());
+  std::set<std::string> lanes;
+  for (const auto& op : tl.at("ops")) lanes.insert(op.at("lane").get<std::string>());
+  for (const auto& lane : lanes) CHECK_THAT(svg, Catch::Contains(">" + lane + "</text>"));
+  CHECK(count(svg, "font-size=\"12\"") == lanes.size());
+  // The first communicating op's hover names it.
+  for (const auto& op : tl.at("ops"))
+    if (op.at("lane") != "compute") {
+      CHECK_THAT(svg, Catch::Contains(esc(op.at("label").get<std::string>())));
+      break;
+    }
+  CHECK_THAT(page, Catch::Contains("the slowest rank of the middle timed step"));
 }

@@ -104,6 +104,8 @@ class WorkloadBench {
   void setup_stragglers();
   OpHooks straggler_hooks(int iter);
   void finish_stragglers(ResultsRun& results);
+  std::string node_of(int rank) const;
+  void keep_timeline(ResultsRun& results, int iter, const StepTimes& st, const std::vector<IterFigures>& all);
   int iters() const { return common_.iters < 0 ? 10 : common_.iters; }
   int warmup() const { return common_.warmup_iters < 0 ? 1 : common_.warmup_iters; }
 
@@ -261,7 +263,9 @@ void WorkloadBench::run_steps(ResultsRun& results, Executor& ex) {
         const auto k = static_cast<size_t>(ops[pc].kind);
         keep_sample(samples_[k], seen_[k], st.op_us[pc], kSamplesPerKind, rng_);
       }
-    const IterFigures worst = worst_of(ctx_.bootstrap().all_gather_value(step_figures(st)));
+    const auto all = ctx_.bootstrap().all_gather_value(step_figures(st));
+    const IterFigures worst = worst_of(all);
+    if (it == iters / 2) keep_timeline(results, it, st, all);
     keep_sample(totals_.step_us, steps_seen_[0], worst.step_us, kMaxStepSamples, rng_);
     keep_sample(totals_.exposed_us, steps_seen_[1], worst.exposed_us, kMaxStepSamples, rng_);
     totals_.compute_us = std::max(totals_.compute_us, worst.compute_us);
@@ -322,11 +326,31 @@ OpHooks WorkloadBench::straggler_hooks(int iter) {
 void WorkloadBench::finish_stragglers(ResultsRun& results) {
   if (!stragglers_ || !ctx_.is_root()) return;
   std::vector<std::string> nodes;
-  const int per_node = opt_.ranks_per_node;
-  for (int r = 0; r < ctx_.size(); ++r)
-    nodes.push_back(per_node > 0 && ctx_.num_hosts() == 1 ? fmt::format("node{}", r / per_node)
-                                                          : ctx_.hosts()[static_cast<size_t>(r)]);
+  for (int r = 0; r < ctx_.size(); ++r) nodes.push_back(node_of(r));
   write_stragglers(ctx_, results, *stragglers_, nodes, straggler_threshold_);
+}
+
+// A rank's node as the tables name it: its host, or node<i> for --ranks-per-node on one host.
+std::string WorkloadBench::node_of(int rank) const {
+  const int per_node = opt_.ranks_per_node;
+  return per_node > 0 && ctx_.num_hosts() == 1 ? fmt::format("node{}", rank / per_node)
+                                               : ctx_.hosts()[static_cast<size_t>(rank)];
+}
+
+// The middle timed step's timeline, from the rank whose step was slowest (it set the
+// step's pace): its spans gathered to rank 0 and written as the results' "step_timeline".
+void WorkloadBench::keep_timeline(ResultsRun& results, int iter, const StepTimes& st,
+                                  const std::vector<IterFigures>& all) {
+  const auto slowest = static_cast<int>(
+      std::max_element(all.begin(), all.end(), [](const auto& a, const auto& b) { return a.step_us < b.step_us; }) -
+      all.begin());
+  std::vector<TimelineSpan> mine;
+  if (slowest == ctx_.rank()) mine = timeline_spans(trace_, slowest, st.op_start_us, st.op_end_us);
+  const auto gathered = ctx_.bootstrap().all_gather_vectors(mine);
+  if (!ctx_.is_root()) return;
+  results.set("step_timeline",
+              timeline_json(trace_, slowest, node_of(slowest), iter, all[static_cast<size_t>(slowest)].step_us,
+                            gathered[static_cast<size_t>(slowest)]));
 }
 
 void WorkloadBench::finish(ResultsRun& results, Executor& ex) {

@@ -1,6 +1,7 @@
 #include "bench/commands/workload/workload_report.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include <fmt/format.h>
 
@@ -104,6 +105,55 @@ json print_workload_summary(const RunContext& ctx, const WorkloadTotals& t, bool
               {"rank_imbalance", t.rank_imbalance},
               {"imbalance_cost_us", imbalance_cost_us},
               {"wrong", t.wrong}};
+}
+
+std::vector<TimelineSpan> timeline_spans(const workload::Trace& trace, int rank, const std::vector<float>& start_us,
+                                         const std::vector<float>& end_us) {
+  using workload::OpType;
+  const auto& ops = trace.ranks[static_cast<size_t>(rank)];
+  std::vector<TimelineSpan> out;
+  for (size_t pc = 0; pc < ops.size() && pc < start_us.size(); ++pc) {
+    const OpType t = ops[pc].type;
+    if (t == OpType::wait || (t == OpType::compute && !(end_us[pc] > start_us[pc]))) continue;
+    out.push_back({static_cast<uint32_t>(pc), start_us[pc], end_us[pc]});
+  }
+  if (out.size() > kTimelineOps) {
+    std::nth_element(out.begin(), out.begin() + kTimelineOps, out.end(),
+                     [](const auto& a, const auto& b) { return a.end_us - a.start_us > b.end_us - b.start_us; });
+    out.resize(kTimelineOps);
+    std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.pc < b.pc; });
+  }
+  return out;
+}
+
+namespace {
+// A float's microseconds as a double rounded to the nanosecond (no float noise in the JSON).
+double to_ns(float us) {
+  return std::round(static_cast<double>(us) * 1e3) / 1e3;
+}
+}  // namespace
+
+nlohmann::json timeline_json(const workload::Trace& trace, int rank, const std::string& node, int iteration,
+                             double step_us, const std::vector<TimelineSpan>& spans) {
+  using workload::OpType;
+  const auto& ops = trace.ranks[static_cast<size_t>(rank)];
+  nlohmann::json list = nlohmann::json::array();
+  size_t in_step = 0;  // what the timeline could show: every op but the waits
+  for (const workload::Op& op : ops) in_step += op.type != OpType::wait;
+  for (const TimelineSpan& s : spans) {
+    const workload::Op& op = ops[s.pc];
+    const bool compute = op.type == OpType::compute;
+    nlohmann::json o{{"index", s.pc},
+                     {"lane", compute ? "compute" : workload::to_string(op.kind)},
+                     {"type", workload::to_string(op.type)},
+                     {"label", op.label},
+                     {"start_us", to_ns(s.start_us)},
+                     {"us", to_ns(s.end_us - s.start_us)}};
+    if (op.async) o["async"] = true;
+    list.push_back(std::move(o));
+  }
+  return {{"iteration", iteration}, {"rank", rank},           {"node", node},
+          {"step_us", step_us},     {"ops", std::move(list)}, {"ops_in_step", in_step}};
 }
 
 }  // namespace railbench

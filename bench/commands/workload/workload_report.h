@@ -3,6 +3,8 @@
 #pragma once
 
 #include <array>
+#include <cstdint>
+#include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -26,6 +28,22 @@ struct WorkloadTotals {
   double rank_imbalance = 1;                  // EP: max / mean token copies per member
   uint64_t wrong = 0;
 };
+
+// One op's place in a step on one rank (us from the step's start).
+struct TimelineSpan {
+  uint32_t pc = 0;  // the op's index in the rank's list
+  float start_us = 0, end_us = 0;
+};
+inline constexpr size_t kTimelineOps = 4000;  // the longest ops of a larger step are kept
+
+// This rank's spans of one step for the timeline: every communicating op and every
+// compute op that waited; the kTimelineOps longest if there are more.
+std::vector<TimelineSpan> timeline_spans(const workload::Trace& trace, int rank, const std::vector<float>& start_us,
+                                         const std::vector<float>& end_us);
+// The results' "step_timeline": `rank`'s ops of step `iteration` with their kind, type
+// and label from the trace.
+nlohmann::json timeline_json(const workload::Trace& trace, int rank, const std::string& node, int iteration,
+                             double step_us, const std::vector<TimelineSpan>& spans);
 
 // Rank 0: which ranks form each kind of group (a few of each, then a count).
 void print_rank_map(const RunContext& ctx, const workload::Trace& trace);
