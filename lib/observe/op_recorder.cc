@@ -130,7 +130,7 @@ void OpRecorder::on_poll(std::span<const Completion> done, int64_t now_ns) noexc
   }
   last_poll_ns_ = now_ns;
   for (const Completion& c : done) {
-    if (c.op != OpKind::send && c.op != OpKind::recv) continue;
+    if (c.op != OpKind::send && c.op != OpKind::recv && c.op != OpKind::write) continue;
     // Completions come back mostly in post order: the match is near the front.
     auto it = std::find_if(pending_.begin(), pending_.end(), [&](const Pending& p) { return p.wr_id == c.wr_id; });
     if (it == pending_.end()) continue;
@@ -174,6 +174,29 @@ Status RecordingTransport::post_send(int peer, int rail, const LocalSpan& src, u
 Status RecordingTransport::post_recv(int peer, int rail, const LocalSpan& dst, uint64_t wr_id) noexcept {
   const Status s = inner().post_recv(peer, rail, dst, wr_id);
   if (s == Status::ok) rec_.on_post(MsgDir::recv, peer, rail, dst.length, wr_id);
+  return s;
+}
+
+Status RecordingTransport::post_write(int peer, int rail, const LocalSpan& src, const RemoteSpan& dst,
+                                      uint64_t wr_id) noexcept {
+  const Status s = inner().post_write(peer, rail, src, dst, wr_id);
+  if (s == Status::ok) rec_.on_post(MsgDir::write, peer, rail, src.length, wr_id);
+  return s;
+}
+
+Status RecordingTransport::post_write_imm(int peer, int rail, const LocalSpan& src, const RemoteSpan& dst, uint32_t imm,
+                                          uint64_t wr_id) noexcept {
+  const Status s = inner().post_write_imm(peer, rail, src, dst, imm, wr_id);
+  if (s == Status::ok) rec_.on_post(MsgDir::write, peer, rail, src.length, wr_id);
+  return s;
+}
+
+Status RecordingTransport::post_write_batch(int peer, int rail, std::span<const WriteSpan> ops,
+                                            std::optional<uint32_t> imm, uint64_t wr_id) noexcept {
+  const Status s = inner().post_write_batch(peer, rail, ops, imm, wr_id);
+  size_t bytes = 0;
+  for (const WriteSpan& w : ops) bytes += w.src.length;
+  if (s == Status::ok) rec_.on_post(MsgDir::write, peer, rail, bytes, wr_id);
   return s;
 }
 

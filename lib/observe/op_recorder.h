@@ -11,7 +11,8 @@
 // offsets between ranks are estimated apart (clock_offsets.h). Memory is bounded and
 // taken up front: the last `max_ops` ops and `max_msgs` messages are kept (two rings);
 // an op whose messages were overwritten is dropped whole and counted in dropped_ops.
-// One-sided writes and reads are not recorded (their target posts nothing to time).
+// One-sided writes are recorded on the writer alone (post to completion: the target
+// posts nothing to time); reads are not recorded.
 #pragma once
 
 #include <cstddef>
@@ -54,7 +55,7 @@ struct OpRecord {
   uint32_t msgs = 0;
 };
 
-enum class MsgDir : uint8_t { send = 0, recv = 1 };
+enum class MsgDir : uint8_t { send = 0, recv = 1, write = 2 };
 
 struct MsgRecord {
   int32_t peer = -1;
@@ -115,7 +116,8 @@ class OpRecorder {
 };
 
 // The decorator: forwards everything to `inner` and tells `recorder` about sends,
-// receives and completions. One clock read per post and per poll while an op is open.
+// receives, writes and completions. One clock read per post and per poll while an op is
+// open.
 class RecordingTransport final : public ForwardingTransport {
  public:
   RecordingTransport(std::unique_ptr<Transport> inner, OpRecorder& recorder)
@@ -123,6 +125,11 @@ class RecordingTransport final : public ForwardingTransport {
 
   Status post_send(int peer, int rail, const LocalSpan& src, uint64_t wr_id) noexcept override;
   Status post_recv(int peer, int rail, const LocalSpan& dst, uint64_t wr_id) noexcept override;
+  Status post_write(int peer, int rail, const LocalSpan& src, const RemoteSpan& dst, uint64_t wr_id) noexcept override;
+  Status post_write_imm(int peer, int rail, const LocalSpan& src, const RemoteSpan& dst, uint32_t imm,
+                        uint64_t wr_id) noexcept override;
+  Status post_write_batch(int peer, int rail, std::span<const WriteSpan> ops, std::optional<uint32_t> imm,
+                          uint64_t wr_id) noexcept override;
   size_t poll(std::span<Completion> out) noexcept override;
 
  private:

@@ -25,10 +25,16 @@ struct OpView {
 // slowest link would be noise. Less than half is what a degraded link shows.
 constexpr double kSlowLinkRatio = 0.5;
 
+// A link's rate is judged only when its messages average this much: a few-byte notice
+// or credit (kvcache's, a tiny collective's) takes a latency whatever the link's rate,
+// and would otherwise always look like the slowest link.
+constexpr uint64_t kMinJudgedMsgBytes = 4096;
+
 using KeyTuple = std::tuple<uint32_t, uint32_t, std::string>;
 
 struct LinkAcc {
   uint64_t bytes = 0;
+  uint64_t msgs = 0;
   int64_t ns = 0;
   int64_t uncertainty_ns = 0;
   std::vector<std::pair<int64_t, int64_t>> spans;   // its messages' transfers
@@ -55,6 +61,10 @@ std::vector<std::pair<int64_t, int64_t>> merge(std::vector<std::pair<int64_t, in
       out.push_back(s);
   }
   return out;
+}
+
+bool judged(const LinkAcc& a) {
+  return a.ns > 0 && a.msgs > 0 && a.bytes / a.msgs >= kMinJudgedMsgBytes;
 }
 
 int64_t busy_ns(const LinkAcc& a) {
@@ -90,6 +100,7 @@ class Analysis {
   void blame_host(const OpView& v, OpBlame& b) const;
   void blame_link(const OpView& v, OpBlame& b);
   std::map<LinkKey, LinkAcc> link_times(const OpView& v);
+  void add_write(const OpView& v, size_t i, const MsgRecord& w, std::map<LinkKey, LinkAcc>& links);
   void rank_and_judge(const std::map<uint32_t, int64_t>& iteration_ns);
 
   const StragglerInput& in_;
@@ -153,23 +164,25 @@ void Analysis::blame_host(const OpView& v, OpBlame& b) const {
   b.late_cause = by_stall ? "stall" : "arrival";
 }
 
-// Per link of the op: bytes and transfer time of its matched messages.
+// Per link of the op: bytes and transfer time of its matched messages and its writes.
 std::map<LinkKey, LinkAcc> Analysis::link_times(const OpView& v) {
   std::map<int, size_t> at;  // rank -> index in the view
   for (size_t i = 0; i < v.ranks.size(); ++i) at[v.ranks[i]] = i;
   // (src, dst, rail) -> the sender's messages in post order.
   std::map<std::tuple<int, int, int>, std::vector<const MsgRecord*>> sends, recvs;
+  std::map<LinkKey, LinkAcc> links;
   for (size_t i = 0; i < v.ranks.size(); ++i) {
     const RankOps& ro = in_.ranks[static_cast<size_t>(v.ranks[i])];
     for (uint32_t m = v.recs[i]->first_msg; m < v.recs[i]->first_msg + v.recs[i]->msgs && m < ro.msgs.size(); ++m) {
       const MsgRecord& msg = ro.msgs[m];
-      if (msg.dir == MsgDir::send)
+      if (msg.dir == MsgDir::write)
+        add_write(v, i, msg, links);
+      else if (msg.dir == MsgDir::send)
         sends[{v.ranks[i], msg.peer, msg.rail}].push_back(&msg);
       else
         recvs[{msg.peer, v.ranks[i], msg.rail}].push_back(&msg);
     }
   }
-  std::map<LinkKey, LinkAcc> links;
   for (const auto& [k, sv] : sends) {
     const auto [src, dst, rail] = k;
     const auto rit = recvs.find(k);
@@ -190,6 +203,7 @@ std::map<LinkKey, LinkAcc> Analysis::link_times(const OpView& v) {
       const int64_t start = std::max(to_rank0_ns(s.post_ns, cs), to_rank0_ns(r.post_ns, cd));
       const int64_t end = to_rank0_ns(r.done_ns, cd);
       acc.bytes += s.bytes;
+      ++acc.msgs;
       if (end > start) acc.spans.emplace_back(start, end);
     }
     acc.stalls.emplace_back(v.stall_from[is], v.stall_to[is]);
@@ -202,18 +216,37 @@ std::map<LinkKey, LinkAcc> Analysis::link_times(const OpView& v) {
   return links;
 }
 
+// A one-sided write is timed by its writer alone, post to completion (it completes once
+// the data landed): one clock, so no offset uncertainty; the writer's polling gap is
+// left out as for a send. The target posts nothing, so nothing is matched.
+void Analysis::add_write(const OpView& v, size_t i, const MsgRecord& w, std::map<LinkKey, LinkAcc>& links) {
+  if (w.done_ns == 0) {
+    ++report_.unmatched_msgs;
+    return;
+  }
+  const int src = v.ranks[i];
+  const ClockOffset c = clock(src);
+  LinkAcc& acc = links[LinkKey{node(src), node(w.peer), w.rail}];
+  acc.bytes += w.bytes;
+  ++acc.msgs;
+  const int64_t start = to_rank0_ns(w.post_ns, c), end = to_rank0_ns(w.done_ns, c);
+  if (end > start) acc.spans.emplace_back(start, end);
+  if (acc.stalls.empty() || acc.stalls.back() != std::make_pair(v.stall_from[i], v.stall_to[i]))
+    acc.stalls.emplace_back(v.stall_from[i], v.stall_to[i]);
+}
+
 void Analysis::blame_link(const OpView& v, OpBlame& b) {
   const auto links = link_times(v);
   std::vector<double> rates;
   for (const auto& [k, a] : links)
-    if (a.ns > 0 && a.bytes > 0) rates.push_back(static_cast<double>(a.bytes) / static_cast<double>(a.ns));
+    if (judged(a)) rates.push_back(static_cast<double>(a.bytes) / static_cast<double>(a.ns));
   if (rates.size() < 2) return;  // nothing to compare with
   const double median = median_of(rates);
   const LinkKey* worst = nullptr;
   double worst_ratio = 1;
   int64_t worst_cost = 0;
   for (const auto& [k, a] : links) {
-    if (a.ns <= 0 || a.bytes == 0) continue;
+    if (!judged(a)) continue;
     const double ratio = static_cast<double>(a.bytes) / static_cast<double>(a.ns) / median;
     const auto cost = std::min<int64_t>(b.op_ns, a.ns - static_cast<int64_t>(static_cast<double>(a.bytes) / median));
     if (ratio < worst_ratio && ratio < kSlowLinkRatio && cost > a.uncertainty_ns && cost > 0) {

@@ -43,6 +43,9 @@ def main():
                     help="kvcache: these modes (and contiguous) at every token count; workload: these group kinds")
     ap.add_argument("--channels", type=int, default=0,
                     help="every rank must have used this many channels (queue pairs) to every peer on every rail")
+    ap.add_argument("--stragglers", type=int, default=0,
+                    help="a \"stragglers\" section analysing at least this many ops, every message matched, "
+                         "none dropped, and a verdict")
     a = ap.parse_args()
 
     with open(a.file) as f:
@@ -68,6 +71,13 @@ def main():
         fail(f"{len(results)} sizes, expected {a.sizes}")
     if doc["config"]["check"] != a.check:
         fail(f"config.check is {doc['config']['check']}")
+    if a.stragglers:
+        st = doc.get("stragglers") or {}
+        if st.get("ops", 0) < a.stragglers or st.get("unmatched_messages") != 0 or st.get("dropped_ops") != 0:
+            fail(f"stragglers: {st.get('ops')} ops (expected >= {a.stragglers}), "
+                 f"{st.get('unmatched_messages')} unmatched messages, {st.get('dropped_ops')} dropped ops")
+        if st.get("verdict", {}).get("kind") not in ("none", "late_arriver", "slow_link"):
+            fail(f"stragglers verdict {st.get('verdict')}")
 
     if a.command == "kvcache" and "serve" in doc["config"]:
         # kvcache --serve: one entry per run (per probe with --find-max-rate); the times

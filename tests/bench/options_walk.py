@@ -434,6 +434,8 @@ COMMANDS.update({
                                 stdout_has(r"^# max rate meeting p99:10s: ")),
         "--line-rate": case(["--serve", "--requests", "4", "--rate", "20", "--slo", "p99:10s", "--find-max-rate",
                              "--line-rate", "100"], stdout_has(r"analytical capacity")),
+        "--stragglers": case(["--stragglers"], json_has("stragglers")),
+        "--straggler-threshold": case(["--straggler-threshold", "5%,50%"], json_differs("config.stragglers")),
     }),
     # 4 ranks as 2 nodes of 2 slots: both victim placements, one aggressor pattern.
     "congestion": dict(ranks=4, base=SHM + ["--ranks-per-node", "2", "--aggressors", "incast", "-n", "2", "-w", "1",

@@ -34,7 +34,8 @@ struct Timeline {
   int iters = 20;
   std::function<int64_t(int, int)> late = [](int, int) { return int64_t{0}; };
   std::function<double(int)> slow = [](int) { return 1.0; };
-  uint32_t flags = 0;  // of every op's key
+  uint32_t flags = 0;   // of every op's key
+  bool writes = false;  // one-sided writes, recorded by the writer alone, instead of send/recv
 
   StragglerInput build() const {
     StragglerInput in;
@@ -49,8 +50,12 @@ struct Timeline {
         const int dst = (r + 1) % n;
         const int64_t start = std::max(arrive[r], arrive[dst]);
         const int64_t end = start + static_cast<int64_t>(1000 * kUs * slow(r));
-        add(in.ranks[r], MsgRecord{dst, r % 2, 1 << 20, arrive[r], end, MsgDir::send});
-        add(in.ranks[dst], MsgRecord{r, r % 2, 1 << 20, arrive[dst], end, MsgDir::recv});
+        if (writes) {
+          add(in.ranks[r], MsgRecord{dst, r % 2, 1 << 20, start, end, MsgDir::write});
+        } else {
+          add(in.ranks[r], MsgRecord{dst, r % 2, 1 << 20, arrive[r], end, MsgDir::send});
+          add(in.ranks[dst], MsgRecord{r, r % 2, 1 << 20, arrive[dst], end, MsgDir::recv});
+        }
         done[r] = std::max(done[r], end);
         done[dst] = std::max(done[dst], end);
       }
@@ -123,6 +128,22 @@ TEST_CASE("stragglers: a slow link is named with its nodes and rail", "[straggle
   CHECK(r.links[0].cost_ns == Approx(20 * 2000 * kUs).epsilon(0.01));  // 2 ms over the median rate, each op
   CHECK_THAT(r.verdict, Catch::Matchers::Contains("slow link node1 -> node2 rail 1 (eth1)"));
   for (const auto& b : r.ranks) CHECK_FALSE(b.beyond_threshold);
+}
+
+TEST_CASE("stragglers: a slow link is named from one-sided writes too", "[stragglers]") {
+  Timeline tl;
+  tl.writes = true;
+  const StragglerReport healthy = analyse_stragglers(tl.build());
+  CHECK(healthy.verdict_kind == "none");
+  CHECK(healthy.unmatched_msgs == 0);
+  tl.slow = [](int r) { return r == 1 ? 3.0 : 1.0; };
+  const StragglerReport r = analyse_stragglers(tl.build());
+  REQUIRE(r.verdict_kind == "slow_link");
+  CHECK(r.links[0].src_node == "node1");
+  CHECK(r.links[0].dst_node == "node2");
+  CHECK(r.links[0].rail == 1);
+  CHECK(r.links[0].worst_rate_ratio == Approx(1.0 / 3).epsilon(0.01));
+  CHECK(r.unmatched_msgs == 0);
 }
 
 TEST_CASE("stragglers: a blame smaller than the clock uncertainty is not made", "[stragglers]") {
@@ -207,6 +228,43 @@ TEST_CASE("op recorder: a ring all-reduce's messages and bytes over the loopback
       CHECK(received == sent);
     }
   }
+}
+
+TEST_CASE("op recorder: writes and write batches are recorded by the writer, bytes summed", "[stragglers]") {
+  const OpenRank open = loopback_net().world(2, 2);
+  std::mutex mu;
+  std::vector<RankOps> got(2);
+  run_ranks(2, [&](Bootstrap& b) {
+    StragglerRecording rec(4, 64);
+    auto t = rec.wrap(open(b));
+    Progress p(*t, 5);
+    std::vector<std::byte> buf(64 << 10);
+    auto mr = t->register_memory(buf.data(), buf.size(), MemoryKind::host);
+    const auto keys = b.all_gather_vectors(mr->remote_key().serialize());
+    if (b.rank() == 0) {
+      const RemoteKey peer = RemoteKey::deserialize(keys[1]);
+      rec.recorder().begin_op(make_op_key(0, 0, "kv"));
+      std::vector<WriteSpan> batch;
+      for (size_t i = 0; i < 4; ++i)
+        batch.push_back({LocalSpan{mr.get(), i * 4096, 4096}, RemoteSpan{&peer, i * 8192}});
+      p.write(1, 0, LocalSpan{mr.get(), 0, 1000}, RemoteSpan{&peer, 0});
+      p.write_batch(1, 1, batch);
+      p.wait_all("the writes to rank 1");
+      rec.recorder().end_op();
+    }
+    b.barrier();
+    std::lock_guard lock(mu);
+    got[static_cast<size_t>(b.rank())] = rec.recorder().take();
+  });
+  REQUIRE(got[0].ops.size() == 1);
+  REQUIRE(got[0].msgs.size() == 2);
+  CHECK(got[0].msgs[0].dir == MsgDir::write);
+  CHECK(got[0].msgs[0].bytes == 1000);
+  CHECK(got[0].msgs[0].rail == 0);
+  CHECK(got[0].msgs[1].bytes == 4 * 4096);
+  CHECK(got[0].msgs[1].rail == 1);
+  for (const MsgRecord& m : got[0].msgs) CHECK(m.done_ns >= m.post_ns);
+  CHECK(got[1].ops.empty());
 }
 
 TEST_CASE("clock offsets over ranks as threads: one clock, a small offset, its uncertainty", "[stragglers]") {

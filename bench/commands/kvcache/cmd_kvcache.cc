@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <map>
+#include <memory>
 
 #include <fmt/format.h>
 
@@ -13,6 +14,7 @@
 #include "bench/commands/kvcache/kvserve_search.h"
 #include "bench/runner/results_run.h"
 #include "bench/runner/run_context.h"
+#include "bench/runner/stragglers_run.h"
 #include "collectives/kvcache/transfer.h"
 #include "lib/core/bandwidth.h"
 #include "lib/core/sizes.h"
@@ -55,6 +57,12 @@ class KvCacheBench {
   bool ordered_writes_ = false;
   std::vector<uint64_t> req_blocks_;  // --serve with per-request sizes: blocks per (layer, plane), as arrivals
   uint64_t wrong_ = 0;
+  // --stragglers: each (token count, mode) run is one op, collected to rank 0 after it.
+  std::unique_ptr<StragglerRecording> stragglers_;
+  StragglerThreshold straggler_threshold_;
+  uint32_t straggler_op_ = 0;
+  void setup_stragglers();
+  void finish_stragglers(ResultsRun& results);
 };
 
 // Options resolved on every rank (agreed), then the transport, then the protocol it allows.
@@ -65,7 +73,13 @@ void KvCacheBench::open() {
     // The what-if table's presets, read before anything is measured: a duplicate name
     // refuses the run now rather than after it; a broken file is only skipped.
     presets_ = load_model_presets(model_config_dir(), &skipped_presets_);
+    if (!opt_.straggler_threshold.empty()) straggler_threshold_ = parse_straggler_threshold(opt_.straggler_threshold);
+    if (opt_.serve && (opt_.stragglers || !opt_.straggler_threshold.empty()))
+      throw UsageError(
+          "--stragglers judges the closed-loop transfers of each token count and mode: drop --serve (or "
+          "--stragglers)");
   });
+  setup_stragglers();
   if (ctx_.is_root()) {
     for (const auto& why : skipped_presets_)
       fmt::print(stderr, "railbench: warning: model preset skipped (fix or remove the file): {}\n", why);
@@ -91,7 +105,7 @@ json KvCacheBench::config_json() const {
   const KvModel& model = plan_.model;
   json modes_json = json::array();
   for (KvMode m : plan_.modes) modes_json.push_back(to_string(m));
-  return json{{"model", model.name},
+  json config{{"model", model.name},
               {"attention", model.attention == KvAttention::gqa ? "gqa" : "mla"},
               {"layers", model.layers},
               {"kv_heads", model.kv_heads},
@@ -112,6 +126,9 @@ json KvCacheBench::config_json() const {
               {"alloc_run", opt_.alloc_run},
               {"protocol", plan_.base.protocol == KvProtocol::write ? "write" : "send"},
               {"ordered_writes", ordered_writes_}};
+  // The threshold of --stragglers (absent when off), as the collective commands record it.
+  if (stragglers_) config["stragglers"] = to_string(straggler_threshold_);
+  return config;
 }
 
 void KvCacheBench::print_header() const {
@@ -156,7 +173,13 @@ void KvCacheBench::print_header() const {
 // decode side (slots are reused, so stale data would show).
 KvRecord KvCacheBench::run_mode(KvTransfer& transfer, const KvOptions& o, KvMode mode, double& contiguous_gbps) {
   Bootstrap& b = ctx_.bootstrap();
+  if (stragglers_)
+    stragglers_->recorder().begin_op(make_op_key(straggler_op_++, 0, fmt::format("kv.{}", to_string(mode))));
   const KvRunResult run = transfer.run(mode, plan_.warmup, opt_.requests, false);
+  if (stragglers_) {
+    stragglers_->recorder().end_op();
+    stragglers_->collect(ctx_.progress(), b);
+  }
   KvRecord rec;
   rec.tokens = o.shape.tokens;
   rec.mode = to_string(mode);
@@ -417,8 +440,31 @@ int KvCacheBench::run() {
   what_if["efficiency_by_mode"] = efficiency;
   results.set("what_if", what_if);
   if (common_.check) ctx_.print(fmt::format("# Wrong bytes : {} {}", total_wrong, total_wrong ? "FAILED" : "OK"));
+  finish_stragglers(results);
   results.finish();
   return total_wrong ? 1 : 0;
+}
+
+// Every message and write of a (token count, mode) run is recorded: the ring holds the
+// largest run's (its blocks' writes or sends, a notice each, warm-up included), capped
+// at 1M messages (40 MB); a run with more is dropped from the analysis and counted.
+void KvCacheBench::setup_stragglers() {
+  if (!opt_.stragglers && opt_.straggler_threshold.empty()) return;
+  uint64_t most = 0;
+  for (uint64_t tokens : plan_.token_counts) {
+    KvShape shape = plan_.base.shape;
+    shape.tokens = tokens;
+    most = std::max<uint64_t>(most, shape.units());
+  }
+  const uint64_t requests = static_cast<uint64_t>(opt_.requests + plan_.warmup + opt_.concurrency + 1);
+  const auto msgs = static_cast<size_t>(std::clamp<uint64_t>(2 * (most + 1) * requests, 1024, uint64_t{1} << 20));
+  stragglers_ = std::make_unique<StragglerRecording>(1, msgs);
+  ctx_.wrap_transport([this](std::unique_ptr<Transport> t) { return stragglers_->wrap(std::move(t)); });
+}
+
+void KvCacheBench::finish_stragglers(ResultsRun& results) {
+  if (!stragglers_ || !ctx_.is_root()) return;
+  write_stragglers(ctx_, results, *stragglers_, ctx_.hosts(), straggler_threshold_);
 }
 
 void add_kvcache_options(CLI::App& sub, KvCacheOptions& kv) {
@@ -464,6 +510,12 @@ void add_kvcache_options(CLI::App& sub, KvCacheOptions& kv) {
                  "--find-max-rate: Gb/s per rail, for the analytical capacity printed beside the answer");
   sub.add_option("--slo", kv.slo, "--serve: latency objective on the total time, e.g. p99:50ms (goodput reported)");
   sub.add_option("--max-mem", kv.max_mem, "Memory all ranks of a host may allocate (default 90% of MemAvailable)");
+  sub.add_flag("--stragglers", kv.stragglers,
+               "name a slow link (node -> node, rail) or a late rank from every transfer of each token count and "
+               "mode");
+  sub.add_option("--straggler-threshold", kv.straggler_threshold,
+                 "TIME%,ITERS% (10%,25%): the verdict names one costing more than TIME% of a run in more than "
+                 "ITERS% of the runs; turns --stragglers on");
 }
 
 const bool registered = register_subcommand(Subcommand{

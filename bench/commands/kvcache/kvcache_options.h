@@ -40,11 +40,13 @@ struct KvCacheOptions {
   double burstiness = 1;  // gamma shape of the gaps; 1 = Poisson
   double duration_s = 0;  // > 0: rate x duration requests; else --requests in all
   uint64_t seed = 1;
-  std::string slo;             // "p99:50ms"; empty: no goodput
-  std::string trace;           // --serve: arrival times from this request trace
-  double time_scale = 1;       // --trace: divides its gaps
-  bool find_max_rate = false;  // search the highest rate meeting --slo
-  double line_rate_gbps = 0;   // per rail, for the analytical capacity; 0: not printed
+  std::string slo;                  // "p99:50ms"; empty: no goodput
+  std::string trace;                // --serve: arrival times from this request trace
+  double time_scale = 1;            // --trace: divides its gaps
+  bool find_max_rate = false;       // search the highest rate meeting --slo
+  double line_rate_gbps = 0;        // per rail, for the analytical capacity; 0: not printed
+  bool stragglers = false;          // record every transfer and name a slow link
+  std::string straggler_threshold;  // TIME%,ITERS%; given: --stragglers on
 };
 
 // What the run needs from the job: its ranks' hosts, this rank, --mem, -w, and the
