@@ -263,7 +263,7 @@ void check_spec(const TrainModel& m, const StepSpec& s, int layers) {
 
 }  // namespace
 
-Trace make_step_trace(const TrainModel& model, const StepSpec& spec_in, const RankMap& map) {
+Trace make_step_trace(const TrainModel& model, const StepSpec& spec_in, const RankMap& map, int only_rank) {
   StepSpec spec = spec_in;
   if (spec.routing.experts == 0) spec.routing.experts = model.experts;
   if (spec.routing.topk == 0) spec.routing.topk = model.topk;
@@ -277,7 +277,10 @@ Trace make_step_trace(const TrainModel& model, const StepSpec& spec_in, const Ra
   t.dtype = spec.dtype;
   t.groups = map.groups;
   if (spec.shape.ep > 1) t.routing = spec.routing;
-  for (int r = 0; r < t.world; ++r) t.ranks.push_back(RankSchedule(m, spec, map, r, layers).build());
+  t.ranks.resize(static_cast<size_t>(t.world));
+  for (int r = 0; r < t.world; ++r)
+    if (only_rank < 0 || r == only_rank)
+      t.ranks[static_cast<size_t>(r)] = RankSchedule(m, spec, map, r, layers).build();
   return t;
 }
 

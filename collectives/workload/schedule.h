@@ -38,8 +38,10 @@ struct StepSpec {
   TraceRouting routing;               // experts / topk 0: the model's
 };
 
-// The step's trace for every rank of `map`. Throws UsageError for a spec that does not
-// fit the model (layers not divisible by pp, more experts per rank than experts, ...).
-Trace make_step_trace(const TrainModel& model, const StepSpec& spec, const RankMap& map);
+// The step's trace for every rank of `map`, or with `only_rank` >= 0 for that rank alone
+// (the other ranks' op lists left empty: what a rank of a large job needs to run its
+// part). Throws UsageError for a spec that does not fit the model (layers not divisible
+// by pp, more experts per rank than experts, ...).
+Trace make_step_trace(const TrainModel& model, const StepSpec& spec, const RankMap& map, int only_rank = -1);
 
 }  // namespace railbench::workload

@@ -267,3 +267,15 @@ TEST_CASE("workload: explicit all-to-all-v splits deliver the right data in chun
     CHECK(ep_bytes[static_cast<size_t>(r)] == static_cast<double>(sent_expected[static_cast<size_t>(r)]));
   }
 }
+
+// A rank of a large job builds its own ops alone: the same ops as in the whole step.
+TEST_CASE("workload: one rank's schedule built alone is its part of the whole step", "[workload][unit]") {
+  const RankMap m = map_ranks(ParallelShape{2, 2, 2, 2, "tp-pp-dp"}, 8, 0);
+  const Trace whole = make_step_trace(tiny(true), spec(2, 2, 2, 2), m);
+  for (int r : {0, 5, 7}) {
+    const Trace one = make_step_trace(tiny(true), spec(2, 2, 2, 2), m, r);
+    REQUIRE(one.ranks.size() == 8);
+    for (int o = 0; o < 8; ++o) CHECK(one.ranks[static_cast<size_t>(o)].empty() == (o != r));
+    CHECK(to_json(one)["ranks"][r] == to_json(whole)["ranks"][r]);
+  }
+}
