@@ -149,3 +149,34 @@ TEST_CASE("su config: nodes are capped, and a huge range is refused before it is
   CHECK_THAT(su_error(with_nodes("node[1-100000]")), Catch::Contains("more than 4096 names"));
   CHECK(parse_su_config(with_nodes("node[0001-4096]"), "t.json").nodes.size() == 4096);
 }
+
+TEST_CASE("su config: a rail over several leaves puts every node under exactly one", "[su_config]") {
+  const char* rails = R"([{"gpu": 0, "nic": "eth0", "speed_gbps": 400, "mtu": 9000,
+                           "leaves": {"r0-leafA": "n[1-2]", "r0-leafB": "n[3-4]"}},
+                          {"gpu": 1, "nic": "eth1", "speed_gbps": 400, "mtu": 9000}])";
+  const SuConfig c = parse_su_config(config_with(rails), "t.json");
+  CHECK(c.rails[0].leaf_of("n1") == "r0-leafA");
+  CHECK(c.rails[0].leaf_of("n4") == "r0-leafB");
+  CHECK(c.rails[0].leaf == "r0-leafA..r0-leafB");
+  CHECK(c.rails[0].leaf_names == std::vector<std::string>{"r0-leafA", "r0-leafB"});
+  CHECK(c.rails[1].node_leaf.empty());
+  CHECK(c.rails[1].leaf_of("n1") == "leaf1");
+  auto err = [](const std::string& leaves) {
+    try {
+      parse_su_config(config_with(fmt::format(R"([{{"gpu": 0, "nic": "eth0", "speed_gbps": 400, "mtu": 9000, {}}},
+        {{"gpu": 1, "nic": "eth1", "speed_gbps": 400, "mtu": 9000}}])",
+                                              leaves)),
+                      "t.json");
+    } catch (const UsageError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  CHECK_THAT(err(R"("leaves": {"a": "n[1-2]", "b": "n[2-4]"})"),
+             Catch::Contains("rails[0].leaves") && Catch::Contains("node 'n2' is under two leaves (a and b)"));
+  CHECK_THAT(err(R"("leaves": {"a": "n[1-3]"})"), Catch::Contains("node 'n4' has no leaf: list it under one of a"));
+  CHECK_THAT(err(R"("leaves": {"a": "n[1-4],x9"})"), Catch::Contains("rails[0].leaves.a: node 'x9' is not in nodes"));
+  CHECK_THAT(err(R"("leaves": {"a": 3})"), Catch::Contains("rails[0].leaves.a: expected a hostlist"));
+  CHECK_THAT(err(R"("leaves": {})"), Catch::Contains("rails[0].leaves: expected an object"));
+  CHECK_THAT(err(R"("leaf": "x", "leaves": {"a": "n[1-4]"})"), Catch::Contains("and leaf both given"));
+}

@@ -664,3 +664,28 @@ TEST_CASE("plan: the 32 x 8 H200 SU, and 1024 nodes x 8 rails instantly", "[vali
   CHECK(big.rail_pair_tests == 1023u * 512 * 8);
   CHECK(s < 2.0);  // generous: it takes milliseconds
 }
+
+TEST_CASE("verdict: on a rail over several leaves a link is named with its node's leaf", "[validate]") {
+  SuConfig c = su();
+  c.rails[1].node_leaf = {{"node01", "l1a"}, {"node02", "l1a"}, {"node03", "l1b"}, {"node04", "l1b"}};
+  c.rails[1].leaf_names = {"l1a", "l1b"};
+  c.rails[1].leaf = "l1a..l1b";
+  const auto rail = all_pairs(c, [](PairResult& p) {
+    if (touches(p, 2, 1)) {
+      p.bw_ab = p.bw_ba = 0.012;
+      p.bidir = 0.024;
+    }
+  });
+  const auto stats = link_stats(c, 4, rail);
+  const auto suspects = find_suspects(c, stats);
+  REQUIRE(suspects.size() == 1);
+  const auto retests = plan_retests(suspects, stats);
+  PairResult again{PairPhase::retest, 2, retests[0][0].partner, 1, 1, true, "", 0.012, 0.012, 0.024, 12, 30, 60};
+  const auto findings = judge_links(c, names(c), stats, suspects, {again}, {});
+  REQUIRE(findings.size() == 1);
+  CHECK(findings[0].subject == "node03 rail1 (l1b)");
+  // The results name each node's leaf, parallel to the rail's nodes; a one-leaf rail none.
+  const auto matrices = rail_matrices(c, names(c), rail, stats);
+  CHECK(matrices[1]["node_leaves"] == nlohmann::json({"l1a", "l1a", "l1b", "l1b"}));
+  CHECK_FALSE(matrices[0].contains("node_leaves"));
+}

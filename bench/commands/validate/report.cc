@@ -88,18 +88,25 @@ json rail_matrices(const SuConfig& c, const std::vector<std::string>& node_names
                            {"carrier_changes", l.carrier_changes},
                            {"link_downed", l.link_downed}});
     }
-    out.push_back(json{{"rail", r},
-                       {"nic", c.rails[r].nic},
-                       {"leaf", c.rails[r].leaf},
-                       {"line_rate_gbps", c.rails[r].line_rate_gbps},
-                       {"nodes", node_names},
-                       {"bw_gbs", bw},
-                       {"bidir_gbs", bidir},
-                       {"lat_p50_us", p50},
-                       {"lat_p99_us", p99},
-                       {"lat_p999_us", p999},
-                       {"links", links},
-                       {"errors", errors}});
+    json entry{{"rail", r},
+               {"nic", c.rails[r].nic},
+               {"leaf", c.rails[r].leaf},
+               {"line_rate_gbps", c.rails[r].line_rate_gbps},
+               {"nodes", node_names},
+               {"bw_gbs", bw},
+               {"bidir_gbs", bidir},
+               {"lat_p50_us", p50},
+               {"lat_p99_us", p99},
+               {"lat_p999_us", p999},
+               {"links", links},
+               {"errors", errors}};
+    // A rail over several leaves: each node's, parallel to "nodes" (the report groups by it).
+    if (!c.rails[r].node_leaf.empty()) {
+      json leaves = json::array();
+      for (const auto& name : node_names) leaves.push_back(c.rails[r].leaf_of(name));
+      entry["node_leaves"] = std::move(leaves);
+    }
+    out.push_back(std::move(entry));
   }
   return out;
 }

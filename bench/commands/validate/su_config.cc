@@ -130,12 +130,40 @@ void read_top_level(const Reader& r, const json& doc, SuConfig& c) {
   c.qps_per_peer = r.integer(doc, "", "qps_per_peer", 1, 1, 64);
 }
 
+// rails[i].leaves: {"r0-leaf0": "gpu[001-032]", "r0-leaf1": "gpu[033-064]"}: every node of
+// the SU under exactly one leaf, as the fabric's cabling plan has it.
+void read_leaves(const Reader& r, const json& j, const std::string& where, const SuConfig& c, SuRail& rail) {
+  if (!j.is_object() || j.empty())
+    r.fail(where, "expected an object of leaf -> hostlist, e.g. {\"leaf0\": \"gpu[001-032]\", \"leaf1\": ...}");
+  const std::set<std::string> known(c.nodes.begin(), c.nodes.end());
+  for (const auto& [leaf, expr] : j.items()) {
+    if (!expr.is_string()) r.fail(where + "." + leaf, "expected a hostlist string, e.g. \"gpu[001-032]\"");
+    std::vector<std::string> nodes;
+    try {
+      nodes = expand_hostlist(expr.get<std::string>(), kMaxSuNodes);
+    } catch (const UsageError& e) {
+      r.fail(where + "." + leaf, e.what());
+    }
+    for (const auto& n : nodes) {
+      if (!known.count(n)) r.fail(where + "." + leaf, fmt::format("node '{}' is not in nodes", n));
+      const auto [it, fresh] = rail.node_leaf.emplace(n, leaf);
+      if (!fresh) r.fail(where, fmt::format("node '{}' is under two leaves ({} and {})", n, it->second, leaf));
+    }
+    rail.leaf_names.push_back(leaf);
+  }
+  for (const auto& n : c.nodes)
+    if (!rail.node_leaf.count(n))
+      r.fail(where, fmt::format("node '{}' has no leaf: list it under one of {}", n, fmt::join(rail.leaf_names, ", ")));
+  rail.leaf = rail.leaf_names.size() == 1 ? rail.leaf_names.front()
+                                          : fmt::format("{}..{}", rail.leaf_names.front(), rail.leaf_names.back());
+}
+
 // rails[i]: one NIC per GPU slot, each slot and each NIC used once. `have` and `nics`
 // are what the entries before it took.
 SuRail read_rail(const Reader& r, const json& e, size_t i, const SuConfig& c, std::vector<bool>& have,
                  std::set<std::string>& nics) {
   const std::string where = fmt::format("rails[{}]", i);
-  r.only(e, where, {"gpu", "nic", "leaf", "speed_gbps", "line_rate_gbps", "mtu"});
+  r.only(e, where, {"gpu", "nic", "leaf", "leaves", "speed_gbps", "line_rate_gbps", "mtu"});
   SuRail rail;
   rail.gpu = r.integer(e, where, "gpu", static_cast<int>(i), 0, c.gpus_per_node - 1);
   if (have[rail.gpu]) r.fail(where + ".gpu", fmt::format("GPU slot {} has two rails", rail.gpu));
@@ -143,6 +171,11 @@ SuRail read_rail(const Reader& r, const json& e, size_t i, const SuConfig& c, st
   rail.nic = r.string(e, where, "nic", "", true);
   if (!nics.insert(rail.nic).second) r.fail(where + ".nic", fmt::format("NIC '{}' serves two slots", rail.nic));
   rail.leaf = r.string(e, where, "leaf", fmt::format("leaf{}", rail.gpu));
+  if (e.contains("leaves")) {
+    if (e.contains("leaf"))
+      r.fail(where + ".leaves", "and leaf both given: leaf names the one leaf of the rail, leaves a leaf per node");
+    read_leaves(r, e.at("leaves"), where + ".leaves", c, rail);
+  }
   rail.speed_gbps = r.number(e, where, "speed_gbps", 0, 0.001, 100000, true);
   rail.line_rate_gbps = r.number(e, where, "line_rate_gbps", rail.speed_gbps, 0.001, 100000);
   rail.mtu = r.integer(e, where, "mtu", 0, 256, 65536, true);

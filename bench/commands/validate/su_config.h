@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,14 @@ struct SuRail {
   double speed_gbps = 0;      // expected port speed
   double line_rate_gbps = 0;  // rate the link is expected to carry; defaults to speed_gbps
   int mtu = 0;                // expected MTU: IB MTU (256..4096) for verbs, link MTU for a netdev
+  // A rail spread over several leaves (rails[i].leaves: leaf -> hostlist): each node's
+  // leaf; empty when one leaf takes the whole rail. `leaf` is then "first..last".
+  std::map<std::string, std::string> node_leaf;
+  std::vector<std::string> leaf_names;  // in the config's order
+  const std::string& leaf_of(const std::string& node) const {
+    const auto it = node_leaf.find(node);
+    return it == node_leaf.end() ? leaf : it->second;
+  }
 };
 
 struct SuThresholds {

@@ -303,7 +303,8 @@ void to_json(nlohmann::json& j, const Finding& f) {
 }
 
 std::string link_name(const SuConfig& config, const std::vector<std::string>& node_names, LinkId link) {
-  return fmt::format("{} rail{} ({})", node_names.at(link.node), link.rail, config.rails.at(link.rail).leaf);
+  const std::string& node = node_names.at(link.node);
+  return fmt::format("{} rail{} ({})", node, link.rail, config.rails.at(link.rail).leaf_of(node));
 }
 
 std::vector<std::vector<LinkStats>> link_stats(const SuConfig& config, int nodes, const std::vector<PairResult>& rail) {
@@ -535,7 +536,8 @@ std::vector<Finding> judge_links(const SuConfig& config, const std::vector<std::
     if (blamed.count({p.rail_a, p.node_a}) || blamed.count({p.rail_b, p.node_b})) continue;
     const std::string subject =
         fmt::format("{} rail{} -> {} rail{} ({} -> spine -> {})", node_names.at(p.node_a), p.rail_a,
-                    node_names.at(p.node_b), p.rail_b, config.rails[p.rail_a].leaf, config.rails[p.rail_b].leaf);
+                    node_names.at(p.node_b), p.rail_b, config.rails[p.rail_a].leaf_of(node_names.at(p.node_a)),
+                    config.rails[p.rail_b].leaf_of(node_names.at(p.node_b)));
     const double line = std::min(line_gbytes(config.rails[p.rail_a]), line_gbytes(config.rails[p.rail_b]));
     const double need = config.thresholds.bw_min_fraction * line;
     const double v = std::min(p.bw_ab, p.bw_ba);
