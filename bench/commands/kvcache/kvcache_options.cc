@@ -180,6 +180,7 @@ void resolve_trace(const KvCacheOptions& opt, KvCachePlan& plan, size_t pairs) {
                                  opt.trace, t.requests.size(), pairs));
   std::vector<double> tokens;
   for (size_t i = 0; i < per_pair * pairs; ++i) {
+    plan.trace_hash_ids.push_back(t.requests[i].hash_ids);
     plan.trace_arrivals.push_back(t.requests[i].arrival_s);
     tokens.push_back(static_cast<double>(t.requests[i].input_tokens));
     plan.trace_tokens.push_back(t.requests[i].input_tokens);
@@ -216,9 +217,44 @@ void resolve_request_tokens(const KvCacheOptions& opt, KvCachePlan& plan, size_t
   plan.token_counts = {(most + bt - 1) / bt * bt};
 }
 
+// --route and --decode-cache: prefix reuse needs every request's hash ids (a Mooncake
+// trace) and its own prompt length, so that the ids' 512-token blocks are its tokens.
+void resolve_route(const KvCacheOptions& opt, KvCachePlan& plan) {
+  plan.route = parse_kv_route(opt.route);
+  plan.base.mesh = plan.route != KvRoute::round_robin;
+  if (opt.decode_cache < 0)
+    throw UsageError(fmt::format("--decode-cache {} must be 0 (off) or more blocks of 512 tokens", opt.decode_cache));
+  if (!std::isfinite(opt.prefill_us_per_token) || opt.prefill_us_per_token < 0)
+    throw UsageError(
+        fmt::format("--prefill-us-per-token {} must be microseconds 0 or above (e.g. 20)", opt.prefill_us_per_token));
+  const bool reuse = opt.decode_cache > 0 || plan.route == KvRoute::prefix;
+  if (!reuse) return;
+  const char* what = opt.decode_cache > 0 ? "--decode-cache" : "--route prefix";
+  if (opt.find_max_rate)
+    throw UsageError(
+        fmt::format("{} replays a trace's prefixes, --find-max-rate draws its own arrivals: drop one", what));
+  if (opt.trace.empty() || plan.token_dist.kind != TokenDist::Kind::trace)
+    throw UsageError(fmt::format(
+        "{} needs each request's prompt blocks: give a Mooncake --trace FILE.jsonl (hash_ids) and --tokens trace",
+        what));
+}
+
+// After the trace is read: its requests must carry hash ids.
+void check_hash_ids(const KvCacheOptions& opt, const KvCachePlan& plan) {
+  if (opt.decode_cache == 0 && plan.route != KvRoute::prefix) return;
+  const bool any =
+      std::any_of(plan.trace_hash_ids.begin(), plan.trace_hash_ids.end(), [](const auto& ids) { return !ids.empty(); });
+  if (!any)
+    throw UsageError(
+        fmt::format("{}: --trace {} has no hash_ids: prefix reuse needs a Mooncake trace (JSONL with "
+                    "hash_ids, one id per 512-token block)",
+                    opt.decode_cache > 0 ? "--decode-cache" : "--route prefix", opt.trace));
+}
+
 // --serve: one token count, a load that parses, and a request count that stays in memory.
 void resolve_serve(const KvCacheOptions& opt, KvCachePlan& plan) {
   check_serve_load(opt.rate, opt.burstiness);
+  resolve_route(opt, plan);
   if (plan.token_dist.kind == TokenDist::Kind::fixed && plan.token_counts.size() != 1)
     throw UsageError(
         fmt::format("--serve takes one --tokens value, got {}: give e.g. --tokens 4096", plan.token_counts.size()));
@@ -237,6 +273,7 @@ void resolve_serve(const KvCacheOptions& opt, KvCachePlan& plan) {
   if (!opt.trace.empty()) {
     resolve_trace(opt, plan, static_cast<size_t>(pairs));
     resolve_request_tokens(opt, plan, plan.trace_arrivals.size());
+    check_hash_ids(opt, plan);
     return;
   }
   const double total = opt.duration_s > 0 ? std::ceil(opt.rate * opt.duration_s) : opt.requests;
