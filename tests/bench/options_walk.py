@@ -438,6 +438,8 @@ COMMANDS.update({
         "--route": case(["--serve", "--requests", "4", "--route", "least-loaded"], json_differs("config.serve.route")),
         "--decode-cache": case(["--serve", *CUSTOM, "--trace", KV_MOONCAKE, "--tokens", "trace", "--decode-cache", "8"],
                                stdout_has(r"^# prefix reuse \(--decode-cache 8 ")),
+        "--decode-memory": case(["--serve", "--requests", "4", "--decode-memory", "1M"],
+                                exit_is(2, r"more than --decode-memory 1M")),
         "--prefill-us-per-token": case(["--serve", "--requests", "4", "--prefill-us-per-token", "10"],
                                        stdout_has(r"^# prefill \(10 us per token")),
     }),

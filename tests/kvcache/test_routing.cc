@@ -102,7 +102,7 @@ TEST_CASE("prefix beats round-robin on shared prefixes; the same input gives the
   CHECK(route_requests(in).decode == prefix.decode);
 }
 
-TEST_CASE("--route: unknown names list the routes", "[kvcache][route]") {
+TEST_CASE("route names: an unknown --route lists the routes", "[kvcache][route]") {
   CHECK(parse_kv_route("prefix") == KvRoute::prefix);
   CHECK(std::string(to_string(KvRoute::least_loaded)) == "least-loaded");
   CHECK_THROWS_WITH(parse_kv_route("random"), "unknown --route 'random': use round-robin, least-loaded or prefix");

@@ -470,7 +470,8 @@ int KvCacheBench::run_serve() {
                          {"time_scale", opt_.time_scale},
                          {"route", opt_.route},
                          {"decode_cache_blocks", opt_.decode_cache},
-                         {"prefill_us_per_token", opt_.prefill_us_per_token}};
+                         {"prefill_us_per_token", opt_.prefill_us_per_token},
+                         {"decode_memory", opt_.decode_memory}};
   ResultsRun results(ctx_, config);
   print_header();
   KvOptions o = plan_.base;
@@ -628,6 +629,8 @@ void add_kvcache_options(CLI::App& sub, KvCacheOptions& kv) {
                  "--serve: prefill compute per prompt token; a request's KV is ready that long after it arrives "
                  "(serial per prefill rank)")
       ->capture_default_str();
+  sub.add_option("--decode-memory", kv.decode_memory,
+                 "--serve: KV memory of a decode rank (40G); a request larger than it is refused before the run");
   sub.add_option("--max-mem", kv.max_mem, "Memory all ranks of a host may allocate (default 90% of MemAvailable)");
 }
 

@@ -251,6 +251,37 @@ void check_hash_ids(const KvCacheOptions& opt, const KvCachePlan& plan) {
                     opt.decode_cache > 0 ? "--decode-cache" : "--route prefix", opt.trace));
 }
 
+// --decode-memory: a request whose KV (whole blocks) is larger than a decode rank's KV
+// memory could never be placed there, whatever the route: refused before any transfer,
+// naming the first such request.
+void check_decode_memory(const KvCacheOptions& opt, const KvCachePlan& plan) {
+  if (opt.decode_memory.empty()) return;
+  const uint64_t limit = parse_size(opt.decode_memory);
+  if (limit == 0) throw UsageError(fmt::format("--decode-memory {} must be above 0 (e.g. 40G)", opt.decode_memory));
+  const KvShape& s = plan.base.shape;
+  const auto bytes = [&](uint64_t tokens) {
+    const uint64_t blocks = (tokens + s.block_tokens - 1) / s.block_tokens;
+    return mul_sat(mul_sat(static_cast<uint64_t>(s.layers) * static_cast<uint64_t>(s.planes), blocks), s.block_bytes());
+  };
+  if (plan.request_tokens.empty()) {
+    if (bytes(plan.token_counts.front()) > limit)
+      throw UsageError(fmt::format(
+          "--tokens {}: a request's KV is {} B, more than --decode-memory {} of a decode rank: raise --decode-memory "
+          "or give fewer --tokens",
+          plan.token_counts.front(), with_commas(bytes(plan.token_counts.front())), opt.decode_memory));
+    return;
+  }
+  for (size_t i = 0; i < plan.request_tokens.size(); ++i) {
+    if (bytes(plan.request_tokens[i]) <= limit) continue;
+    const std::string which = opt.trace.empty() ? fmt::format("request {} (--tokens {})", i, plan.token_dist.text)
+                                                : fmt::format("--trace {}, its request {}", opt.trace, i + 1);
+    throw UsageError(fmt::format(
+        "{}: {} tokens are {} B of KV, more than --decode-memory {} of a decode rank: raise --decode-memory or {}",
+        which, plan.request_tokens[i], with_commas(bytes(plan.request_tokens[i])), opt.decode_memory,
+        opt.trace.empty() ? "narrow the --tokens distribution" : "trim the trace"));
+  }
+}
+
 // --serve: one token count, a load that parses, and a request count that stays in memory.
 void resolve_serve(const KvCacheOptions& opt, KvCachePlan& plan) {
   check_serve_load(opt.rate, opt.burstiness);
@@ -274,6 +305,7 @@ void resolve_serve(const KvCacheOptions& opt, KvCachePlan& plan) {
     resolve_trace(opt, plan, static_cast<size_t>(pairs));
     resolve_request_tokens(opt, plan, plan.trace_arrivals.size());
     check_hash_ids(opt, plan);
+    check_decode_memory(opt, plan);
     return;
   }
   const double total = opt.duration_s > 0 ? std::ceil(opt.rate * opt.duration_s) : opt.requests;
@@ -283,6 +315,7 @@ void resolve_serve(const KvCacheOptions& opt, KvCachePlan& plan) {
         fmt::format("--serve with {:.0f} requests is more than 50,000,000: lower --rate or --duration", total));
   plan.serve_requests_per_pair = std::max(1, static_cast<int>(std::ceil(total / pairs)));
   resolve_request_tokens(opt, plan, static_cast<size_t>(plan.serve_requests_per_pair) * static_cast<size_t>(pairs));
+  check_decode_memory(opt, plan);
 }
 
 }  // namespace

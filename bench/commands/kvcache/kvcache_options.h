@@ -49,6 +49,7 @@ struct KvCacheOptions {
   std::string route = "round-robin";  // --serve: which decode rank takes each request
   int decode_cache = 0;               // --serve: prefix blocks each decode rank's LRU holds; 0: off
   double prefill_us_per_token = 0;    // --serve: prefill compute before a request's KV is ready
+  std::string decode_memory;          // --serve: a decode rank's KV memory; a larger request is refused
 };
 
 // What the run needs from the job: its ranks' hosts, this rank, --mem, -w, and the
