@@ -144,6 +144,11 @@ void KvCacheBench::print_header() const {
                   write ? (ordered_writes_ ? " (writes ordered per rail: each rail's last write carries the imm)"
                                            : " (unordered: imm after the writes complete)")
                         : ""));
+  if (opt_.serve && plan_.route != KvRoute::round_robin)
+    ctx_.print(
+        fmt::format("# --route {}: every prefill rank paired with every decode rank, each request's decode rank "
+                    "chosen per request (the per-pair count above is the mean)",
+                    to_string(plan_.route)));
   if (opt_.serve) {
     // The sweep's per-pair counts do not apply: the serve line below says what runs.
     ctx_.print(
