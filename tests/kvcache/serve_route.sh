@@ -18,7 +18,7 @@ trap 'rm -rf "$work"' EXIT
 # the largest fixture prompt small; routing and reuse are what is under test.
 args=(kvcache --serve -t ofi:shm --layers 2 --kv-heads 1 --head-dim 8 --block-tokens 16 --mode per-block -c
   --concurrency 2 --prefill-ranks 0 --decode-ranks 1,2 --tokens trace --trace "$here/fixtures/mooncake_prefixes.jsonl"
-  --time-scale 4 --route "$route" --json "$work/r.json")
+  --time-scale 4 --route "$route" --json "$work/r.json" --csv "$work/r.csv")
 [[ $route == prefix ]] && args+=(--decode-cache 16)
 rb_mpirun_deadline 60 3 "$rb" "${args[@]}" >"$work/out" 2>"$work/err"
 rc=$?
@@ -27,11 +27,12 @@ cat "$work/out" "$work/err"
 if [[ $route == prefix ]]; then
   args=("${args[@]/#prefix/round-robin}")
   args=("${args[@]/#$work\/r.json/$work/rr.json}")
+  args=("${args[@]/#$work\/r.csv/$work/rr.csv}")
   rb_mpirun_deadline 60 3 "$rb" "${args[@]}" >"$work/out-rr" 2>&1 || { cat "$work/out-rr"; echo "FAIL: round-robin"; exit 1; }
 fi
 grep -q "^# route $route: requests per decode rank 1 [0-9]*, 2 [0-9]*" "$work/out" || { echo "FAIL: no route line"; exit 1; }
-python3 - "$work/r.json" "$route" "$work/rr.json" <<'PY' || exit 1
-import json, sys
+python3 - "$work/r.json" "$route" "$work/rr.json" "$work/r.csv" <<'PY' || exit 1
+import csv, json, sys
 doc = json.load(open(sys.argv[1]))
 e = doc["results"][0]
 r = e["routing"]
@@ -40,6 +41,8 @@ print(f"route {r['route']}: saved {r['bytes_saved']} of {r['bytes_total']} B, pe
 assert doc["config"]["serve"]["route"] == sys.argv[2]
 assert e["wrong"] == 0, "bytes off the pattern at the decode side"
 assert r["resent_blocks"] == 0, "a held block was sent again"
+row = list(csv.DictReader(open(sys.argv[4])))[0]
+assert int(row["bytes_saved"]) == r["bytes_saved"], "the CSV's bytes_saved is not the JSON's"
 assert sum(d["requests"] for d in r["per_decode"].values()) == e["requests"] == 40
 assert [d["decode"] for d in e["per_decode"]] == [1, 2]
 assert [d["requests"] for d in e["per_decode"]] == [r["per_decode"][k]["requests"] for k in ("1", "2")]
