@@ -227,28 +227,29 @@ void resolve_route(const KvCacheOptions& opt, KvCachePlan& plan) {
   if (!std::isfinite(opt.prefill_us_per_token) || opt.prefill_us_per_token < 0)
     throw UsageError(
         fmt::format("--prefill-us-per-token {} must be microseconds 0 or above (e.g. 20)", opt.prefill_us_per_token));
-  const bool reuse = opt.decode_cache > 0 || plan.route == KvRoute::prefix;
-  if (!reuse) return;
-  const char* what = opt.decode_cache > 0 ? "--decode-cache" : "--route prefix";
-  if (opt.find_max_rate)
+  if (plan.route == KvRoute::prefix && opt.decode_cache == 0)
     throw UsageError(
-        fmt::format("{} replays a trace's prefixes, --find-max-rate draws its own arrivals: drop one", what));
+        "--route prefix chooses the decode rank holding most of a request's blocks, and with --decode-cache 0 none "
+        "holds any: give --decode-cache N (blocks of 512 tokens per decode rank)");
+  if (opt.decode_cache == 0) return;
+  if (opt.find_max_rate)
+    throw UsageError("--decode-cache replays a trace's prefixes, --find-max-rate draws its own arrivals: drop one");
   if (opt.trace.empty() || plan.token_dist.kind != TokenDist::Kind::trace)
-    throw UsageError(fmt::format(
-        "{} needs each request's prompt blocks: give a Mooncake --trace FILE.jsonl (hash_ids) and --tokens trace",
-        what));
+    throw UsageError(
+        "--decode-cache needs each request's prompt blocks: give a Mooncake --trace FILE.jsonl (hash_ids) and "
+        "--tokens trace");
 }
 
 // After the trace is read: its requests must carry hash ids.
 void check_hash_ids(const KvCacheOptions& opt, const KvCachePlan& plan) {
-  if (opt.decode_cache == 0 && plan.route != KvRoute::prefix) return;
+  if (opt.decode_cache == 0) return;
   const bool any =
       std::any_of(plan.trace_hash_ids.begin(), plan.trace_hash_ids.end(), [](const auto& ids) { return !ids.empty(); });
   if (!any)
     throw UsageError(
-        fmt::format("{}: --trace {} has no hash_ids: prefix reuse needs a Mooncake trace (JSONL with "
+        fmt::format("--decode-cache: --trace {} has no hash_ids: prefix reuse needs a Mooncake trace (JSONL with "
                     "hash_ids, one id per 512-token block)",
-                    opt.decode_cache > 0 ? "--decode-cache" : "--route prefix", opt.trace));
+                    opt.trace));
 }
 
 // --decode-memory: a request whose KV (whole blocks) is larger than a decode rank's KV
