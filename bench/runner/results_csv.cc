@@ -208,6 +208,9 @@ CsvTable kvcache_csv(const json& doc) {
     for (const char* f : {"requests", "offered_rps", "carried_rps", "offered_gbps", "carried_gbps", "overload"})
       cols.push_back({f, from_entry({f})});
     cols.push_back({"slo_goodput", from_entry({"slo", "goodput"})});
+    // --route / --decode-cache: the KV bytes not sent because the decode rank held them.
+    cols.push_back({"bytes_saved", from_entry({"routing", "bytes_saved"})});
+    cols.push_back({"saved_share", from_entry({"routing", "saved_share"})});
   }
   std::vector<RowSource> sources;
   for (const auto& e : results_of(doc)) sources.push_back({&doc, &e, &e});

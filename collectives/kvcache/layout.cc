@@ -36,13 +36,13 @@ uint64_t KvPool::offset(int slot, int layer, int plane, uint64_t b) const {
 }
 
 std::vector<KvCopy> kv_block_copies(const KvPool& src, int src_slot, const KvPool& dst, int dst_slot, bool coalesce,
-                                    int rails, uint64_t blocks) {
+                                    int rails, uint64_t blocks, uint64_t first) {
   const KvShape& s = src.shape();
   std::vector<KvCopy> out;
   out.reserve(s.units());
   for (int l = 0; l < s.layers; ++l) {
     for (int p = 0; p < s.planes; ++p) {
-      for (uint64_t b = 0; b < std::min(blocks, s.blocks()); ++b) {
+      for (uint64_t b = first; b < std::min(blocks, s.blocks()); ++b) {
         KvCopy c{src.offset(src_slot, l, p, b), dst.offset(dst_slot, l, p, b), s.block_len(b), 0};
         if (coalesce && !out.empty()) {
           KvCopy& last = out.back();
@@ -60,14 +60,14 @@ std::vector<KvCopy> kv_block_copies(const KvPool& src, int src_slot, const KvPoo
   return out;
 }
 
-std::vector<KvCopy> kv_pack_copies(const KvPool& pool, int slot, uint64_t blocks) {
+std::vector<KvCopy> kv_pack_copies(const KvPool& pool, int slot, uint64_t blocks, uint64_t first) {
   const KvShape& s = pool.shape();
   std::vector<KvCopy> out;
   out.reserve(s.units());
   uint64_t packed = 0;
   for (int l = 0; l < s.layers; ++l) {
     for (int p = 0; p < s.planes; ++p) {
-      for (uint64_t b = 0; b < std::min(blocks, s.blocks()); ++b) {
+      for (uint64_t b = first; b < std::min(blocks, s.blocks()); ++b) {
         out.push_back(KvCopy{pool.offset(slot, l, p, b), packed, s.block_len(b), 0});
         packed += s.block_len(b);
       }
@@ -117,18 +117,18 @@ inline uint64_t word(uint64_t seed, uint64_t w) {
 }
 
 template <class Fn>
-void for_each_block(const KvPool& pool, int slot, uint64_t blocks, Fn&& fn) {
+void for_each_block(const KvPool& pool, int slot, uint64_t blocks, uint64_t first, Fn&& fn) {
   const KvShape& s = pool.shape();
   for (int l = 0; l < s.layers; ++l)
     for (int p = 0; p < s.planes; ++p)
-      for (uint64_t b = 0; b < std::min(blocks, s.blocks()); ++b)
+      for (uint64_t b = first; b < std::min(blocks, s.blocks()); ++b)
         fn(pool.offset(slot, l, p, b), s.block_len(b), l, p, b);
 }
 
 }  // namespace
 
-void kv_fill(const KvPool& pool, int slot, std::byte* base, uint32_t request, uint64_t blocks) {
-  for_each_block(pool, slot, blocks, [&](uint64_t off, uint64_t len, int l, int p, uint64_t b) {
+void kv_fill(const KvPool& pool, int slot, std::byte* base, uint32_t request, uint64_t blocks, uint64_t first) {
+  for_each_block(pool, slot, blocks, first, [&](uint64_t off, uint64_t len, int l, int p, uint64_t b) {
     const uint64_t seed = block_seed(request, l, p, b);
     std::byte* d = base + off;
     for (uint64_t i = 0; i < len; i += 8) {
@@ -138,9 +138,10 @@ void kv_fill(const KvPool& pool, int slot, std::byte* base, uint32_t request, ui
   });
 }
 
-uint64_t kv_count_wrong(const KvPool& pool, int slot, const std::byte* base, uint32_t request, uint64_t blocks) {
+uint64_t kv_count_wrong(const KvPool& pool, int slot, const std::byte* base, uint32_t request, uint64_t blocks,
+                        uint64_t first) {
   uint64_t wrong = 0;
-  for_each_block(pool, slot, blocks, [&](uint64_t off, uint64_t len, int l, int p, uint64_t b) {
+  for_each_block(pool, slot, blocks, first, [&](uint64_t off, uint64_t len, int l, int p, uint64_t b) {
     const uint64_t seed = block_seed(request, l, p, b);
     const std::byte* d = base + off;
     for (uint64_t i = 0; i < len; i += 8) {
@@ -155,6 +156,21 @@ uint64_t kv_count_wrong(const KvPool& pool, int slot, const std::byte* base, uin
     }
   });
   return wrong;
+}
+
+uint64_t kv_count_patterned_blocks(const KvPool& pool, int slot, const std::byte* base, uint32_t request,
+                                   uint64_t blocks, uint64_t first) {
+  uint64_t same = 0;
+  for_each_block(pool, slot, blocks, first, [&](uint64_t off, uint64_t len, int l, int p, uint64_t b) {
+    const uint64_t seed = block_seed(request, l, p, b);
+    bool all = true;
+    for (uint64_t i = 0; i < len && all; i += 8) {
+      const uint64_t want = word(seed, i / 8);
+      all = std::memcmp(base + off + i, &want, std::min<uint64_t>(8, len - i)) == 0;
+    }
+    if (all) ++same;
+  });
+  return same;
 }
 
 }  // namespace railbench

@@ -60,16 +60,17 @@ struct KvCopy {
 
 // `blocks` in the functions below: a request that fills only the first `blocks` blocks
 // of each (layer, plane) of its slot (kvcache --serve's per-request sizes); more than the
-// shape has means all of them.
+// shape has means all of them. `first`: the leading blocks the decode side already holds
+// (kvcache --serve's prefix reuse), left out: the functions cover blocks [first, blocks).
 inline constexpr uint64_t kKvAllBlocks = UINT64_MAX;
 
 // One write per block in (layer, plane, block) order, or, with `coalesce`, adjacent
 // blocks (consecutive on both sides) merged into one write. Rails round-robin.
 std::vector<KvCopy> kv_block_copies(const KvPool& src, int src_slot, const KvPool& dst, int dst_slot, bool coalesce,
-                                    int rails, uint64_t blocks = kKvAllBlocks);
+                                    int rails, uint64_t blocks = kKvAllBlocks, uint64_t first = 0);
 // Pool blocks of `slot` to (or, swapped, from) a contiguous buffer of request_bytes()
 // in (layer, plane, block) order: what staged mode packs and unpacks.
-std::vector<KvCopy> kv_pack_copies(const KvPool& pool, int slot, uint64_t blocks = kKvAllBlocks);
+std::vector<KvCopy> kv_pack_copies(const KvPool& pool, int slot, uint64_t blocks = kKvAllBlocks, uint64_t first = 0);
 // One contiguous transfer of `bytes` from src to dst, split into messages of at most
 // max_msg bytes, and over rails when large.
 std::vector<KvCopy> kv_contiguous_copies(uint64_t src, uint64_t dst, uint64_t bytes, size_t max_msg, int rails);
@@ -81,9 +82,14 @@ void kv_apply_copies(const std::vector<KvCopy>& copies, const std::byte* src_bas
 // The check pattern: every 8 bytes of a block encode (request, layer, plane, logical
 // block, offset), so a block in the wrong place, layer or K/V slot is caught, not only
 // a corrupt one.
-void kv_fill(const KvPool& pool, int slot, std::byte* base, uint32_t request, uint64_t blocks = kKvAllBlocks);
+void kv_fill(const KvPool& pool, int slot, std::byte* base, uint32_t request, uint64_t blocks = kKvAllBlocks,
+             uint64_t first = 0);
 // Bytes of `slot`'s blocks that differ from request's pattern.
 uint64_t kv_count_wrong(const KvPool& pool, int slot, const std::byte* base, uint32_t request,
-                        uint64_t blocks = kKvAllBlocks);
+                        uint64_t blocks = kKvAllBlocks, uint64_t first = 0);
+// Blocks of `slot` (over every layer and plane) that hold request's pattern exactly: a
+// block the decode side held already and was not sent must count none.
+uint64_t kv_count_patterned_blocks(const KvPool& pool, int slot, const std::byte* base, uint32_t request,
+                                   uint64_t blocks, uint64_t first = 0);
 
 }  // namespace railbench

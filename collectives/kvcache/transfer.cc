@@ -36,6 +36,11 @@ std::vector<KvPair> kv_pairs(const KvOptions& o) {
   std::vector<KvPair> out;
   const size_t n = std::max(o.prefill.size(), o.decode.size());
   if (o.prefill.empty() || o.decode.empty()) return out;
+  if (o.mesh) {
+    for (int p : o.prefill)
+      for (int d : o.decode) out.push_back(KvPair{p, d});
+    return out;
+  }
   for (size_t k = 0; k < n; ++k) out.push_back(KvPair{o.prefill[k % o.prefill.size()], o.decode[k % o.decode.size()]});
   return out;
 }
@@ -119,18 +124,57 @@ struct KvTransfer::Impl {
   std::unique_ptr<MemoryRegion> pool_mr, staging_mr, ack_mr;
   std::vector<RemoteKey> pool_keys, staging_keys;
   std::vector<uint64_t> ack_sends;  // decode: last ack send per slot
-  // run_open_loop with per-request sizes: blocks per (layer, plane) of request j * pairs + k.
-  const std::vector<uint64_t>* req_blocks = nullptr;
+  // run_open_loop's requests (sizes, routes, held prefixes, ready times); null otherwise.
+  const KvServeRequests* load = nullptr;
+  // Which requests each pair runs. Without routes, pair k's j-th request is request
+  // j * pairs + k, `per_pair` of them; with routes, sched[k] lists them and req_pair /
+  // req_pos map a request back to (pair, position).
+  int per_pair = 0;
+  std::vector<std::vector<uint32_t>> sched;
+  std::vector<int> req_pair;
+  std::vector<int> req_pos;
+
+  bool routed() const { return load && !load->pair.empty(); }
+  void schedule(int requests) {
+    per_pair = requests;
+    sched.assign(routed() ? pairs.size() : 0, {});
+    req_pair.clear();
+    req_pos.clear();
+    if (!routed()) return;
+    for (size_t i = 0; i < load->pair.size(); ++i) {
+      auto& list = sched[static_cast<size_t>(load->pair[i])];
+      req_pair.push_back(load->pair[i]);
+      req_pos.push_back(static_cast<int>(list.size()));
+      list.push_back(static_cast<uint32_t>(i));
+    }
+  }
+  int count(int k) const { return routed() ? static_cast<int>(sched[static_cast<size_t>(k)].size()) : per_pair; }
+  uint32_t id_of(int k, int j) const {
+    return routed() ? sched[static_cast<size_t>(k)][static_cast<size_t>(j)] : static_cast<uint32_t>(j * npairs() + k);
+  }
+  // (pair, position) of request `id`; pair -1 when it is none of this run's.
+  std::pair<int, int> where(uint64_t id) const {
+    if (routed()) {
+      if (id >= req_pair.size()) return {-1, 0};
+      return {req_pair[id], req_pos[id]};
+    }
+    const auto np = static_cast<uint64_t>(npairs());
+    return {static_cast<int>(id % np), static_cast<int>(id / np)};
+  }
 
   uint64_t blocks_of(int k, int j) const {
-    if (!req_blocks) return kKvAllBlocks;
-    return (*req_blocks)[static_cast<size_t>(j) * pairs.size() + static_cast<size_t>(k)];
+    if (!load || load->blocks.empty()) return kKvAllBlocks;
+    return load->blocks[id_of(k, j)];
   }
-  // Bytes of pair k's request j: all of the shape's, or its first blocks (whole blocks).
-  uint64_t bytes_of(int k, int j) const {
-    const uint64_t n = blocks_of(k, j);
-    if (n >= o.shape.blocks()) return o.shape.request_bytes();
-    return static_cast<uint64_t>(o.shape.layers) * static_cast<uint64_t>(o.shape.planes) * n * o.shape.block_bytes();
+  uint64_t skip_of(int k, int j) const { return load && !load->skip.empty() ? load->skip[id_of(k, j)] : 0; }
+  bool sized() const { return load && (!load->blocks.empty() || !load->skip.empty()); }
+  // Bytes of blocks [first, n) of a request (whole blocks, but the shape's partly filled
+  // last block when n reaches it).
+  uint64_t bytes_of(uint64_t n, uint64_t first) const {
+    const uint64_t unit =
+        static_cast<uint64_t>(o.shape.layers) * static_cast<uint64_t>(o.shape.planes) * o.shape.block_bytes();
+    if (n >= o.shape.blocks()) return o.shape.request_bytes() - first * unit;
+    return (n - first) * unit;
   }
 
   int npairs() const { return static_cast<int>(pairs.size()); }
@@ -143,8 +187,8 @@ struct KvTransfer::Impl {
   uint64_t staging_offset(int s) const { return static_cast<uint64_t>(s) * o.shape.request_bytes(); }
 
   // Pool blocks of `s` to its staging slot (pack) or back (unpack).
-  std::vector<KvCopy> pack_copies(int s, bool unpack, uint64_t blocks = kKvAllBlocks) const {
-    auto copies = kv_pack_copies(pools[static_cast<size_t>(rank)], s, blocks);
+  std::vector<KvCopy> pack_copies(int s, bool unpack, uint64_t blocks = kKvAllBlocks, uint64_t first = 0) const {
+    auto copies = kv_pack_copies(pools[static_cast<size_t>(rank)], s, blocks, first);
     for (KvCopy& c : copies) {
       c.dst += staging_offset(s);
       if (unpack) std::swap(c.src, c.dst);
@@ -152,24 +196,29 @@ struct KvTransfer::Impl {
     return copies;
   }
 
-  // The transfers of pair k's request in slot j % C, as both sides compute them.
-  std::vector<KvCopy> transfer_copies(KvMode mode, int k, int j) const {
+  // The transfers of blocks [first, blocks) of pair k's request in slot j % C, as both
+  // sides compute them.
+  std::vector<KvCopy> transfer_copies(KvMode mode, int k, int j, uint64_t blocks, uint64_t first) const {
     const KvPair& pr = pairs[static_cast<size_t>(k)];
     const int ss = slot(pr.prefill, k, j), ds = slot(pr.decode, k, j);
     const size_t max_msg = std::max<size_t>(p.transport().caps().max_msg_size, 64);
     if (!block_mode(mode))
-      return kv_contiguous_copies(staging_offset(ss), staging_offset(ds), bytes_of(k, j), max_msg, o.rails);
+      return kv_contiguous_copies(staging_offset(ss), staging_offset(ds), bytes_of(blocks, first), max_msg, o.rails);
     auto copies = kv_block_copies(pools[static_cast<size_t>(pr.prefill)], ss, pools[static_cast<size_t>(pr.decode)], ds,
-                                  mode == KvMode::coalesced, o.rails, blocks_of(k, j));
+                                  mode == KvMode::coalesced, o.rails, blocks, first);
     kv_split_copies(copies, max_msg);
     return copies;
+  }
+  // Pair k's request j as it runs: its own size and held prefix.
+  std::vector<KvCopy> request_copies(KvMode mode, int k, int j) const {
+    return transfer_copies(mode, k, j, blocks_of(k, j), skip_of(k, j));
   }
 
   struct Prefill;
   KvRunResult run(KvMode mode, int warmup, int requests, bool check, const std::vector<double>* arrival_s);
-  void run_prefill(KvMode mode, int warmup, int total, bool check, const std::vector<double>* arrival_s,
-                   KvRunResult& out);
-  void run_decode(KvMode mode, int total, bool check, KvRunResult& out);
+  void run_prefill(KvMode mode, int warmup, bool check, const std::vector<double>* arrival_s, KvRunResult& out);
+  void run_decode(KvMode mode, bool check, KvRunResult& out);
+  void run_decode_writes(KvMode mode, bool check, KvRunResult& out);
   void finish_request(KvMode mode, int k, int j, bool check, KvRunResult& out);
 };
 
@@ -229,19 +278,24 @@ KvRunResult KvTransfer::run(KvMode mode, int warmup, int requests, bool check) {
 }
 
 KvRunResult KvTransfer::run_open_loop(KvMode mode, int requests, const std::vector<double>& arrival_s, bool check,
-                                      const std::vector<uint64_t>& blocks) {
-  if (arrival_s.size() < static_cast<size_t>(requests) * impl_->pairs.size())
-    throw UsageError(fmt::format("kvcache open loop: {} arrival times for {} requests on each of {} pairs",
-                                 arrival_s.size(), requests, impl_->pairs.size()));
-  if (!blocks.empty() && blocks.size() < static_cast<size_t>(requests) * impl_->pairs.size())
-    throw UsageError(fmt::format("kvcache open loop: {} request sizes for {} requests on each of {} pairs",
-                                 blocks.size(), requests, impl_->pairs.size()));
+                                      const KvServeRequests& load) {
+  const size_t n = load.pair.empty() ? static_cast<size_t>(requests) * impl_->pairs.size() : load.pair.size();
+  if (arrival_s.size() < n)
+    throw UsageError(fmt::format("kvcache open loop: {} arrival times for {} requests", arrival_s.size(), n));
+  for (const auto* v : {&load.blocks, &load.skip})
+    if (!v->empty() && v->size() < n)
+      throw UsageError(fmt::format("kvcache open loop: {} request sizes for {} requests", v->size(), n));
+  if (!load.ready_s.empty() && load.ready_s.size() < n)
+    throw UsageError(fmt::format("kvcache open loop: {} ready times for {} requests", load.ready_s.size(), n));
+  for (int k : load.pair)
+    if (k < 0 || k >= impl_->npairs())
+      throw UsageError(fmt::format("kvcache open loop: pair {} of {} pairs", k, impl_->pairs.size()));
   // Reset on every way out, so a later closed-loop run() moves whole slots again.
   struct Sized {
     Impl& m;
-    ~Sized() { m.req_blocks = nullptr; }
+    ~Sized() { m.load = nullptr; }
   } sized{*impl_};
-  impl_->req_blocks = blocks.empty() ? nullptr : &blocks;
+  impl_->load = &load;
   return impl_->run(mode, 0, requests, check, &arrival_s);
 }
 
@@ -249,15 +303,15 @@ KvRunResult KvTransfer::Impl::run(KvMode mode, int warmup, int requests, bool ch
                                   const std::vector<double>* arrival_s) {
   Impl& m = *this;
   KvRunResult out;
-  const int total = warmup + requests;
+  m.schedule(warmup + requests);
   const bool prefill = std::count(m.o.prefill.begin(), m.o.prefill.end(), m.rank) > 0;
-  if (!m.mine.empty()) out.ops_per_request = m.transfer_copies(mode, m.mine.front(), 0).size();
+  if (!m.mine.empty()) out.ops_per_request = m.transfer_copies(mode, m.mine.front(), 0, kKvAllBlocks, 0).size();
   m.b.barrier();
   if (!m.mine.empty()) {
     if (prefill) {
-      m.run_prefill(mode, warmup, total, check, arrival_s, out);
+      m.run_prefill(mode, warmup, check, arrival_s, out);
     } else {
-      m.run_decode(mode, total, check, out);
+      m.run_decode(mode, check, out);
     }
   }
   m.p.wait_all("the last KV-cache transfers and acks");
@@ -274,24 +328,26 @@ struct KvTransfer::Impl::Prefill {
     size_t buf;
   };
 
-  Prefill(Impl& impl, KvMode mode_, int warmup_, int total_, bool check_, const std::vector<double>* arrival_s_,
-          KvRunResult& out_)
+  Prefill(Impl& impl, KvMode mode_, int warmup_, bool check_, const std::vector<double>* arrival_s_, KvRunResult& out_)
       : m(impl),
         arrival_s(arrival_s_),
         mode(mode_),
         warmup(warmup_),
-        total(total_),
         check(check_),
         out(out_),
         ordered(impl.p.transport().caps().ordered_writes),
         plans(impl.mine.size()),
         packs(impl.mine.size()),
         next(impl.mine.size(), 0),
-        acked(impl.mine.size(), std::vector<char>(static_cast<size_t>(total_), 0)),
-        started(impl.mine.size(), std::vector<Clock::time_point>(static_cast<size_t>(total_))) {
+        acked(impl.mine.size()),
+        started(impl.mine.size()) {
     for (size_t q = 0; q < m.mine.size(); ++q) {
+      const auto n = static_cast<size_t>(m.count(m.mine[q]));
+      need += n;
+      acked[q].assign(n, 0);
+      started[q].resize(n);
       for (int c = 0; c < m.o.concurrency; ++c) {
-        plans[q].push_back(m.transfer_copies(mode, m.mine[q], c));
+        plans[q].push_back(m.transfer_copies(mode, m.mine[q], c, kKvAllBlocks, 0));
         packs[q].push_back(m.block_mode(mode) ? std::vector<KvCopy>{}
                                               : m.pack_copies(m.slot(m.rank, m.mine[q], c), false));
       }
@@ -302,9 +358,12 @@ struct KvTransfer::Impl::Prefill {
   void run();
   void run_open_loop();
   bool reap_ready_acks();
-  double arrival(size_t q, int j) const {
-    return (*arrival_s)[static_cast<size_t>(j) * static_cast<size_t>(m.npairs()) + static_cast<size_t>(m.mine[q])];
+  // Pair q's request j: when it arrived, and when its KV is ready to send.
+  double arrival(size_t q, int j) const { return (*arrival_s)[m.id_of(m.mine[q], j)]; }
+  double ready(size_t q, int j) const {
+    return m.load && !m.load->ready_s.empty() ? m.load->ready_s[m.id_of(m.mine[q], j)] : arrival(q, j);
   }
+  int total(size_t q) const { return static_cast<int>(acked[q].size()); }
   void start(size_t q, int j);
   void post_writes(int peer, const std::vector<KvCopy>& copies, const MemoryRegion* src, const RemoteKey* key,
                    uint32_t req);
@@ -314,7 +373,7 @@ struct KvTransfer::Impl::Prefill {
   const std::vector<double>* arrival_s;  // open loop; null: closed loop
   Clock::time_point t0;                  // open loop: arrival times count from here
   const KvMode mode;
-  const int warmup, total;
+  const int warmup;
   const bool check;
   KvRunResult& out;
   const bool ordered;
@@ -328,24 +387,25 @@ struct KvTransfer::Impl::Prefill {
   std::vector<std::vector<WriteSpan>> rail_ops;  // post_writes' batches per rail, reused
   std::vector<KvCopy> sized_plan, sized_pack;    // start()'s plans with per-request sizes
   Clock::time_point first = Clock::time_point::max(), last = Clock::time_point::min();
-  size_t done = 0;
+  size_t done = 0, need = 0;
 };
 
 void KvTransfer::Impl::Prefill::start(size_t q, int j) {
   const int k = m.mine[q];
   const int peer = m.pairs[static_cast<size_t>(k)].decode;
   const int s = m.slot(m.rank, k, j);
-  const auto req = static_cast<uint32_t>(j * m.npairs() + k);
+  const uint32_t req = m.id_of(k, j);
   const int C = m.o.concurrency;
-  // Per-request sizes: this request's own plans, built before its time starts.
-  if (m.req_blocks) {
-    sized_plan = m.transfer_copies(mode, k, j);
-    sized_pack = m.block_mode(mode) ? std::vector<KvCopy>{} : m.pack_copies(s, false, m.blocks_of(k, j));
+  // Per-request sizes and held prefixes: this request's own plans, built before its time starts.
+  if (m.sized()) {
+    sized_plan = m.request_copies(mode, k, j);
+    sized_pack =
+        m.block_mode(mode) ? std::vector<KvCopy>{} : m.pack_copies(s, false, m.blocks_of(k, j), m.skip_of(k, j));
   }
-  const auto& copies = m.req_blocks ? sized_plan : plans[q][static_cast<size_t>(j % C)];
-  const auto& pack = m.req_blocks ? sized_pack : packs[q][static_cast<size_t>(j % C)];
+  const auto& copies = m.sized() ? sized_plan : plans[q][static_cast<size_t>(j % C)];
+  const auto& pack = m.sized() ? sized_pack : packs[q][static_cast<size_t>(j % C)];
   if (check) {
-    kv_fill(m.pools[static_cast<size_t>(m.rank)], s, m.pool_mem.data(), req, m.blocks_of(k, j));
+    kv_fill(m.pools[static_cast<size_t>(m.rank)], s, m.pool_mem.data(), req, m.blocks_of(k, j), m.skip_of(k, j));
     if (mode == KvMode::contiguous) kv_apply_copies(pack, m.pool_mem.data(), m.staging_mem.data());
   }
   const Clock::time_point posted = Clock::now();
@@ -418,10 +478,9 @@ void KvTransfer::Impl::Prefill::reap_acks() {
     std::memcpy(&req, m.ack_mem.data() + acks[i].buf * 8, 8);
     free_bufs.push_back(acks[i].buf);
     acks.erase(acks.begin() + static_cast<std::ptrdiff_t>(i));
-    const int k = static_cast<int>(req % static_cast<uint64_t>(m.npairs()));
-    const int j = static_cast<int>(req / static_cast<uint64_t>(m.npairs()));
+    const auto [k, j] = m.where(req);
     const auto q = static_cast<size_t>(std::find(m.mine.begin(), m.mine.end(), k) - m.mine.begin());
-    if (q >= m.mine.size() || j >= total || acked[q][static_cast<size_t>(j)]) {
+    if (q >= m.mine.size() || j >= total(q) || acked[q][static_cast<size_t>(j)]) {
       throw TransportError(fmt::format("rank {}: ack for request {} that this rank did not send", m.rank, req));
     }
     acked[q][static_cast<size_t>(j)] = 1;
@@ -430,9 +489,9 @@ void KvTransfer::Impl::Prefill::reap_acks() {
       out.request_us.push_back(seconds_between(started[q][static_cast<size_t>(j)], now) * 1e6);
       last = std::max(last, now);
       if (arrival_s) {
-        const double ready_s = arrival(q, j);
-        out.queue_us.push_back((seconds_between(t0, started[q][static_cast<size_t>(j)]) - ready_s) * 1e6);
-        out.total_us.push_back((seconds_between(t0, now) - ready_s) * 1e6);
+        out.queue_us.push_back((seconds_between(t0, started[q][static_cast<size_t>(j)]) - ready(q, j)) * 1e6);
+        out.total_us.push_back((seconds_between(t0, now) - arrival(q, j)) * 1e6);
+        out.request_ids.push_back(static_cast<uint32_t>(req));
       }
     }
   }
@@ -440,13 +499,12 @@ void KvTransfer::Impl::Prefill::reap_acks() {
 
 void KvTransfer::Impl::Prefill::run() {
   const int C = m.o.concurrency;
-  const size_t need = m.mine.size() * static_cast<size_t>(total);
   while (done < need) {
     for (bool more = true; more;) {
       more = false;
       for (size_t q = 0; q < m.mine.size(); ++q) {
         const int j = next[q];
-        if (j < total && (j < C || acked[q][static_cast<size_t>(j - C)])) {
+        if (j < total(q) && (j < C || acked[q][static_cast<size_t>(j - C)])) {
           start(q, j);
           ++next[q];
           more = true;
@@ -458,13 +516,12 @@ void KvTransfer::Impl::Prefill::run() {
   if (!out.request_us.empty()) out.wall_s = seconds_between(first, last);
 }
 
-// Open loop: a request starts at its arrival time, or later when its pair has no free
-// slot (that wait is its queueing). Between arrivals the loop polls rather than blocks in
-// wait_any, so that an arrival is not held up behind an ack; an ack missing for longer
-// than the progress timeout goes to the blocking reap, whose deadline names the peer.
+// Open loop: a request starts when its KV is ready (its arrival time, or after its prefill
+// compute), or later when its pair has no free slot (that wait is its queueing). Between arrivals the loop polls rather
+// than blocks in wait_any, so that an arrival is not held up behind an ack; an ack missing for longer than the progress
+// timeout goes to the blocking reap, whose deadline names the peer.
 void KvTransfer::Impl::Prefill::run_open_loop() {
   const int C = m.o.concurrency;
-  const size_t need = m.mine.size() * static_cast<size_t>(total);
   t0 = Clock::now();
   first = t0;
   Clock::time_point last_progress = t0;
@@ -472,9 +529,9 @@ void KvTransfer::Impl::Prefill::run_open_loop() {
     const double now_s = seconds_between(t0, Clock::now());
     double next_s = std::numeric_limits<double>::infinity();
     for (size_t q = 0; q < m.mine.size(); ++q) {
-      for (int j = next[q]; j < total && (j < C || acked[q][static_cast<size_t>(j - C)]); j = next[q]) {
-        if (arrival(q, j) > now_s) {
-          next_s = std::min(next_s, arrival(q, j));
+      for (int j = next[q]; j < total(q) && (j < C || acked[q][static_cast<size_t>(j - C)]); j = next[q]) {
+        if (ready(q, j) > now_s) {
+          next_s = std::min(next_s, ready(q, j));
           break;
         }
         start(q, j);
@@ -517,9 +574,9 @@ bool KvTransfer::Impl::Prefill::reap_ready_acks() {
   return false;
 }
 
-void KvTransfer::Impl::run_prefill(KvMode mode, int warmup, int total, bool check, const std::vector<double>* arrival_s,
+void KvTransfer::Impl::run_prefill(KvMode mode, int warmup, bool check, const std::vector<double>* arrival_s,
                                    KvRunResult& out) {
-  Prefill prefill(*this, mode, warmup, total, check, arrival_s, out);
+  Prefill prefill(*this, mode, warmup, check, arrival_s, out);
   if (arrival_s) {
     prefill.run_open_loop();
   } else {
@@ -529,46 +586,59 @@ void KvTransfer::Impl::run_prefill(KvMode mode, int warmup, int total, bool chec
 
 void KvTransfer::Impl::finish_request(KvMode mode, int k, int j, bool check, KvRunResult& out) {
   const int s = slot(rank, k, j);
-  const auto req = static_cast<uint64_t>(j) * static_cast<uint64_t>(npairs()) + static_cast<uint64_t>(k);
+  const uint64_t req = id_of(k, j);
+  const uint64_t skip = skip_of(k, j);
   if (mode == KvMode::staged || (check && mode == KvMode::contiguous))
-    kv_apply_copies(pack_copies(s, true, blocks_of(k, j)), staging_mem.data(), pool_mem.data());
-  if (check)
-    out.wrong += kv_count_wrong(pools[static_cast<size_t>(rank)], s, pool_mem.data(), static_cast<uint32_t>(req),
-                                blocks_of(k, j));
+    kv_apply_copies(pack_copies(s, true, blocks_of(k, j), skip), staging_mem.data(), pool_mem.data());
+  if (check) {
+    const KvPool& pool = pools[static_cast<size_t>(rank)];
+    out.wrong += kv_count_wrong(pool, s, pool_mem.data(), static_cast<uint32_t>(req), blocks_of(k, j), skip);
+    if (skip > 0)
+      out.resent_blocks += kv_count_patterned_blocks(pool, s, pool_mem.data(), static_cast<uint32_t>(req), skip);
+  }
   uint64_t& last_ack = ack_sends[static_cast<size_t>(s)];
   if (last_ack) p.wait(last_ack, "the previous ack from this slot");
   std::memcpy(ack_mem.data() + static_cast<size_t>(s) * 8, &req, 8);
   last_ack = p.send(pairs[static_cast<size_t>(k)].prefill, 0, LocalSpan{ack_mr.get(), static_cast<size_t>(s) * 8, 8});
 }
 
-void KvTransfer::Impl::run_decode(KvMode mode, int total, bool check, KvRunResult& out) {
-  const size_t need = mine.size() * static_cast<size_t>(total);
+// Writes: each request completes with one immediate per rail it used when writes are
+// ordered per rail, else with one.
+void KvTransfer::Impl::run_decode_writes(KvMode mode, bool check, KvRunResult& out) {
+  const bool ordered = p.transport().caps().ordered_writes;
+  const int expected = mine.size() == 1 ? pairs[static_cast<size_t>(mine[0])].prefill : -1;
+  const auto rails_used = [&](const std::vector<KvCopy>& copies) {
+    std::vector<char> used(static_cast<size_t>(o.rails), 0);
+    for (const KvCopy& copy : copies) used[static_cast<size_t>(copy.rail)] = 1;
+    return ordered ? static_cast<int>(std::count(used.begin(), used.end(), 1)) : 1;
+  };
+  size_t need = 0;
+  std::vector<std::vector<int>> needed(mine.size()), seen(mine.size());
+  for (size_t q = 0; q < mine.size(); ++q) {
+    seen[q].assign(static_cast<size_t>(count(mine[q])), 0);
+    need += seen[q].size();
+    for (int c = 0; c < o.concurrency; ++c)
+      needed[q].push_back(rails_used(transfer_copies(mode, mine[q], c, kKvAllBlocks, 0)));
+  }
+  for (size_t done = 0; done < need;) {
+    const uint32_t req = p.wait_imm(expected, "the write with immediate that completes a KV-cache request");
+    const auto [k, j] = where(req);
+    const auto q = static_cast<size_t>(std::find(mine.begin(), mine.end(), k) - mine.begin());
+    if (q >= mine.size() || j >= count(k))
+      throw TransportError(fmt::format("rank {}: completion for request {}, not one of this rank's", rank, req));
+    // Per-request sizes: a small request may use fewer rails than its slot's full plan.
+    const int need_imms =
+        sized() ? rails_used(request_copies(mode, k, j)) : needed[q][static_cast<size_t>(j % o.concurrency)];
+    if (++seen[q][static_cast<size_t>(j)] < need_imms) continue;
+    finish_request(mode, k, j, check, out);
+    ++done;
+  }
+}
+
+void KvTransfer::Impl::run_decode(KvMode mode, bool check, KvRunResult& out) {
   std::fill(ack_sends.begin(), ack_sends.end(), 0);
   if (o.protocol == KvProtocol::write) {
-    const bool ordered = p.transport().caps().ordered_writes;
-    const int expected = mine.size() == 1 ? pairs[static_cast<size_t>(mine[0])].prefill : -1;
-    // One immediate per rail the request used when writes are ordered per rail, else one.
-    const auto rails_used = [&](int k, int j) {
-      std::vector<char> used(static_cast<size_t>(o.rails), 0);
-      for (const KvCopy& copy : transfer_copies(mode, k, j)) used[static_cast<size_t>(copy.rail)] = 1;
-      return ordered ? static_cast<int>(std::count(used.begin(), used.end(), 1)) : 1;
-    };
-    std::vector<std::vector<int>> needed(mine.size()), seen(mine.size(), std::vector<int>(static_cast<size_t>(total)));
-    for (size_t q = 0; q < mine.size(); ++q)
-      for (int c = 0; c < o.concurrency; ++c) needed[q].push_back(rails_used(mine[q], c));
-    for (size_t done = 0; done < need;) {
-      const uint32_t req = p.wait_imm(expected, "the write with immediate that completes a KV-cache request");
-      const int k = static_cast<int>(req % static_cast<uint32_t>(npairs()));
-      const int j = static_cast<int>(req / static_cast<uint32_t>(npairs()));
-      const auto q = static_cast<size_t>(std::find(mine.begin(), mine.end(), k) - mine.begin());
-      if (q >= mine.size() || j >= total)
-        throw TransportError(fmt::format("rank {}: completion for request {}, not one of this rank's", rank, req));
-      // Per-request sizes: a small request may use fewer rails than its slot's full plan.
-      const int need_imms = req_blocks ? rails_used(k, j) : needed[q][static_cast<size_t>(j % o.concurrency)];
-      if (++seen[q][static_cast<size_t>(j)] < need_imms) continue;
-      finish_request(mode, k, j, check, out);
-      ++done;
-    }
+    run_decode_writes(mode, check, out);
     return;
   }
   // Two-sided: receives posted per request in the order the prefill rank sends.
@@ -580,12 +650,15 @@ void KvTransfer::Impl::run_decode(KvMode mode, int total, bool check, KvRunResul
   const MemoryRegion* dst = block_mode(mode) ? pool_mr.get() : staging_mr.get();
   auto post = [&](int k, int j) {
     Flight f{k, j, {}};
-    for (const KvCopy& c : transfer_copies(mode, k, j))
+    for (const KvCopy& c : request_copies(mode, k, j))
       f.ids.push_back(p.recv(pairs[static_cast<size_t>(k)].prefill, c.rail, LocalSpan{dst, c.dst, c.len}));
     flights.push_back(std::move(f));
   };
-  for (int k : mine)
-    for (int j = 0; j < std::min(o.concurrency, total); ++j) post(k, j);
+  size_t need = 0;
+  for (int k : mine) {
+    need += static_cast<size_t>(count(k));
+    for (int j = 0; j < std::min(o.concurrency, count(k)); ++j) post(k, j);
+  }
   std::vector<uint64_t> last_ids;
   for (size_t done = 0; done < need;) {
     last_ids.clear();
@@ -602,7 +675,7 @@ void KvTransfer::Impl::run_decode(KvMode mode, int total, bool check, KvRunResul
       flights.erase(flights.begin() + static_cast<std::ptrdiff_t>(i));
       finish_request(mode, k, j, check, out);
       ++done;
-      if (j + o.concurrency < total) post(k, j + o.concurrency);
+      if (j + o.concurrency < count(k)) post(k, j + o.concurrency);
     }
   }
 }

@@ -27,8 +27,11 @@ KvMode parse_kv_mode(const std::string& name);  // UsageError listing the modes
 // without one-sided writes.
 enum class KvProtocol : uint8_t { write, send };
 
-// Prefill/decode pair k is (prefill[k % P], decode[k % D]), k < max(P, D); request j of
-// pair k is the (j * pairs + k)-th request, and uses slot j % concurrency of the pair.
+// Prefill/decode pair k is (prefill[k % P], decode[k % D]), k < max(P, D), or, with
+// `mesh`, (prefill[k / D], decode[k % D]) for every one of the P x D combinations (so a
+// router may send any prefill rank's request to any decode rank). Request j of pair k is
+// the (j * pairs + k)-th request unless run_open_loop is given each request's pair, and
+// uses slot j % concurrency of the pair.
 struct KvOptions {
   KvShape shape;
   std::vector<int> prefill;
@@ -37,6 +40,7 @@ struct KvOptions {
   int alloc_run = 4;    // consecutive block ids the pool allocator hands out at once
   int rails = 1;
   KvProtocol protocol = KvProtocol::write;
+  bool mesh = false;
 };
 
 struct KvPair {
@@ -63,6 +67,24 @@ struct KvRunResult {
   // Open loop (run() with arrivals), prefill, index-aligned with request_us: arrival until
   // the transfer started (waiting for a free slot of the pair) and arrival until the ack.
   std::vector<double> queue_us, total_us;
+  std::vector<uint32_t> request_ids;  // open loop, prefill: which request each record is
+  uint64_t resent_blocks = 0;         // decode, with check: held (skipped) blocks that arrived anyway
+};
+
+// kvcache --serve's requests beyond their arrival times, each vector indexed like the
+// arrivals and empty when it does not apply.
+struct KvServeRequests {
+  std::vector<uint64_t> blocks;  // blocks per (layer, plane), at most the shape's; empty: all
+  // The pair of each request (kvcache --serve --route); empty: request i to pair i mod
+  // pairs, the same count on every pair.
+  std::vector<int> pair;
+  // Leading blocks per (layer, plane) the decode rank holds already (prefix reuse): not
+  // sent, not checked; at most blocks - 1.
+  std::vector<uint64_t> skip;
+  // When the request's KV is ready on the prefill rank (its arrival plus its prefill
+  // compute), seconds from the start; queueing counts from here, total from the arrival.
+  // Empty: ready at arrival.
+  std::vector<double> ready_s;
 };
 
 class KvTransfer {
@@ -78,15 +100,14 @@ class KvTransfer {
   // TimeoutError naming the peer when one stops answering.
   KvRunResult run(KvMode mode, int warmup, int requests, bool check);
 
-  // Collective, open loop: `requests` per pair, no warm-up; pair k's request j becomes
-  // ready `arrival_s[j * pairs + k]` seconds after the prefill rank's start (every rank
-  // passes the same times) and starts then, or once a slot of its pair is free. Never
-  // blocks past the progress deadline while waiting for an ack. `blocks`, when not empty,
-  // is each request's size, indexed like the arrivals: it moves (and, with `check`,
-  // verifies) only the first blocks[i] blocks of every (layer, plane) of its slot, at most
-  // the shape's blocks().
+  // Collective, open loop, no warm-up: `requests` per pair (or, with `load.pair`, every
+  // request of arrival_s); pair k's request j arrives `arrival_s[j * pairs + k]` seconds
+  // after the prefill rank's start (every rank passes the same times), is ready then (or at
+  // load.ready_s) and starts once ready and a slot of its pair is free. Never blocks past
+  // the progress deadline while waiting for an ack. With load.blocks it moves (and, with
+  // `check`, verifies) only blocks [skip, blocks) of every (layer, plane) of its slot.
   KvRunResult run_open_loop(KvMode mode, int requests, const std::vector<double>& arrival_s, bool check,
-                            const std::vector<uint64_t>& blocks = {});
+                            const KvServeRequests& load = {});
 
  private:
   struct Impl;

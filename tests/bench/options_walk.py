@@ -31,6 +31,7 @@ DEADLINE_S = 60
 FIXTURES = tempfile.mkdtemp(prefix="walk-fixtures-")
 # A request trace kvcache --serve replays (tests/kvcache/make_trace_fixtures.py).
 KV_TRACE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "kvcache", "fixtures", "burstgpt.csv")
+KV_MOONCAKE = os.path.join(os.path.dirname(KV_TRACE), "mooncake.jsonl")
 
 
 def free_port():
@@ -436,6 +437,13 @@ COMMANDS.update({
                              "--line-rate", "100"], stdout_has(r"analytical capacity")),
         "--stragglers": case(["--stragglers"], json_has("stragglers")),
         "--straggler-threshold": case(["--straggler-threshold", "5%,50%"], json_differs("config.stragglers")),
+        "--route": case(["--serve", "--requests", "4", "--route", "least-loaded"], json_differs("config.serve.route")),
+        "--decode-cache": case(["--serve", *CUSTOM, "--trace", KV_MOONCAKE, "--tokens", "trace", "--decode-cache", "8"],
+                               stdout_has(r"^# prefix reuse \(--decode-cache 8 ")),
+        "--decode-memory": case(["--serve", "--requests", "4", "--decode-memory", "1M"],
+                                exit_is(2, r"more than --decode-memory 1M")),
+        "--prefill-us-per-token": case(["--serve", "--requests", "4", "--prefill-us-per-token", "10"],
+                                       stdout_has(r"^# prefill \(10 us per token")),
     }),
     # 4 ranks as 2 nodes of 2 slots: both victim placements, one aggressor pattern.
     "congestion": dict(ranks=4, base=SHM + ["--ranks-per-node", "2", "--aggressors", "incast", "-n", "2", "-w", "1",

@@ -46,3 +46,18 @@ with open(os.path.join(here, "mooncake.jsonl"), "w") as f:
 os.makedirs(os.path.join(here, "bad"), exist_ok=True)
 with open(os.path.join(here, "bad", "mooncake.jsonl"), "w") as f:
     f.write(json.dumps({"timestamp": 0, "input_length": "many", "output_length": 3}) + "\n")
+
+# Two system prompts (2 blocks of 512 tokens each, ids 0-1 and 10-11) shared by the
+# requests in a random order, each with its own question after them: prefix routing sends
+# each prompt's requests to the decode rank that holds it (kvcache --serve --route prefix).
+rng2 = random.Random(27)
+with open(os.path.join(here, "mooncake_prefixes.jsonl"), "w") as f:
+    t = 0.0
+    for n in range(40):
+        system = rng2.choice([[0, 1], [10, 11]])
+        own = rng2.randint(1, 700)
+        blocks = (1024 + own + 511) // 512
+        ids = system + [1000 + n * 8 + b for b in range(blocks - 2)]
+        f.write(json.dumps({"timestamp": int(t * 1000), "input_length": 1024 + own, "output_length": rng2.randint(10, 400),
+                            "hash_ids": ids}) + "\n")
+        t += rng2.expovariate(20.0)

@@ -192,3 +192,56 @@ TEST_CASE("kvcache --serve: request count per pair, and every refusal before a t
   bad.duration_s = 3600;
   CHECK_THAT(usage_error(bad, world(2)), Catch::Contains("more than 50,000,000"));
 }
+
+TEST_CASE("kvcache --serve --route, --decode-cache, --prefill-us-per-token, --decode-memory: pools and refusals",
+          "[kvcache][options][serve][route]") {
+  KvCacheOptions o = small();
+  o.serve = true;
+  o.requests = 8;
+  // least-loaded pairs every prefill rank with every decode rank: 2 x 2 pairs on 4 ranks.
+  o.route = "least-loaded";
+  KvCachePlan p = resolve_kvcache(o, world(4));
+  CHECK(p.route == KvRoute::least_loaded);
+  CHECK(p.base.mesh);
+  CHECK(kv_pairs(p.base).size() == 4);
+  CHECK(p.serve_requests_per_pair == 2);
+  o.route = "round-robin";
+  CHECK_FALSE(resolve_kvcache(o, world(4)).base.mesh);
+  // The Mooncake fixture's hash ids come with the trace.
+  KvCacheOptions reuse = o;
+  reuse.trace = std::string(RAILBENCH_KV_FIXTURES) + "/mooncake.jsonl";
+  reuse.tokens = {"trace"};
+  reuse.decode_cache = 8;
+  reuse.route = "prefix";
+  reuse.layers = 2;  // small: the fixture's longest prompt is 5,398 tokens
+  reuse.kv_heads = 1;
+  reuse.head_dim = 8;
+  p = resolve_kvcache(reuse, world(4));
+  REQUIRE(p.trace_hash_ids.size() == p.trace_arrivals.size());
+  CHECK(p.trace_hash_ids[0] == std::vector<uint64_t>{0});
+
+  KvCacheOptions bad = o;
+  bad.route = "random";
+  CHECK_THAT(usage_error(bad, world(2)), Catch::Contains("unknown --route 'random'"));
+  bad = o;
+  bad.route = "prefix";
+  CHECK_THAT(usage_error(bad, world(2)), Catch::Contains("with --decode-cache 0 none holds any"));
+  bad = o;
+  bad.decode_cache = -1;
+  CHECK_THAT(usage_error(bad, world(2)), Catch::Contains("--decode-cache -1 must be"));
+  bad = o;
+  bad.decode_cache = 4;
+  CHECK_THAT(usage_error(bad, world(2)), Catch::Contains("--decode-cache needs each request's prompt blocks"));
+  bad = reuse;
+  bad.trace = std::string(RAILBENCH_KV_FIXTURES) + "/azure.csv";
+  CHECK_THAT(usage_error(bad, world(2)), Catch::Contains("has no hash_ids"));
+  bad = o;
+  bad.prefill_us_per_token = -1;
+  CHECK_THAT(usage_error(bad, world(2)), Catch::Contains("--prefill-us-per-token -1 must be"));
+  bad = o;
+  bad.decode_memory = "1K";
+  CHECK_THAT(usage_error(bad, world(2)), Catch::Contains("more than --decode-memory 1K"));
+  bad = reuse;
+  bad.decode_memory = "4K";  // the first prompt, 382 tokens: 24 blocks of 16 x 64 B
+  CHECK_THAT(usage_error(bad, world(2)), Catch::Contains("its request 1: 382 tokens are 24,576 B of KV"));
+}

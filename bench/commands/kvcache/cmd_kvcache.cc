@@ -15,6 +15,7 @@
 #include "bench/runner/results_run.h"
 #include "bench/runner/run_context.h"
 #include "bench/runner/stragglers_run.h"
+#include "collectives/kvcache/routing.h"
 #include "collectives/kvcache/transfer.h"
 #include "lib/core/bandwidth.h"
 #include "lib/core/sizes.h"
@@ -46,6 +47,12 @@ class KvCacheBench {
                    ServeSummary& summary);
   void serve_header() const;
   json request_sizes(const KvOptions& o, double& mean_bytes) const;
+  KvServeRequests serve_requests(const KvOptions& o, const std::vector<double>& arrivals);
+  std::vector<double> ready_times(const KvOptions& o, const std::vector<double>& arrivals,
+                                  const std::vector<int>& pair) const;
+  json routing_entry(const KvOptions& o, const KvRunResult& run);
+  json per_decode_entry(const KvOptions& o, const std::vector<std::vector<ServeSample>>& per_decode) const;
+  json prefill_entry(const std::vector<double>& arrivals, const std::vector<double>& ready) const;
   void find_max_rate_run(ResultsRun& results, KvTransfer& transfer, const KvOptions& o, KvMode mode);
 
   RunContext ctx_;
@@ -56,6 +63,7 @@ class KvCacheBench {
   std::vector<std::string> skipped_presets_;
   bool ordered_writes_ = false;
   std::vector<uint64_t> req_blocks_;  // --serve with per-request sizes: blocks per (layer, plane), as arrivals
+  KvRoutePlan route_;                 // --serve: each request's decode rank and held prefix
   uint64_t wrong_ = 0;
   // --stragglers: each (token count, mode) run is one op, collected to rank 0 after it.
   std::unique_ptr<StragglerRecording> stragglers_;
@@ -153,6 +161,11 @@ void KvCacheBench::print_header() const {
                   write ? (ordered_writes_ ? " (writes ordered per rail: each rail's last write carries the imm)"
                                            : " (unordered: imm after the writes complete)")
                         : ""));
+  if (opt_.serve && plan_.route != KvRoute::round_robin)
+    ctx_.print(
+        fmt::format("# --route {}: every prefill rank paired with every decode rank, each request's decode rank "
+                    "chosen per request (the per-pair count above is the mean)",
+                    to_string(plan_.route)));
   if (opt_.serve) {
     // The sweep's per-pair counts do not apply: the serve line below says what runs.
     ctx_.print(
@@ -212,11 +225,17 @@ json KvCacheBench::serve_entry(const KvOptions& o, KvMode mode, const KvRunResul
                                const std::vector<double>& arrivals, ServeSummary& summary) {
   Bootstrap& b = ctx_.bootstrap();
   std::vector<ServeSample> samples;
+  std::vector<std::vector<ServeSample>> per_decode(o.decode.size());
   const auto queues = b.all_gather_vectors(run.queue_us);
   const auto transfers = b.all_gather_vectors(run.request_us);
   const auto totals = b.all_gather_vectors(run.total_us);
-  for (size_t r = 0; r < queues.size(); ++r)
-    for (size_t i = 0; i < queues[r].size(); ++i) samples.push_back({queues[r][i], transfers[r][i], totals[r][i]});
+  const auto ids = b.all_gather_vectors(run.request_ids);
+  for (size_t r = 0; r < queues.size(); ++r) {
+    for (size_t i = 0; i < queues[r].size(); ++i) {
+      samples.push_back({queues[r][i], transfers[r][i], totals[r][i]});
+      per_decode[static_cast<size_t>(route_.decode[ids[r][i]])].push_back(samples.back());
+    }
+  }
   const auto walls = b.all_gather_value<double>(run.wall_s);
   const double wall = *std::max_element(walls.begin(), walls.end());
   double mean_bytes = static_cast<double>(o.shape.request_bytes());
@@ -247,11 +266,13 @@ json KvCacheBench::serve_entry(const KvOptions& o, KvMode mode, const KvRunResul
                   s.offered_rps, s.carried_rps, s.offered_gbps, s.carried_gbps, s.queue_us.p50, s.queue_us.p99,
                   s.transfer_us.p50, s.transfer_us.p99, s.total_us.p50, s.total_us.p99));
   ctx_.print(fmt::format("# total p99.9 {:.1f} us, {} requests in {:.3f} s", s.total_us.p999, s.requests, wall));
+  entry["per_decode"] = per_decode_entry(o, per_decode);
   if (s.overload)
     ctx_.print(
         fmt::format("# OVERLOAD: carried {:.1f} req/s is below 90% of the {:.1f} offered; queueing grew "
-                    "(p99 {:.1f} us): lower --rate or add rails or decode ranks",
-                    s.carried_rps, s.offered_rps, s.queue_us.p99));
+                    "(p99 {:.1f} us): lower --rate or add rails or decode ranks{}",
+                    s.carried_rps, s.offered_rps, s.queue_us.p99,
+                    opt_.prefill_us_per_token > 0 ? " (or prefill ranks: see the prefill line)" : ""));
   if (plan_.has_slo)
     ctx_.print(fmt::format("# SLO {}: goodput {:.2f}% of requests within {:.0f} us; p{} of total {}", plan_.slo.text,
                            100 * s.goodput, plan_.slo.limit_us, plan_.slo.percentile, s.slo_met ? "met" : "MISSED"));
@@ -296,7 +317,7 @@ void KvCacheBench::find_max_rate_run(ResultsRun& results, KvTransfer& transfer, 
     const auto arrivals = arrival_times(rate, opt_.burstiness, opt_.seed + static_cast<uint64_t>(probe),
                                         static_cast<size_t>(per_pair) * pairs);
     ctx_.print(fmt::format("# probe {}: {:.1f} req/s offered, {} requests", ++probe, rate, per_pair * pairs));
-    const KvRunResult run = transfer.run_open_loop(mode, per_pair, arrivals, false);
+    const KvRunResult run = transfer.run_open_loop(mode, per_pair, arrivals, false, serve_requests(o, arrivals));
     ServeSummary sum;
     json entry = serve_entry(o, mode, run, arrivals, sum);
     entry["probe"] = probe;
@@ -336,6 +357,135 @@ void KvCacheBench::find_max_rate_run(ResultsRun& results, KvTransfer& transfer, 
   ctx_.print(fmt::format("# max rate meeting {}: {:.1f} req/s{}", plan_.slo.text, r.max_rate, capacity));
 }
 
+// Every rank builds the same plan from the same arrivals, sizes, hash ids and options, so
+// the routes need no exchange: the decision is a function of the arrival sequence. The
+// alternative, one rank deciding from the loads it sees and announcing each decision,
+// would put a message and a wait on every request's path, and no rank sees the in-flight
+// load of the others' requests anyway. least-loaded therefore counts the KV blocks sent to
+// each decode rank so far (what it has had to take in), not a live queue length.
+KvServeRequests KvCacheBench::serve_requests(const KvOptions& o, const std::vector<double>& arrivals) {
+  KvServeRequests load;
+  load.blocks = req_blocks_;
+  const auto pairs = kv_pairs(o);
+  const size_t n = arrivals.size();
+  KvRouteInput in;
+  in.route = plan_.route;
+  in.decode_ranks = static_cast<int>(o.decode.size());
+  for (const KvPair& p : pairs)
+    in.round_robin.push_back(
+        static_cast<int>(std::find(o.decode.begin(), o.decode.end(), p.decode) - o.decode.begin()));
+  in.blocks = req_blocks_.empty() ? std::vector<uint64_t>(n, o.shape.blocks()) : req_blocks_;
+  in.hash_ids = plan_.trace_hash_ids;
+  in.block_tokens = o.shape.block_tokens;
+  in.cache_blocks = static_cast<size_t>(opt_.decode_cache);
+  route_ = route_requests(in);
+  if (route_.saved > 0) load.skip = route_.skip;
+  if (plan_.route != KvRoute::round_robin) {
+    // The prefill rank stays round-robin; the pair is (prefill i mod P, the chosen decode).
+    const auto dn = static_cast<int>(o.decode.size());
+    for (size_t i = 0; i < n; ++i) load.pair.push_back(static_cast<int>(i % o.prefill.size()) * dn + route_.decode[i]);
+  }
+  if (opt_.prefill_us_per_token > 0) load.ready_s = ready_times(o, arrivals, load.pair);
+  return load;
+}
+
+// --prefill-us-per-token: a prefill rank computes one request at a time, so a request's KV
+// is ready its tokens x US after the later of its arrival and the end of the previous
+// request's compute on the same prefill rank.
+std::vector<double> KvCacheBench::ready_times(const KvOptions& o, const std::vector<double>& arrivals,
+                                              const std::vector<int>& pair) const {
+  const auto pairs = kv_pairs(o);
+  std::map<int, double> busy_until;  // per prefill rank
+  std::vector<double> ready;
+  for (size_t i = 0; i < arrivals.size(); ++i) {
+    const int k = pair.empty() ? static_cast<int>(i % pairs.size()) : pair[i];
+    const int prefill = pairs[static_cast<size_t>(k)].prefill;
+    const uint64_t tokens = plan_.request_tokens.empty() ? o.shape.tokens : plan_.request_tokens[i];
+    double& busy = busy_until[prefill];
+    busy = std::max(arrivals[i], busy) + opt_.prefill_us_per_token * 1e-6 * static_cast<double>(tokens);
+    ready.push_back(busy);
+  }
+  return ready;
+}
+
+// Per decode rank (each request's route target): queue, transfer and total p50/p99/p99.9,
+// one table row per decode rank and one JSON object each.
+json KvCacheBench::per_decode_entry(const KvOptions& o, const std::vector<std::vector<ServeSample>>& per_decode) const {
+  json out = json::array();
+  ctx_.print(fmt::format("# per decode rank: {:>6} {:>8} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
+                         "decode", "requests", "queue p50", "p99", "p99.9", "xfer p50", "p99", "p99.9", "total p50",
+                         "p99", "p99.9"));
+  for (size_t d = 0; d < per_decode.size(); ++d) {
+    std::vector<double> q, x, t;
+    for (const ServeSample& s : per_decode[d]) {
+      q.push_back(s.queue_us);
+      x.push_back(s.transfer_us);
+      t.push_back(s.total_us);
+    }
+    const Summary sq = summarize(q), sx = summarize(x), st = summarize(t);
+    ctx_.print(fmt::format(
+        "# per decode rank: {:>6} {:>8} {:>9.1f} {:>9.1f} {:>9.1f} {:>9.1f} {:>9.1f} {:>9.1f} {:>9.1f} {:>9.1f} "
+        "{:>9.1f}",
+        o.decode[d], per_decode[d].size(), sq.p50, sq.p99, sq.p999, sx.p50, sx.p99, sx.p999, st.p50, st.p99, st.p999));
+    out.push_back(json{{"decode", o.decode[d]},
+                       {"requests", per_decode[d].size()},
+                       {"queue_us", to_json(sq)},
+                       {"request_us", to_json(sx)},
+                       {"total_us", to_json(st)}});
+  }
+  return out;
+}
+
+// --prefill-us-per-token: arrival until ready (compute and the wait for the prefill rank),
+// printed and kept as a summary.
+json KvCacheBench::prefill_entry(const std::vector<double>& arrivals, const std::vector<double>& ready) const {
+  std::vector<double> us;
+  for (size_t i = 0; i < ready.size(); ++i) us.push_back((ready[i] - arrivals[i]) * 1e6);
+  const Summary s = summarize(us);
+  ctx_.print(
+      fmt::format("# prefill ({} us per token, one request at a time per prefill rank): arrival to ready p50 "
+                  "{:.1f} p99 {:.1f} us; queue counts from ready, total from arrival",
+                  opt_.prefill_us_per_token, s.p50, s.p99));
+  return to_json(s);
+}
+
+// The routing line and the JSON's routing: requests per decode rank, KV blocks not sent
+// because the decode rank held them, and (-c) held blocks that arrived anyway.
+json KvCacheBench::routing_entry(const KvOptions& o, const KvRunResult& run) {
+  const double unit = static_cast<double>(o.shape.layers) * o.shape.planes * static_cast<double>(o.shape.block_bytes());
+  const auto total = static_cast<uint64_t>(static_cast<double>(route_.blocks) * unit);
+  const auto saved = static_cast<uint64_t>(static_cast<double>(route_.saved) * unit);
+  const double share = route_.blocks ? static_cast<double>(route_.saved) / static_cast<double>(route_.blocks) : 0;
+  json per_decode = json::object();
+  std::string text;
+  for (size_t d = 0; d < o.decode.size(); ++d) {
+    const std::string rank = std::to_string(o.decode[d]);
+    per_decode[rank] =
+        json{{"requests", route_.requests_per_decode[d]},
+             {"bytes_saved", static_cast<uint64_t>(static_cast<double>(route_.saved_per_decode[d]) * unit)}};
+    text += fmt::format("{}{} {}", text.empty() ? "" : ", ", rank, route_.requests_per_decode[d]);
+  }
+  json out{{"route", to_string(plan_.route)},
+           {"decode_cache_blocks", opt_.decode_cache},
+           {"bytes_total", total},
+           {"bytes_saved", saved},
+           {"saved_share", share},
+           {"per_decode", per_decode}};
+  ctx_.print(fmt::format("# route {}: requests per decode rank {}", to_string(plan_.route), text));
+  if (opt_.decode_cache > 0)
+    ctx_.print(
+        fmt::format("# prefix reuse (--decode-cache {} blocks of 512 tokens per decode rank): {} of {} B not "
+                    "sent ({:.1f}%)",
+                    opt_.decode_cache, with_commas(saved), with_commas(total), 100 * share));
+  if (common_.check) {
+    uint64_t resent = 0;
+    for (uint64_t r : ctx_.bootstrap().all_gather_value<uint64_t>(run.resent_blocks)) resent += r;
+    out["resent_blocks"] = resent;
+    if (resent) ctx_.print(fmt::format("# FAILED: {} held block(s) were sent again", resent));
+  }
+  return out;
+}
+
 int KvCacheBench::run_serve() {
   json config = config_json();
   config["serve"] = json{{"rate", opt_.rate},
@@ -345,7 +495,11 @@ int KvCacheBench::run_serve() {
                          {"requests_per_pair", plan_.serve_requests_per_pair},
                          {"slo", opt_.slo},
                          {"trace", opt_.trace},
-                         {"time_scale", opt_.time_scale}};
+                         {"time_scale", opt_.time_scale},
+                         {"route", opt_.route},
+                         {"decode_cache_blocks", opt_.decode_cache},
+                         {"prefill_us_per_token", opt_.prefill_us_per_token},
+                         {"decode_memory", opt_.decode_memory}};
   ResultsRun results(ctx_, config);
   print_header();
   KvOptions o = plan_.base;
@@ -384,11 +538,16 @@ int KvCacheBench::run_serve() {
     }
     serve_header();
     results.counters_begin();
-    const KvRunResult run = transfer.run_open_loop(mode, per_pair, arrivals, common_.check, req_blocks_);
+    const KvServeRequests reqs = serve_requests(o, arrivals);
+    const KvRunResult run = transfer.run_open_loop(mode, per_pair, arrivals, common_.check, reqs);
     ServeSummary summary;
     json entry = serve_entry(o, mode, run, arrivals, summary);
+    entry["routing"] = routing_entry(o, run);
+    if (!reqs.ready_s.empty()) entry["prefill_us"] = prefill_entry(arrivals, reqs.ready_s);
     uint64_t wrong = 0;
     for (uint64_t w : ctx_.bootstrap().all_gather_value<uint64_t>(run.wrong)) wrong += w;
+    // A held block that arrived anyway is a wrong byte count of its own: reuse must not send it.
+    wrong += entry["routing"].value("resent_blocks", uint64_t{0});
     entry["wrong"] = wrong;
     results.add_counters(entry);
     results.add(std::move(entry));
@@ -509,6 +668,20 @@ void add_kvcache_options(CLI::App& sub, KvCacheOptions& kv) {
   sub.add_option("--line-rate", kv.line_rate_gbps,
                  "--find-max-rate: Gb/s per rail, for the analytical capacity printed beside the answer");
   sub.add_option("--slo", kv.slo, "--serve: latency objective on the total time, e.g. p99:50ms (goodput reported)");
+  sub.add_option("--route", kv.route,
+                 "--serve: decode rank per request: round-robin, least-loaded (fewest KV blocks sent) or prefix "
+                 "(most of its prefix held)")
+      ->capture_default_str();
+  sub.add_option("--decode-cache", kv.decode_cache,
+                 "--serve with a Mooncake --trace: prefix blocks (512 tokens) each decode rank keeps (LRU); held "
+                 "blocks are not sent. 0: off")
+      ->capture_default_str();
+  sub.add_option("--prefill-us-per-token", kv.prefill_us_per_token,
+                 "--serve: prefill compute per prompt token; a request's KV is ready that long after it arrives "
+                 "(serial per prefill rank)")
+      ->capture_default_str();
+  sub.add_option("--decode-memory", kv.decode_memory,
+                 "--serve: KV memory of a decode rank (40G); a request larger than it is refused before the run");
   sub.add_option("--max-mem", kv.max_mem, "Memory all ranks of a host may allocate (default 90% of MemAvailable)");
   sub.add_flag("--stragglers", kv.stragglers,
                "name a slow link (node -> node, rail) or a late rank from every transfer of each token count and "

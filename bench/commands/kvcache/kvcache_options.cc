@@ -180,6 +180,7 @@ void resolve_trace(const KvCacheOptions& opt, KvCachePlan& plan, size_t pairs) {
                                  opt.trace, t.requests.size(), pairs));
   std::vector<double> tokens;
   for (size_t i = 0; i < per_pair * pairs; ++i) {
+    plan.trace_hash_ids.push_back(t.requests[i].hash_ids);
     plan.trace_arrivals.push_back(t.requests[i].arrival_s);
     tokens.push_back(static_cast<double>(t.requests[i].input_tokens));
     plan.trace_tokens.push_back(t.requests[i].input_tokens);
@@ -216,9 +217,76 @@ void resolve_request_tokens(const KvCacheOptions& opt, KvCachePlan& plan, size_t
   plan.token_counts = {(most + bt - 1) / bt * bt};
 }
 
+// --route and --decode-cache: prefix reuse needs every request's hash ids (a Mooncake
+// trace) and its own prompt length, so that the ids' 512-token blocks are its tokens.
+void resolve_route(const KvCacheOptions& opt, KvCachePlan& plan) {
+  plan.route = parse_kv_route(opt.route);
+  plan.base.mesh = plan.route != KvRoute::round_robin;
+  if (opt.decode_cache < 0)
+    throw UsageError(fmt::format("--decode-cache {} must be 0 (off) or more blocks of 512 tokens", opt.decode_cache));
+  if (!std::isfinite(opt.prefill_us_per_token) || opt.prefill_us_per_token < 0)
+    throw UsageError(
+        fmt::format("--prefill-us-per-token {} must be microseconds 0 or above (e.g. 20)", opt.prefill_us_per_token));
+  if (plan.route == KvRoute::prefix && opt.decode_cache == 0)
+    throw UsageError(
+        "--route prefix chooses the decode rank holding most of a request's blocks, and with --decode-cache 0 none "
+        "holds any: give --decode-cache N (blocks of 512 tokens per decode rank)");
+  if (opt.decode_cache == 0) return;
+  if (opt.find_max_rate)
+    throw UsageError("--decode-cache replays a trace's prefixes, --find-max-rate draws its own arrivals: drop one");
+  if (opt.trace.empty() || plan.token_dist.kind != TokenDist::Kind::trace)
+    throw UsageError(
+        "--decode-cache needs each request's prompt blocks: give a Mooncake --trace FILE.jsonl (hash_ids) and "
+        "--tokens trace");
+}
+
+// After the trace is read: its requests must carry hash ids.
+void check_hash_ids(const KvCacheOptions& opt, const KvCachePlan& plan) {
+  if (opt.decode_cache == 0) return;
+  const bool any =
+      std::any_of(plan.trace_hash_ids.begin(), plan.trace_hash_ids.end(), [](const auto& ids) { return !ids.empty(); });
+  if (!any)
+    throw UsageError(
+        fmt::format("--decode-cache: --trace {} has no hash_ids: prefix reuse needs a Mooncake trace (JSONL with "
+                    "hash_ids, one id per 512-token block)",
+                    opt.trace));
+}
+
+// --decode-memory: a request whose KV (whole blocks) is larger than a decode rank's KV
+// memory could never be placed there, whatever the route: refused before any transfer,
+// naming the first such request.
+void check_decode_memory(const KvCacheOptions& opt, const KvCachePlan& plan) {
+  if (opt.decode_memory.empty()) return;
+  const uint64_t limit = parse_size(opt.decode_memory);
+  if (limit == 0) throw UsageError(fmt::format("--decode-memory {} must be above 0 (e.g. 40G)", opt.decode_memory));
+  const KvShape& s = plan.base.shape;
+  const auto bytes = [&](uint64_t tokens) {
+    const uint64_t blocks = (tokens + s.block_tokens - 1) / s.block_tokens;
+    return mul_sat(mul_sat(static_cast<uint64_t>(s.layers) * static_cast<uint64_t>(s.planes), blocks), s.block_bytes());
+  };
+  if (plan.request_tokens.empty()) {
+    if (bytes(plan.token_counts.front()) > limit)
+      throw UsageError(fmt::format(
+          "--tokens {}: a request's KV is {} B, more than --decode-memory {} of a decode rank: raise --decode-memory "
+          "or give fewer --tokens",
+          plan.token_counts.front(), with_commas(bytes(plan.token_counts.front())), opt.decode_memory));
+    return;
+  }
+  for (size_t i = 0; i < plan.request_tokens.size(); ++i) {
+    if (bytes(plan.request_tokens[i]) <= limit) continue;
+    const std::string which = opt.trace.empty() ? fmt::format("request {} (--tokens {})", i, plan.token_dist.text)
+                                                : fmt::format("--trace {}, its request {}", opt.trace, i + 1);
+    throw UsageError(fmt::format(
+        "{}: {} tokens are {} B of KV, more than --decode-memory {} of a decode rank: raise --decode-memory or {}",
+        which, plan.request_tokens[i], with_commas(bytes(plan.request_tokens[i])), opt.decode_memory,
+        opt.trace.empty() ? "narrow the --tokens distribution" : "trim the trace"));
+  }
+}
+
 // --serve: one token count, a load that parses, and a request count that stays in memory.
 void resolve_serve(const KvCacheOptions& opt, KvCachePlan& plan) {
   check_serve_load(opt.rate, opt.burstiness);
+  resolve_route(opt, plan);
   if (plan.token_dist.kind == TokenDist::Kind::fixed && plan.token_counts.size() != 1)
     throw UsageError(
         fmt::format("--serve takes one --tokens value, got {}: give e.g. --tokens 4096", plan.token_counts.size()));
@@ -237,6 +305,8 @@ void resolve_serve(const KvCacheOptions& opt, KvCachePlan& plan) {
   if (!opt.trace.empty()) {
     resolve_trace(opt, plan, static_cast<size_t>(pairs));
     resolve_request_tokens(opt, plan, plan.trace_arrivals.size());
+    check_hash_ids(opt, plan);
+    check_decode_memory(opt, plan);
     return;
   }
   const double total = opt.duration_s > 0 ? std::ceil(opt.rate * opt.duration_s) : opt.requests;
@@ -246,6 +316,7 @@ void resolve_serve(const KvCacheOptions& opt, KvCachePlan& plan) {
         fmt::format("--serve with {:.0f} requests is more than 50,000,000: lower --rate or --duration", total));
   plan.serve_requests_per_pair = std::max(1, static_cast<int>(std::ceil(total / pairs)));
   resolve_request_tokens(opt, plan, static_cast<size_t>(plan.serve_requests_per_pair) * static_cast<size_t>(pairs));
+  check_decode_memory(opt, plan);
 }
 
 }  // namespace

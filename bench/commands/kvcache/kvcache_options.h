@@ -8,6 +8,7 @@
 
 #include "bench/commands/kvcache/kvserve_load.h"
 #include "collectives/kvcache/geometry.h"
+#include "collectives/kvcache/routing.h"
 #include "collectives/kvcache/transfer.h"
 
 namespace railbench {
@@ -40,13 +41,17 @@ struct KvCacheOptions {
   double burstiness = 1;  // gamma shape of the gaps; 1 = Poisson
   double duration_s = 0;  // > 0: rate x duration requests; else --requests in all
   uint64_t seed = 1;
-  std::string slo;                  // "p99:50ms"; empty: no goodput
-  std::string trace;                // --serve: arrival times from this request trace
-  double time_scale = 1;            // --trace: divides its gaps
-  bool find_max_rate = false;       // search the highest rate meeting --slo
-  double line_rate_gbps = 0;        // per rail, for the analytical capacity; 0: not printed
-  bool stragglers = false;          // record every transfer and name a slow link
-  std::string straggler_threshold;  // TIME%,ITERS%; given: --stragglers on
+  std::string slo;                    // "p99:50ms"; empty: no goodput
+  std::string trace;                  // --serve: arrival times from this request trace
+  double time_scale = 1;              // --trace: divides its gaps
+  bool find_max_rate = false;         // search the highest rate meeting --slo
+  double line_rate_gbps = 0;          // per rail, for the analytical capacity; 0: not printed
+  std::string route = "round-robin";  // --serve: which decode rank takes each request
+  int decode_cache = 0;               // --serve: prefix blocks each decode rank's LRU holds; 0: off
+  double prefill_us_per_token = 0;    // --serve: prefill compute before a request's KV is ready
+  std::string decode_memory;          // --serve: a decode rank's KV memory; a larger request is refused
+  bool stragglers = false;            // record every transfer and name a slow link
+  std::string straggler_threshold;    // TIME%,ITERS%; given: --stragglers on
 };
 
 // What the run needs from the job: its ranks' hosts, this rank, --mem, -w, and the
@@ -78,6 +83,10 @@ struct KvCachePlan {
   TokenDist token_dist;
   std::vector<uint64_t> request_tokens;
   std::vector<uint64_t> trace_tokens;  // --trace: its prompt lengths, per_pair x pairs
+  // --route (least-loaded and prefix pair every prefill rank with every decode rank:
+  // base.mesh) and, with --decode-cache or --route prefix, each replayed request's hash ids.
+  KvRoute route = KvRoute::round_robin;
+  std::vector<std::vector<uint64_t>> trace_hash_ids;
 };
 
 // Throws UsageError (UnsupportedError for --mem cuda) naming the option and the fix.

@@ -1,7 +1,10 @@
 // kvcache: per token count and mode the request time (p50/p99/p99.9) and GB/s, the ratio
-// to one contiguous write of the same bytes, and the what-if table over line rates.
+// to one contiguous write of the same bytes, and the what-if table over line rates; for
+// --serve --find-max-rate, the latency against offered load with the knee marked.
 #include <algorithm>
+#include <array>
 #include <cmath>
+#include <limits>
 #include <map>
 
 #include <fmt/format.h>
@@ -64,6 +67,59 @@ std::string what_if_table(const nlohmann::json& w) {
   return out + t.html();
 }
 
+// --serve --find-max-rate: the total time's p50 and its value at the SLO's percentile
+// against the offered rate (the mean of the probes at a rate; a rate is probed twice), the
+// knee (the highest rate meeting the SLO) as a vertical line, and every probe in a table
+// with the knee's rows marked.
+std::string serve_curve(const nlohmann::json& m) {
+  if (!m.is_object() || !m.contains("curve") || m["curve"].empty()) return "";
+  const std::string slo = text_at(m, "slo", "?");
+  std::map<double, std::array<double, 3>> by_rate;  // sum of p50, sum at the SLO, probes (ms)
+  double lo = std::numeric_limits<double>::infinity(), hi = 0;
+  for (const auto& p : m["curve"]) {
+    auto& a = by_rate[number_at(p, "rate")];
+    a[0] += number_at(p, "p50_us") / 1000;
+    a[1] += number_at(p, "slo_us") / 1000;
+    a[2] += 1;
+  }
+  Series p50{"total p50", {}, {}, {}, {}, 0, false}, at_slo{"total at " + slo, {}, {}, {}, {}, 1, false};
+  for (const auto& [rate, a] : by_rate) {
+    p50.x.push_back(rate);
+    p50.y.push_back(a[0] / a[2]);
+    at_slo.x.push_back(rate);
+    at_slo.y.push_back(a[1] / a[2]);
+    lo = std::min({lo, a[0] / a[2], a[1] / a[2]});
+    hi = std::max({hi, a[0] / a[2], a[1] / a[2]});
+  }
+  const double knee = number_at(m, "max_rate");
+  Series mark{
+      fmt::format("knee: max rate meeting {} ({} req/s)", slo, num(knee)), {knee, knee}, {lo, hi}, {}, {}, 2, false};
+  LineChart chart{"total time against offered load", "total time (ms)", true, {p50, at_slo, mark}};
+  chart.x_label = "offered load (req/s)";
+  chart.x_bytes = false;
+  std::string out = fmt::format(
+      "<h3 id=\"kvcache-max-rate\">Latency against offered load</h3><p class=\"note\">--find-max-rate {}: the "
+      "highest rate meeting it is {} req/s{}; below the knee the total stays near the transfer time, past it the "
+      "queue grows.</p>",
+      esc(slo), num(knee),
+      m.contains("fraction_of_capacity")
+          ? fmt::format(", {} of the analytical capacity", num(number_at(m, "fraction_of_capacity"), 2))
+          : "");
+  Table t({"offered (req/s)", "carried (req/s)", "total p50 (ms)", "total at " + esc(slo) + " (ms)", "SLO"});
+  for (const auto& p : m["curve"]) {
+    const bool met = p.value("met", false);
+    t.row({num(number_at(p, "rate")), num(number_at(p, "carried_rps")), num(number_at(p, "p50_us") / 1000, 4),
+           num(number_at(p, "slo_us") / 1000, 4),
+           number_at(p, "rate") == knee ? "met (knee)"
+           : met                        ? "met"
+                                        : "missed"},
+          number_at(p, "rate") == knee ? "warn"
+          : met                        ? ""
+                                       : "bad");
+  }
+  return out + "<div class=\"charts\">" + chart.html() + "</div>\n" + t.html();
+}
+
 }  // namespace
 
 std::string kvcache_section(const RunContext& ctx) {
@@ -119,6 +175,7 @@ std::string kvcache_section(const RunContext& ctx) {
     t.row(cells, wrong > 0 ? "bad" : regressed ? "warn" : "");
   }
   out += "<h3>Every token count and mode</h3>" + t.html();
+  out += serve_curve(d.value("max_rate", nlohmann::json()));
   return out + what_if_table(d.value("what_if", nlohmann::json()));
 }
 

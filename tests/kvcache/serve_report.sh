@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# railbench report on a kvcache --serve --find-max-rate run (2 ranks, shm, a real mpirun
+# with a hard deadline): the kvcache section draws total time against offered load with
+# the knee at the JSON's max_rate, and lists every probe with the knee's rows marked.
+#   serve_report.sh RAILBENCH
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+source "$here/../../scripts/lib/mpirun.sh"
+rb=$1
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+rb_mpirun_deadline 60 2 "$rb" kvcache --serve --find-max-rate -t ofi:shm --layers 2 --kv-heads 1 --head-dim 8 \
+  --tokens 16 --mode per-block --rate 50 --requests 10 --slo p99:2s --json "$work/r.json" >"$work/out" 2>&1
+rc=$?
+cat "$work/out"
+((rc == 0)) || { echo "FAIL: exit code $rc (124: the 60 s deadline)"; exit 1; }
+"$rb" report "$work/r.json" -o "$work/r.html" || { echo "FAIL: report"; exit 1; }
+python3 - "$work/r.json" "$work/r.html" <<'PY' || exit 1
+import json, re, sys
+m = json.load(open(sys.argv[1]))["max_rate"]
+page = open(sys.argv[2]).read()
+assert 'id="kvcache-max-rate"' in page, "no latency-against-load section"
+knee = re.search(r"knee: max rate meeting p99:2s \(([0-9.,]+) req/s\)", page)
+assert knee, "the knee is not marked"
+print(f"knee drawn at {knee.group(1)} req/s, JSON max_rate {m['max_rate']}")
+assert abs(float(knee.group(1).replace(",", "")) - m["max_rate"]) <= 0.01 * m["max_rate"]
+rows = page.count("met (knee)")
+assert rows == sum(1 for p in m["curve"] if p["rate"] == m["max_rate"]) and rows >= 1
+assert page.count("<tr") >= len(m["curve"]) + 1, "a probe is missing from the table"
+print("PASS")
+PY
