@@ -203,10 +203,20 @@ struct KvTransfer::Impl {
     const int ss = slot(pr.prefill, k, j), ds = slot(pr.decode, k, j);
     const size_t max_msg = std::max<size_t>(p.transport().caps().max_msg_size, 64);
     if (!block_mode(mode))
-      return kv_contiguous_copies(staging_offset(ss), staging_offset(ds), bytes_of(blocks, first), max_msg, o.rails);
+      return pin(
+          kv_contiguous_copies(staging_offset(ss), staging_offset(ds), bytes_of(blocks, first), max_msg, o.rails), k,
+          j);
     auto copies = kv_block_copies(pools[static_cast<size_t>(pr.prefill)], ss, pools[static_cast<size_t>(pr.decode)], ds,
                                   mode == KvMode::coalesced, o.rails, blocks, first);
     kv_split_copies(copies, max_msg);
+    return pin(std::move(copies), k, j);
+  }
+  // --pin-rails: every copy of pair k's slot j % C on that slot's one rail. Both sides
+  // compute it alike, so the decode rank's receives and immediates follow.
+  int pinned_rail(int k, int j) const { return (k * o.concurrency + j % o.concurrency) % o.rails; }
+  std::vector<KvCopy> pin(std::vector<KvCopy> copies, int k, int j) const {
+    if (o.pin_rails)
+      for (KvCopy& c : copies) c.rail = pinned_rail(k, j);
     return copies;
   }
   // Pair k's request j as it runs: its own size and held prefix.
@@ -492,6 +502,7 @@ void KvTransfer::Impl::Prefill::reap_acks() {
         out.queue_us.push_back((seconds_between(t0, started[q][static_cast<size_t>(j)]) - ready(q, j)) * 1e6);
         out.total_us.push_back((seconds_between(t0, now) - arrival(q, j)) * 1e6);
         out.request_ids.push_back(static_cast<uint32_t>(req));
+        if (m.o.pin_rails) out.request_rails.push_back(m.pinned_rail(m.mine[q], j));
       }
     }
   }

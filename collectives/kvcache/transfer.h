@@ -41,6 +41,10 @@ struct KvOptions {
   int rails = 1;
   KvProtocol protocol = KvProtocol::write;
   bool mesh = false;
+  // Each request on one rail instead of striped over all: slot s of pair k on rail
+  // (k x concurrency + s) mod rails, as a deployment binding a request's transfer to one
+  // NIC does; a request's time is then one rail's.
+  bool pin_rails = false;
 };
 
 struct KvPair {
@@ -68,6 +72,7 @@ struct KvRunResult {
   // the transfer started (waiting for a free slot of the pair) and arrival until the ack.
   std::vector<double> queue_us, total_us;
   std::vector<uint32_t> request_ids;  // open loop, prefill: which request each record is
+  std::vector<int> request_rails;     // open loop, prefill, with pin_rails: the rail each record used
   uint64_t resent_blocks = 0;         // decode, with check: held (skipped) blocks that arrived anyway
 };
 

@@ -437,6 +437,7 @@ COMMANDS.update({
                              "--line-rate", "100"], stdout_has(r"analytical capacity")),
         "--stragglers": case(["--stragglers"], json_has("stragglers")),
         "--straggler-threshold": case(["--straggler-threshold", "5%,50%"], json_differs("config.stragglers")),
+        "--pin-rails": case(["--pin-rails"], json_differs("config.pin_rails")),
         "--route": case(["--serve", "--requests", "4", "--route", "least-loaded"], json_differs("config.serve.route")),
         "--decode-cache": case(["--serve", *CUSTOM, "--trace", KV_MOONCAKE, "--tokens", "trace", "--decode-cache", "8"],
                                stdout_has(r"^# prefix reuse \(--decode-cache 8 ")),

@@ -51,7 +51,8 @@ class KvCacheBench {
   std::vector<double> ready_times(const KvOptions& o, const std::vector<double>& arrivals,
                                   const std::vector<int>& pair) const;
   json routing_entry(const KvOptions& o, const KvRunResult& run);
-  json per_decode_entry(const KvOptions& o, const std::vector<std::vector<ServeSample>>& per_decode) const;
+  json per_group_entry(const std::string& what, const char* key, const std::vector<int>& ids,
+                       const std::vector<std::vector<ServeSample>>& groups) const;
   json prefill_entry(const std::vector<double>& arrivals, const std::vector<double>& ready) const;
   void find_max_rate_run(ResultsRun& results, KvTransfer& transfer, const KvOptions& o, KvMode mode);
 
@@ -106,6 +107,7 @@ void KvCacheBench::open() {
   plan_.base.protocol =
       opt_.protocol == "send" || (opt_.protocol == "auto" && !can_write) ? KvProtocol::send : KvProtocol::write;
   plan_.base.rails = t.num_rails();
+  plan_.base.pin_rails = opt_.pin_rails;
   ordered_writes_ = caps.ordered_writes;
 }
 
@@ -133,7 +135,8 @@ json KvCacheBench::config_json() const {
               {"concurrency", opt_.concurrency},
               {"alloc_run", opt_.alloc_run},
               {"protocol", plan_.base.protocol == KvProtocol::write ? "write" : "send"},
-              {"ordered_writes", ordered_writes_}};
+              {"ordered_writes", ordered_writes_},
+              {"pin_rails", opt_.pin_rails}};
   // The threshold of --stragglers (absent when off), as the collective commands record it.
   if (stragglers_) config["stragglers"] = to_string(straggler_threshold_);
   return config;
@@ -266,7 +269,18 @@ json KvCacheBench::serve_entry(const KvOptions& o, KvMode mode, const KvRunResul
                   s.offered_rps, s.carried_rps, s.offered_gbps, s.carried_gbps, s.queue_us.p50, s.queue_us.p99,
                   s.transfer_us.p50, s.transfer_us.p99, s.total_us.p50, s.total_us.p99));
   ctx_.print(fmt::format("# total p99.9 {:.1f} us, {} requests in {:.3f} s", s.total_us.p999, s.requests, wall));
-  entry["per_decode"] = per_decode_entry(o, per_decode);
+  entry["per_decode"] = per_group_entry("decode rank", "decode", o.decode, per_decode);
+  if (o.pin_rails) {
+    // Each request on its slot's one rail: the rail a slow request went over.
+    std::vector<std::vector<ServeSample>> per_rail(static_cast<size_t>(o.rails));
+    const auto rails = b.all_gather_vectors(run.request_rails);
+    for (size_t r = 0; r < rails.size(); ++r)
+      for (size_t i = 0; i < rails[r].size() && i < queues[r].size(); ++i)
+        per_rail[static_cast<size_t>(rails[r][i])].push_back({queues[r][i], transfers[r][i], totals[r][i]});
+    std::vector<int> rail_ids(per_rail.size());
+    for (size_t r = 0; r < rail_ids.size(); ++r) rail_ids[r] = static_cast<int>(r);
+    entry["per_rail"] = per_group_entry("rail", "rail", rail_ids, per_rail);
+  }
   if (s.overload)
     ctx_.print(
         fmt::format("# OVERLOAD: carried {:.1f} req/s is below 90% of the {:.1f} offered; queueing grew "
@@ -408,27 +422,27 @@ std::vector<double> KvCacheBench::ready_times(const KvOptions& o, const std::vec
   return ready;
 }
 
-// Per decode rank (each request's route target): queue, transfer and total p50/p99/p99.9,
-// one table row per decode rank and one JSON object each.
-json KvCacheBench::per_decode_entry(const KvOptions& o, const std::vector<std::vector<ServeSample>>& per_decode) const {
+// Per decode rank (each request's route target) or, with --pin-rails, per rail: queue,
+// transfer and total p50/p99/p99.9, one table row and one JSON object per group.
+json KvCacheBench::per_group_entry(const std::string& what, const char* key, const std::vector<int>& ids,
+                                   const std::vector<std::vector<ServeSample>>& groups) const {
   json out = json::array();
-  ctx_.print(fmt::format("# per decode rank: {:>6} {:>8} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
-                         "decode", "requests", "queue p50", "p99", "p99.9", "xfer p50", "p99", "p99.9", "total p50",
-                         "p99", "p99.9"));
-  for (size_t d = 0; d < per_decode.size(); ++d) {
+  ctx_.print(fmt::format("# per {}: {:>6} {:>8} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}", what, key,
+                         "requests", "queue p50", "p99", "p99.9", "xfer p50", "p99", "p99.9", "total p50", "p99",
+                         "p99.9"));
+  for (size_t d = 0; d < groups.size(); ++d) {
     std::vector<double> q, x, t;
-    for (const ServeSample& s : per_decode[d]) {
+    for (const ServeSample& s : groups[d]) {
       q.push_back(s.queue_us);
       x.push_back(s.transfer_us);
       t.push_back(s.total_us);
     }
     const Summary sq = summarize(q), sx = summarize(x), st = summarize(t);
     ctx_.print(fmt::format(
-        "# per decode rank: {:>6} {:>8} {:>9.1f} {:>9.1f} {:>9.1f} {:>9.1f} {:>9.1f} {:>9.1f} {:>9.1f} {:>9.1f} "
-        "{:>9.1f}",
-        o.decode[d], per_decode[d].size(), sq.p50, sq.p99, sq.p999, sx.p50, sx.p99, sx.p999, st.p50, st.p99, st.p999));
-    out.push_back(json{{"decode", o.decode[d]},
-                       {"requests", per_decode[d].size()},
+        "# per {}: {:>6} {:>8} {:>9.1f} {:>9.1f} {:>9.1f} {:>9.1f} {:>9.1f} {:>9.1f} {:>9.1f} {:>9.1f} {:>9.1f}", what,
+        ids[d], groups[d].size(), sq.p50, sq.p99, sq.p999, sx.p50, sx.p99, sx.p999, st.p50, st.p99, st.p999));
+    out.push_back(json{{key, ids[d]},
+                       {"requests", groups[d].size()},
                        {"queue_us", to_json(sq)},
                        {"request_us", to_json(sx)},
                        {"total_us", to_json(st)}});
@@ -683,6 +697,9 @@ void add_kvcache_options(CLI::App& sub, KvCacheOptions& kv) {
   sub.add_option("--decode-memory", kv.decode_memory,
                  "--serve: KV memory of a decode rank (40G); a request larger than it is refused before the run");
   sub.add_option("--max-mem", kv.max_mem, "Memory all ranks of a host may allocate (default 90% of MemAvailable)");
+  sub.add_flag("--pin-rails", kv.pin_rails,
+               "Each request on one rail (slot s of pair k on rail (k x concurrency + s) mod rails) instead of "
+               "striped over all; --serve then reports per rail");
   sub.add_flag("--stragglers", kv.stragglers,
                "name a slow link (node -> node, rail) or a late rank from every transfer of each token count and "
                "mode");

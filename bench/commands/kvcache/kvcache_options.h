@@ -50,6 +50,7 @@ struct KvCacheOptions {
   int decode_cache = 0;               // --serve: prefix blocks each decode rank's LRU holds; 0: off
   double prefill_us_per_token = 0;    // --serve: prefill compute before a request's KV is ready
   std::string decode_memory;          // --serve: a decode rank's KV memory; a larger request is refused
+  bool pin_rails = false;             // each request on one rail (its slot's)
   bool stragglers = false;            // record every transfer and name a slow link
   std::string straggler_threshold;    // TIME%,ITERS%; given: --stragglers on
 };
