@@ -117,7 +117,6 @@ struct ImmSlot {
   UcxTransport* t = nullptr;
   int rail = 0;
   uint32_t value = 0;
-  bool repost = true;
   void* req = nullptr;  // the posted receive, cancelled at teardown
 };
 
@@ -265,6 +264,7 @@ class UcxTransport final : public RailTransport<std::unique_ptr<Rail>> {
   size_t done_head_ = 0;
   size_t done_tail_ = 0;
   size_t failed_queued_ = 0;       // failed completions in done_
+  std::vector<ImmSlot*> reposts_;  // notice receives to post again at the next poll()
   std::vector<uint32_t> notices_;  // write-with-imm ops whose flush ended, notice not yet sent
   uint64_t next_region_id_ = 1;
   TransportCell cell_ = std::make_shared<UcxTransport*>(this);
@@ -325,6 +325,7 @@ UcxTransport::UcxTransport(const UcxOptions& o, int rank, int world_size)
   }
   const int n = o.devices.empty() ? o.num_rails : static_cast<int>(o.devices.size());
   done_.resize(kMaxOps + kImmSlots * static_cast<size_t>(n));
+  reposts_.reserve(kImmSlots * static_cast<size_t>(n));
   for (int r = 0; r < n; ++r) {
     auto core = std::make_shared<RailCore>();
     core->device = o.devices.empty() ? "auto" : o.devices[static_cast<size_t>(r)];
@@ -390,10 +391,8 @@ UcxTransport::~UcxTransport() {
     for (auto& [k, rkey] : rail->rkeys) ucp_rkey_destroy(rkey);
     rail->rkeys.clear();
     // Pre-posted notice receives are cancelled so their callbacks run before the worker goes.
-    for (auto& s : rail->imm_slots) {
-      s.repost = false;
+    for (auto& s : rail->imm_slots)
       if (s.req != nullptr) ucp_request_cancel(worker, s.req);
-    }
     for (int i = 0; i < 100; ++i) ucp_worker_progress(worker);
     for (ucp_ep_h ep : rail->eps) {
       if (ep == nullptr) continue;
@@ -511,7 +510,6 @@ void UcxTransport::imm_arrived(ImmSlot& slot, ucs_status_t st, uint64_t tag) noe
 }
 
 void UcxTransport::post_imm_slot(ImmSlot& slot) noexcept {
-  slot.repost = false;
   ucp_request_param_t p{};
   p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
   p.cb.recv = imm_done;
@@ -709,12 +707,14 @@ Status UcxTransport::post_read(int peer, int rail, const LocalSpan& dst, const R
 }
 
 size_t UcxTransport::poll(std::span<Completion> out) noexcept {
+  // Notice receives whose completions the last poll handed out are posted again.
+  for (ImmSlot* slot : reposts_) post_imm_slot(*slot);
+  reposts_.clear();
+  // One progress call per rail: a second one, to drain, costs a whole pass over UCX's
+  // transports, which an 8 B ping-pong pays on every message; the caller polls again.
   for (auto& rail : rails_) {
-    while (ucp_worker_progress(rail->core->worker) != 0) {
-    }
+    ucp_worker_progress(rail->core->worker);
     if (rail->receives_to_fail) fail_receives_of_failed_peers(*rail);
-    for (auto& s : rail->imm_slots)
-      if (s.repost) post_imm_slot(s);
   }
   // Notices go out after the flush that orders them, from here rather than the callback.
   for (size_t i = 0; i < notices_.size(); ++i) post_notice(ops_[notices_[i]]);
@@ -725,7 +725,7 @@ size_t UcxTransport::poll(std::span<Completion> out) noexcept {
     out[n++] = d.c;
     if (d.c.status != Status::ok) --failed_queued_;
     if (d.op != kNoOp) release(ops_[d.op]);
-    if (d.slot != nullptr) d.slot->repost = true;
+    if (d.slot != nullptr) reposts_.push_back(d.slot);  // room reserved: never allocates
   }
   return n;
 }
