@@ -18,6 +18,7 @@
 //   writes and reads end with the error), and the error callback also fails the tagged
 //   receives posted for that peer, which UCX ties to the worker, not to the endpoint.
 #include <algorithm>
+#include <bit>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -250,7 +251,7 @@ class UcxTransport final : public RailTransport<std::unique_ptr<Rail>> {
   };
   Op* take_op(int peer, int rail, OpKind kind, uint64_t wr_id) noexcept;
   void release(Op& op) noexcept { free_.push_back(op.index); }
-  void push(const Done& d) noexcept { done_[done_tail_++ % done_.size()] = d; }
+  void push(const Done& d) noexcept { done_[done_tail_++ & done_mask_] = d; }
   bool fail_at_once(Rail& r, int peer, int rail, OpKind kind, uint64_t wr_id, Status& out) noexcept;
   void fail_receives_of_failed_peers(Rail& r) noexcept;
   bool lookup_rkey(Rail& r, int rail, int peer, const RemoteSpan& dst, size_t length, ucp_rkey_h& out) noexcept;
@@ -263,6 +264,7 @@ class UcxTransport final : public RailTransport<std::unique_ptr<Rail>> {
   std::vector<Done> done_;
   size_t done_head_ = 0;
   size_t done_tail_ = 0;
+  size_t done_mask_ = 0;
   size_t failed_queued_ = 0;       // failed completions in done_
   std::vector<ImmSlot*> reposts_;  // notice receives to post again at the next poll()
   std::vector<uint32_t> notices_;  // write-with-imm ops whose flush ended, notice not yet sent
@@ -324,7 +326,10 @@ UcxTransport::UcxTransport(const UcxOptions& o, int rank, int world_size)
     free_.push_back(i);
   }
   const int n = o.devices.empty() ? o.num_rails : static_cast<int>(o.devices.size());
-  done_.resize(kMaxOps + kImmSlots * static_cast<size_t>(n));
+  // A power of two, so the ring indexes with a mask: a division on every completion
+  // is a measurable share of an 8 B ping-pong.
+  done_.resize(std::bit_ceil(kMaxOps + kImmSlots * static_cast<size_t>(n)));
+  done_mask_ = done_.size() - 1;
   reposts_.reserve(kImmSlots * static_cast<size_t>(n));
   for (int r = 0; r < n; ++r) {
     auto core = std::make_shared<RailCore>();
@@ -721,7 +726,7 @@ size_t UcxTransport::poll(std::span<Completion> out) noexcept {
   notices_.clear();
   size_t n = 0;
   while (n < out.size() && done_head_ != done_tail_) {
-    const Done& d = done_[done_head_++ % done_.size()];
+    const Done& d = done_[done_head_++ & done_mask_];
     out[n++] = d.c;
     if (d.c.status != Status::ok) --failed_queued_;
     if (d.op != kNoOp) release(ops_[d.op]);
