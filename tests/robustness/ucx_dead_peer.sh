@@ -3,7 +3,8 @@
 # deadline: two ranks over the TCP rendezvous (no mpirun, which would end the survivor
 # itself) run a sendrecv sweep with --timeout 60; rank 1 is SIGKILLed in the middle of
 # it. Rank 0 must exit non-zero within 20 s of the kill (a third of the deadline), with
-# one error line naming rank 1 and the UCS_ERR_* code of its failed endpoint.
+# one error line naming rank 1 and the UCS_ERR_* code of its failed endpoint, and no
+# crash or UCX warning while it tears down.
 #   ucx_dead_peer.sh TLS RAILBENCH     TLS: tcp (on lo) or shm
 set -uo pipefail
 tls=$1 rb=$2
@@ -51,6 +52,10 @@ wait "${pids[0]}"
 rc=$?
 took=$(python3 -c "import sys,time; print(f'{time.time() - float(sys.argv[1]):.1f}')" "$killed_at")
 ((rc != 0)) || fail "rank 0 exited 0 with its peer killed"
+((rc < 128)) || fail "rank 0 died of signal $((rc - 128)) (a crash tearing down after its peer died)"
+# Teardown after the peer died is clean: UCX has nothing to complain of (a request left
+# behind shows as "UCX WARN ... was not returned to mpool").
+if grep -E 'UCX +(WARN|ERROR)' "$work/out0" "$work/err0"; then fail "UCX warned or failed during teardown"; fi
 mapfile -t lines < <(grep '^railbench: error:' "$work/err0")
 ((${#lines[@]} == 1)) || fail "rank 0 printed ${#lines[@]} error lines, expected one"
 [[ ${lines[0]} =~ rank\ 1\ \( ]] || fail "the error line does not name rank 1: ${lines[0]}"
