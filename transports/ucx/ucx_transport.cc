@@ -344,9 +344,8 @@ UcxTransport::UcxTransport(const UcxOptions& o, int rank, int world_size)
       throw UsageError(fmt::format("UCX_NET_DEVICES={}: {}", core->device, ucs_status_string(st)));
     // Endpoints ask for peer-failure handling, which every transport on them must offer:
     // UCX 1.13's shared memory (posix, sysv: the MM_ table) offers it only when told, or
-    // an shm endpoint is unreachable; it
-    // notices a dead same-host peer by its keepalive check, every 20 s by default; 1 s
-    // keeps a dead peer's detection well inside --timeout.
+    // an shm endpoint is unreachable. It notices a dead same-host peer by its keepalive
+    // check, every 20 s by default; 1 s keeps the detection well inside --timeout.
     if (may_use_shared_memory(o.tls))  // elsewhere UCX warns of an option no transport takes
       set_default(raw, "MM_ERROR_HANDLING", "y", {"POSIX_ERROR_HANDLING", "SYSV_ERROR_HANDLING"});
     set_default(raw, "KEEPALIVE_INTERVAL", "1s");
@@ -466,11 +465,12 @@ void UcxTransport::finish(Op& op, ucs_status_t st, size_t bytes) noexcept {
 void UcxTransport::peer_failed(int rail, int peer, ucs_status_t st) noexcept {
   Rail& r = *rails_[static_cast<size_t>(rail)];
   if (r.failed[static_cast<size_t>(peer)] != UCS_OK) return;
-  r.failed[static_cast<size_t>(peer)] = st == UCS_OK ? UCS_ERR_ENDPOINT_TIMEOUT : st;
+  const ucs_status_t why = st == UCS_OK ? UCS_ERR_ENDPOINT_TIMEOUT : st;  // never "failed: OK"
+  r.failed[static_cast<size_t>(peer)] = why;
   r.receives_to_fail = true;
   if (failed_queued_ == 0)
     set_error("the endpoint to peer {} on rail {} ({}) failed: {} ({}): the peer process died or its link went down",
-              peer, rail, r.core->device, ucs_status_string(st), status_name(st));
+              peer, rail, r.core->device, ucs_status_string(why), status_name(why));
 }
 
 // Tagged receives belong to the worker, so UCX does not end those of a failed peer:
