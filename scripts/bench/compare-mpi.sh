@@ -5,7 +5,9 @@
 # MPI_Reduce_scatter_block, MPI_Alltoall) prints the busbw ratio per size (target
 # >= 1.0 from 1M up). All-gather and all-to-all get a third column: the same exchange
 # written straight against libfabric (bench/reference/fi_reference.c), which tells the
-# provider's limit from railbench's own overhead.
+# provider's limit from railbench's own overhead. Open MPI over UCX (--mca pml ucx, on
+# UCX's shared memory or its tcp on lo, as PROVIDER says) is a second MPI column where
+# this Open MPI has pml ucx (ompi_info); where it has none the script says so and skips it.
 # Then send/recv bandwidth at 4M against memcpy (the one-copy limit) and libfabric's
 # fi_pingpong.
 #
@@ -28,8 +30,8 @@ max=${MAX:-67108864}
 build=${RAILBENCH_BUILD_DIR:-$root/build}
 provider=${PROVIDER:-shm}
 case $provider in
-  shm) transport=ofi:shm fi_provider=shm mpi_btl=self,vader,tcp ;;
-  tcp) transport=ofi:tcp fi_provider="tcp;ofi_rxm" mpi_btl=self,tcp ;;
+  shm) transport=ofi:shm fi_provider=shm mpi_btl=self,vader,tcp ucx_env=(-x UCX_TLS=self,shm) ;;
+  tcp) transport=ofi:tcp fi_provider="tcp;ofi_rxm" mpi_btl=self,tcp ucx_env=(-x UCX_TLS=self,tcp -x UCX_NET_DEVICES=lo) ;;
   *)
     echo "PROVIDER=$provider: shm or tcp" >&2
     exit 2
@@ -39,8 +41,23 @@ fi_mode=${FI_MODE:-send}
 [[ -x $build/railbench && -x $build/mpi_reference && -x $build/fi_reference ]] || "$root/scripts/build.sh" >/dev/null
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
+if ompi_info 2>/dev/null | grep -E 'MCA pml: ucx' >/dev/null; then
+  mpi_ucx=1
+else
+  mpi_ucx=0
+  echo "# compare-mpi: this Open MPI has no pml ucx (ompi_info lists none): the Open MPI + UCX column is skipped"
+fi
+# Open MPI over UCX: its own mpirun line, since rb_mpirun pins --mca pml ob1 and Open MPI
+# keeps the first --mca pml it is given. pml ucx takes only Mellanox devices and verbs
+# transports unless told otherwise (pml_ucx_devices mlx*): "any" lets it run on shm and tcp.
+ucx_mpirun() {
+  local -a extra=()
+  [[ $(id -u) -eq 0 ]] && extra+=(--allow-run-as-root)
+  mpirun -np 2 "${extra[@]}" --bind-to none --mca pml ucx --mca pml_ucx_tls any --mca pml_ucx_devices any \
+    --mca osc ucx --mca btl self --mca oob_tcp_if_include lo "${ucx_env[@]}" "$@" </dev/null
+}
 
-echo "# compare-mpi: $(nproc) cores, 2 ranks, $transport vs Open MPI $(mpirun --version | head -1 | awk '{print $NF}') (btl $mpi_btl) vs libfabric $fi_provider ($fi_mode), ${iters} iterations + ${warmup} warm-up, median of ${reps} runs, load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "# compare-mpi: $(nproc) cores, 2 ranks, $transport vs Open MPI $(mpirun --version | head -1 | awk '{print $NF}') (btl $mpi_btl$( ((mpi_ucx)) && echo "; and pml ucx, ${ucx_env[*]}")) vs libfabric $fi_provider ($fi_mode), ${iters} iterations + ${warmup} warm-up, median of ${reps} runs, load $(cut -d' ' -f1-3 /proc/loadavg)"
 collectives=${COLLECTIVES:-allreduce allgather reducescatter alltoall}
 for coll in $collectives; do
   # What railbench posts with 2 ranks: the ring cuts a block into 16 MiB slices
@@ -50,12 +67,15 @@ for coll in $collectives; do
     alltoall) fi_msg=${FI_MSG:-0} ;;
     *) fi_msg= ;;
   esac
-  rm -f "$work"/fi*.txt  # a collective without the raw column must not show the last one's
+  rm -f "$work"/fi*.txt "$work"/ucx*.txt  # a collective without the raw column must not show the last one's
   for ((r = 0; r < reps; ++r)); do
     rb_mpirun 2 "$build/railbench" "$coll" -t "$transport" -b "$min" -e "$max" -f 2 -n "$iters" -w "$warmup" \
       --json "$work/rb$r.json" >/dev/null
     RB_MPI_BTL=$mpi_btl rb_mpirun 2 "$build/mpi_reference" "$coll" "$min" "$max" 2 "$iters" "$warmup" \
       >"$work/mpi$r.txt"
+    if ((mpi_ucx)); then
+      ucx_mpirun "$build/mpi_reference" "$coll" "$min" "$max" 2 "$iters" "$warmup" >"$work/ucx$r.txt"
+    fi
     if [[ -n $fi_msg ]]; then
       rb_mpirun 2 "$build/fi_reference" "$coll" "$fi_provider" "$min" "$max" 2 "$iters" "$warmup" "$fi_mode" \
         "$fi_msg" >"$work/fi$r.txt"
@@ -68,8 +88,8 @@ for coll in $collectives; do
 import json, os, statistics, sys
 work, reps = sys.argv[1], int(sys.argv[2])
 # tool -> size -> [busbw per run], and the same at the median iteration (p50)
-mean = {"rb": {}, "mpi": {}, "fi": {}}
-p50 = {"rb": {}, "mpi": {}, "fi": {}}
+mean = {"rb": {}, "mpi": {}, "fi": {}, "ucx": {}}
+p50 = {"rb": {}, "mpi": {}, "fi": {}, "ucx": {}}
 def read_table(path, tool):
     for line in open(path):
         f = line.split()
@@ -83,7 +103,10 @@ for r in range(reps):
     read_table(f"{work}/mpi{r}.txt", "mpi")
     if os.path.exists(f"{work}/fi{r}.txt"):
         read_table(f"{work}/fi{r}.txt", "fi")
+    if os.path.exists(f"{work}/ucx{r}.txt"):
+        read_table(f"{work}/ucx{r}.txt", "ucx")
 fi = bool(mean["fi"])
+ucx = bool(mean["ucx"])
 med = lambda d, s: statistics.median(d[s]) if d.get(s) else 0
 div = lambda a, b: a / b if b else 0
 def ratios(d, s):
@@ -91,21 +114,29 @@ def ratios(d, s):
     out = f" {div(a, m):>6.2f}"
     if fi:
         out += f" {div(f, m):>6.2f} {div(a, f):>6.2f}"
+    if ucx:
+        out += f" {div(a, med(d['ucx'], s)):>6.2f}"
     return out
-names = " rb/MPI" + (" fi/MPI  rb/fi" if fi else "")
-print(f"{'size':>10} {'railbench':>10} {'Open MPI':>10}" + (f" {'libfabric':>10}" if fi else "") + names +
-      "  |" + names + "  (at the median iteration)")
+names = " rb/MPI" + (" fi/MPI  rb/fi" if fi else "") + (" rb/MPIucx" if ucx else "")
+print(f"{'size':>10} {'railbench':>10} {'Open MPI':>10}" + (f" {'libfabric':>10}" if fi else "") +
+      (f" {'MPI+ucx':>10}" if ucx else "") + names + "  |" + names + "  (at the median iteration)")
 low = []
 for size in sorted(mean["rb"]):
     line = f"{size:>10} {med(mean['rb'], size):>10.3f} {med(mean['mpi'], size):>10.3f}"
     if fi:
         line += f" {med(mean['fi'], size):>10.3f}"
+    if ucx:
+        line += f" {med(mean['ucx'], size):>10.3f}"
     print(line + ratios(mean, size) + "  |" + ratios(p50, size))
     if size >= 1 << 20:
         low.append(div(med(mean["rb"], size), med(mean["mpi"], size)))
 print("# busbw GB/s, mean iteration time as nccl-tests; target rb/MPI >= 1.0 from 1M")
 if low:
     print(f"# railbench / Open MPI from 1M up: min {min(low):.2f}, median {statistics.median(low):.2f}")
+low_ucx = [div(med(mean["rb"], s), med(mean["ucx"], s)) for s in sorted(mean["rb"]) if s >= 1 << 20 and ucx]
+if low_ucx:
+    print(f"# railbench / Open MPI over pml ucx from 1M up: min {min(low_ucx):.2f}, "
+          f"median {statistics.median(low_ucx):.2f}")
 PY
 done
 

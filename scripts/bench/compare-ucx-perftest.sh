@@ -8,6 +8,11 @@
 #   scripts/bench/compare-ucx-perftest.sh [REPS]          (default 3)
 #   TLS="shm" scripts/bench/compare-ucx-perftest.sh        (only some transports)
 #   CASES="tag put" scripts/bench/compare-ucx-perftest.sh  (tag, put, get)
+#   ERR=none scripts/bench/compare-ucx-perftest.sh        (ucx_perftest without -e)
+# railbench's endpoints handle peer failure (UCP_ERR_HANDLING_MODE_PEER, with shared
+# memory's error handling on and a 1 s keepalive), so ucx_perftest runs with -e and the
+# same settings by default (ERR=peer); ERR=none runs it without them: the two runs' perftest
+# columns are what UCX's error handling costs by itself.
 # Targets: 8 B tag latency p50 <= 1.10x ucx_perftest's median; 64 KiB and 4 MiB
 # bandwidth >= 0.95x. Latency is one-way (RTT/2) in both tools. ucx_perftest's MB/s is
 # 2^20 B/s; it is printed here in GB/s (1e9 B/s) as railbench reports.
@@ -29,6 +34,15 @@ build=${RAILBENCH_BUILD_DIR:-$root/build}
 rb=$build/railbench
 read -r -a tlss <<<"${TLS:-shm tcp}"
 read -r -a cases <<<"${CASES:-tag put get}"
+err=${ERR:-peer}
+case $err in
+  peer) err_flag=(-e) err_env="UCX_POSIX_ERROR_HANDLING=y UCX_SYSV_ERROR_HANDLING=y UCX_KEEPALIVE_INTERVAL=1s" ;;
+  none) err_flag=() err_env="" ;;
+  *)
+    echo "compare-ucx-perftest: ERR must be peer or none, got '$err'" >&2
+    exit 2
+    ;;
+esac
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 port=$((20000 + RANDOM % 20000))
@@ -36,17 +50,17 @@ port=$((20000 + RANDOM % 20000))
 sizes=("8 1000 8192 128" "65536 200 2048 128" "4194304 40 256 32")
 
 env_for() { # env_for TLS: the UCX environment ucx_perftest runs with
-  if [[ $1 == tcp ]]; then echo "UCX_TLS=tcp UCX_NET_DEVICES=lo"; else echo "UCX_TLS=$1"; fi
+  if [[ $1 == tcp ]]; then echo "UCX_TLS=tcp UCX_NET_DEVICES=lo $err_env"; else echo "UCX_TLS=$1 $err_env"; fi
 }
 
 perftest() { # perftest TLS OUT ARGS... : server and client on this host
   local tls=$1 out=$2
   shift 2
   port=$((port + 1))
-  env $(env_for "$tls") timeout 300 ucx_perftest -p "$port" "$@" >/dev/null 2>&1 &
+  env $(env_for "$tls") timeout 300 ucx_perftest -p "$port" "${err_flag[@]}" "$@" >/dev/null 2>&1 &
   local server=$!
   sleep 0.5
-  env $(env_for "$tls") timeout 300 ucx_perftest localhost -p "$port" "$@" >"$out" 2>&1 || {
+  env $(env_for "$tls") timeout 300 ucx_perftest localhost -p "$port" "${err_flag[@]}" "$@" >"$out" 2>&1 || {
     echo "compare-ucx-perftest: ucx_perftest $* over $tls failed:" >&2
     cat "$out" >&2
     exit 1
@@ -65,7 +79,7 @@ railbench() { # railbench TLS OUT.json ARGS... : 2 ranks
 }
 
 echo "# compare-ucx-perftest: UCX $(ucx_info -v | awk '/^# Version/ {print $3}'), $reps repetitions," \
-  "$(nproc) CPUs, TLS: ${tlss[*]}, cases: ${cases[*]}"
+  "$(nproc) CPUs, TLS: ${tlss[*]}, cases: ${cases[*]}, ucx_perftest error handling: $err"
 for ((r = 0; r < reps; ++r)); do
   for tls in "${tlss[@]}"; do
     for c in "${sizes[@]}"; do

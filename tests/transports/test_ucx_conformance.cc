@@ -181,9 +181,10 @@ TEST_CASE("ucx: thousands of batched writes in a row, through Progress, deliver 
   }
 }
 
-// Hidden ([.]): over UCX_TLS=tcp 20000 receives posted ahead of the sends stall with
-// ~2500 sends outstanding (the op pool of 16384 fills); run it by name to work on it.
-TEST_CASE("ucx: posting far more than the queues hold is absorbed by retry", "[ucx][.]") {
+// 20000 sends that each finish inside their own post (tcp's eager path), with no poll
+// between them, once overran the completion ring (pool + 1024) and lost ~2600
+// completions: an operation's slot is now held until poll() hands out its completion.
+TEST_CASE("ucx: posting far more than the queues hold is absorbed by retry", "[ucx]") {
   for (const auto& prov : kTls) {
     DYNAMIC_SECTION(prov) {
       run_ranks(2, [&](Bootstrap& b) {
@@ -228,6 +229,46 @@ TEST_CASE("ucx: a peer that never sends is named in the timeout", "[ucx]") {
                             Catch::Contains("a message that never comes"));
     }
   }
+}
+
+// A peer that goes away fails its endpoint (UCP_ERR_HANDLING_MODE_PEER): the receive
+// posted for it fails well before the deadline, naming the peer, its rail and UCX's code,
+// and every later post to it completes at once with the same failure. Over tcp only: a
+// shared-memory peer in the same process never looks dead to UCX's keepalive (it checks
+// the peer's pid), which tests/robustness/ucx_dead_peer.sh covers with real processes.
+TEST_CASE("ucx: a peer that goes away fails its endpoint, named with UCX's code", "[ucx][robustness]") {
+  std::string wait_error, post_error;
+  double waited_s = 0;
+  run_ranks(2, [&](Bootstrap& b) {
+    auto t = open_ucx("tcp", b);
+    std::vector<uint8_t> buf(64);
+    auto mr = t->register_memory(buf.data(), buf.size(), MemoryKind::host);
+    if (b.rank() == 1) {
+      b.barrier();  // rank 0's receive is posted
+      t.reset();    // closes the endpoint and the worker, as a dying process's kernel would
+      b.barrier();
+      return;
+    }
+    Progress p(*t, 20, {"rank 0 (nodeA)", "rank 1 (nodeB)"});
+    const uint64_t id = p.recv(1, 0, LocalSpan{mr.get(), 0, 8});
+    b.barrier();
+    b.barrier();
+    const auto start = std::chrono::steady_clock::now();
+    try {
+      p.wait(id, "a message from a peer that went away");
+    } catch (const TransportError& e) {
+      wait_error = e.what();
+    }
+    waited_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    expect(t->post_send(1, 0, LocalSpan{mr.get(), 0, 8}, 7) == Status::ok, "a post to a failed peer is accepted");
+    std::vector<Completion> done(4);
+    const size_t n = t->poll(done);
+    expect(n == 1 && done[0].wr_id == 7 && done[0].status == Status::error, "and completes at once with an error");
+    post_error = t->last_error();
+  });
+  CHECK(waited_s < 10);
+  CHECK_THAT(wait_error, Catch::Contains("rank 1 (nodeB)") && Catch::Contains("recv") && Catch::Contains("UCS_ERR_"));
+  CHECK_THAT(post_error, Catch::Contains("send with peer 1 on rail 0 (lo)") && Catch::Contains("UCS_ERR_"));
 }
 
 // Teardown after a failure (issue 13): a region destroyed while a receive into it is

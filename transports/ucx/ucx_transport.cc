@@ -11,10 +11,18 @@
 //   notice (tag bit 63) carrying the immediate, as UCX users do. The flush makes it one
 //   round trip dearer than a verbs write-with-imm.
 // - Every operation takes a slot of a fixed pool, so the data path allocates nothing
-//   (except the first use of a peer's remote key, unpacked once and cached).
+//   (except the first use of a peer's remote key, unpacked once and cached). A slot is
+//   free again only once poll() has handed out its completion, so the completion ring
+//   (pool + notice slots) can never overrun, however many posts finish before a poll.
+// - Endpoints use UCP_ERR_HANDLING_MODE_PEER: a dead peer fails its endpoint (its sends,
+//   writes and reads end with the error), and the error callback also fails the tagged
+//   receives posted for that peer, which UCX ties to the worker, not to the endpoint.
 #include <algorithm>
+#include <bit>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
+#include <initializer_list>
 #include <map>
 #include <memory>
 #include <set>
@@ -26,6 +34,7 @@
 
 #include "lib/core/errors.h"
 #include "lib/transport/transport_base.h"
+#include "transports/ucx/ucx_status.h"
 #include "transports/ucx/ucx_transport.h"
 
 namespace railbench::ucx {
@@ -44,6 +53,26 @@ struct ConfigFree {
 struct ContextFree {
   void operator()(ucp_context* c) const { ucp_cleanup(c); }
 };
+
+// Sets a UCX option for this context unless the user set it or one it stands for
+// (UCX_<name> or UCX_<alias> in the environment): a setting of the user's wins.
+void set_default(ucp_config_t* config, const char* name, const char* value,
+                 std::initializer_list<const char*> aliases = {}) {
+  if (std::getenv(fmt::format("UCX_{}", name).c_str()) != nullptr) return;
+  for (const char* alias : aliases)
+    if (std::getenv(fmt::format("UCX_{}", alias).c_str()) != nullptr) return;
+  const ucs_status_t st = ucp_config_modify(config, name, value);
+  if (st != UCS_OK)
+    throw TransportError(fmt::format("UCX_{}={}: {} (UCX {})", name, value, ucs_status_string(st), ucx_version()));
+}
+
+// Whether UCX_TLS (empty: UCX picks) may bring in posix or sysv shared memory.
+bool may_use_shared_memory(const std::string& tls) {
+  if (tls.empty()) return true;
+  for (const char* name : {"sm", "shm", "mm", "posix", "sysv", "all"})
+    if (tls.find(name) != std::string::npos) return true;
+  return false;
+}
 
 // Waits up to `seconds` for `req` (an ucp request or status pointer), driving `worker`.
 bool wait_request(ucp_worker_h worker, void* req, double seconds) {
@@ -80,7 +109,7 @@ struct Op {
   uint32_t imm = 0;
   bool notice = false;  // a write-with-imm whose notice goes out once the flush ends
   uint32_t index = 0;
-  bool busy = false;               // taken from the pool, not yet finished
+  bool finished = false;           // its completion is queued for poll()
   void* req = nullptr;             // a receive still posted (cancelled when its region goes)
   const std::byte* buf = nullptr;  // where that receive lands
 };
@@ -89,7 +118,6 @@ struct ImmSlot {
   UcxTransport* t = nullptr;
   int rail = 0;
   uint32_t value = 0;
-  bool repost = true;
   void* req = nullptr;  // the posted receive, cancelled at teardown
 };
 
@@ -138,9 +166,20 @@ class UcxRegion : public MemoryRegion {
   TransportCell cell_;
 };
 
+// What the error callback of one endpoint is told: whose endpoint failed.
+struct EpOwner {
+  UcxTransport* t = nullptr;
+  int rail = 0;
+  int peer = 0;
+};
+void ep_failed(void* arg, ucp_ep_h ep, ucs_status_t st);
+
 struct Rail {
   std::shared_ptr<RailCore> core;
-  std::vector<ucp_ep_h> eps;  // per peer; nullptr until connected
+  std::vector<ucp_ep_h> eps;         // per peer; nullptr until connected
+  std::vector<EpOwner> owners;       // per peer: the error callback's argument
+  std::vector<ucs_status_t> failed;  // per peer: UCS_OK while its endpoint works
+  bool receives_to_fail = false;     // a peer failed: poll() fails its posted receives
   std::vector<ImmSlot> imm_slots;
   // Unpacked remote keys by (peer, region id).
   std::map<std::pair<int, uint64_t>, ucp_rkey_h> rkeys;
@@ -156,8 +195,14 @@ void Rail::connect(int peer, std::span<const uint8_t> remote) {
   if (eps[static_cast<size_t>(peer)] != nullptr) return;
   std::vector<uint8_t> addr(remote.begin(), remote.end());
   ucp_ep_params_t p{};
-  p.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS;
+  p.field_mask =
+      UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE | UCP_EP_PARAM_FIELD_ERR_HANDLER;
   p.address = reinterpret_cast<const ucp_address_t*>(addr.data());
+  // A dead peer then fails this endpoint's operations instead of leaving them to a
+  // deadline (or UCX aborting the process, its default).
+  p.err_mode = UCP_ERR_HANDLING_MODE_PEER;
+  p.err_handler.cb = ep_failed;
+  p.err_handler.arg = &owners[static_cast<size_t>(peer)];
   ucp_ep_h ep = nullptr;
   const ucs_status_t st = ucp_ep_create(core->worker, &p, &ep);
   if (st != UCS_OK)
@@ -193,14 +238,22 @@ class UcxTransport final : public RailTransport<std::unique_ptr<Rail>> {
   void flushed(Op& op, ucs_status_t st) noexcept;
   void imm_arrived(ImmSlot& slot, ucs_status_t st, uint64_t tag) noexcept;
   void cancel_receives_into(const std::byte* data, size_t length) noexcept;
+  void peer_failed(int rail, int peer, ucs_status_t st) noexcept;
 
  private:
+  static constexpr uint32_t kNoOp = ~uint32_t{0};
+  // A completion waiting for poll(), and what it holds until then: an operation's slot
+  // or a notice receive that is posted again once its completion is out.
+  struct Done {
+    Completion c;
+    uint32_t op = kNoOp;
+    ImmSlot* slot = nullptr;
+  };
   Op* take_op(int peer, int rail, OpKind kind, uint64_t wr_id) noexcept;
-  void release(Op& op) noexcept {
-    op.busy = false;
-    free_.push_back(op.index);
-  }
-  void push(const Completion& c) noexcept { done_[done_tail_++ % done_.size()] = c; }
+  void release(Op& op) noexcept { free_.push_back(op.index); }
+  void push(const Done& d) noexcept { done_[done_tail_++ & done_mask_] = d; }
+  bool fail_at_once(Rail& r, int peer, int rail, OpKind kind, uint64_t wr_id, Status& out) noexcept;
+  void fail_receives_of_failed_peers(Rail& r) noexcept;
   bool lookup_rkey(Rail& r, int rail, int peer, const RemoteSpan& dst, size_t length, ucp_rkey_h& out) noexcept;
   void post_imm_slot(ImmSlot& slot) noexcept;
   void post_notice(Op& op) noexcept;
@@ -208,9 +261,12 @@ class UcxTransport final : public RailTransport<std::unique_ptr<Rail>> {
 
   std::vector<Op> ops_;
   std::vector<uint32_t> free_;
-  std::vector<Completion> done_;
+  std::vector<Done> done_;
   size_t done_head_ = 0;
   size_t done_tail_ = 0;
+  size_t done_mask_ = 0;
+  size_t failed_queued_ = 0;       // failed completions in done_
+  std::vector<ImmSlot*> reposts_;  // notice receives to post again at the next poll()
   std::vector<uint32_t> notices_;  // write-with-imm ops whose flush ended, notice not yet sent
   uint64_t next_region_id_ = 1;
   TransportCell cell_ = std::make_shared<UcxTransport*>(this);
@@ -237,6 +293,10 @@ void flush_done(void* req, ucs_status_t st, void* user) {
   op->t->flushed(*op, st);
   ucp_request_free(req);
 }
+void ep_failed(void* arg, ucp_ep_h /*ep*/, ucs_status_t st) {
+  auto* owner = static_cast<EpOwner*>(arg);
+  owner->t->peer_failed(owner->rail, owner->peer, st);
+}
 void imm_done(void* req, ucs_status_t st, const ucp_tag_recv_info_t* info, void* user) {
   auto* slot = static_cast<ImmSlot*>(user);
   slot->req = nullptr;
@@ -245,7 +305,7 @@ void imm_done(void* req, ucs_status_t st, const ucp_tag_recv_info_t* info, void*
 }
 
 UcxTransport::UcxTransport(const UcxOptions& o, int rank, int world_size)
-    : RailTransport("ucx", rank, world_size), ops_(kMaxOps), done_(kMaxOps + 1024) {
+    : RailTransport("ucx", rank, world_size), ops_(kMaxOps) {
   provider_ = o.tls.empty() ? "auto" : o.tls;
   caps_.send_recv = true;
   caps_.write = true;
@@ -266,6 +326,11 @@ UcxTransport::UcxTransport(const UcxOptions& o, int rank, int world_size)
     free_.push_back(i);
   }
   const int n = o.devices.empty() ? o.num_rails : static_cast<int>(o.devices.size());
+  // A power of two, so the ring indexes with a mask: a division on every completion
+  // is a measurable share of an 8 B ping-pong.
+  done_.resize(std::bit_ceil(kMaxOps + kImmSlots * static_cast<size_t>(n)));
+  done_mask_ = done_.size() - 1;
+  reposts_.reserve(kImmSlots * static_cast<size_t>(n));
   for (int r = 0; r < n; ++r) {
     auto core = std::make_shared<RailCore>();
     core->device = o.devices.empty() ? "auto" : o.devices[static_cast<size_t>(r)];
@@ -277,6 +342,13 @@ UcxTransport::UcxTransport(const UcxOptions& o, int rank, int world_size)
       throw UsageError(fmt::format("UCX_TLS={}: {}", o.tls, ucs_status_string(st)));
     if (!o.devices.empty() && (st = ucp_config_modify(raw, "NET_DEVICES", core->device.c_str())) != UCS_OK)
       throw UsageError(fmt::format("UCX_NET_DEVICES={}: {}", core->device, ucs_status_string(st)));
+    // Endpoints ask for peer-failure handling, which every transport on them must offer:
+    // UCX 1.13's shared memory (posix, sysv: the MM_ table) offers it only when told, or
+    // an shm endpoint is unreachable. It notices a dead same-host peer by its keepalive
+    // check, every 20 s by default; 1 s keeps the detection well inside --timeout.
+    if (may_use_shared_memory(o.tls))  // elsewhere UCX warns of an option no transport takes
+      set_default(raw, "MM_ERROR_HANDLING", "y", {"POSIX_ERROR_HANDLING", "SYSV_ERROR_HANDLING"});
+    set_default(raw, "KEEPALIVE_INTERVAL", "1s");
     ucp_params_t params{};
     params.field_mask = UCP_PARAM_FIELD_FEATURES;
     params.features = UCP_FEATURE_TAG | UCP_FEATURE_RMA;
@@ -302,6 +374,8 @@ UcxTransport::UcxTransport(const UcxOptions& o, int rank, int world_size)
     auto rail = std::make_unique<Rail>();
     rail->core = std::move(core);
     rail->eps.assign(static_cast<size_t>(world_size), nullptr);
+    rail->failed.assign(static_cast<size_t>(world_size), UCS_OK);
+    for (int peer = 0; peer < world_size; ++peer) rail->owners.push_back(EpOwner{this, r, peer});
     rail->imm_slots.resize(kImmSlots);
     for (auto& s : rail->imm_slots) {
       s.t = this;
@@ -321,10 +395,8 @@ UcxTransport::~UcxTransport() {
     for (auto& [k, rkey] : rail->rkeys) ucp_rkey_destroy(rkey);
     rail->rkeys.clear();
     // Pre-posted notice receives are cancelled so their callbacks run before the worker goes.
-    for (auto& s : rail->imm_slots) {
-      s.repost = false;
+    for (auto& s : rail->imm_slots)
       if (s.req != nullptr) ucp_request_cancel(worker, s.req);
-    }
     for (int i = 0; i < 100; ++i) ucp_worker_progress(worker);
     for (ucp_ep_h ep : rail->eps) {
       if (ep == nullptr) continue;
@@ -350,7 +422,7 @@ Op* UcxTransport::take_op(int peer, int rail, OpKind kind, uint64_t wr_id) noexc
   op.notice = false;
   op.req = nullptr;
   op.buf = nullptr;
-  op.busy = true;
+  op.finished = false;
   return &op;
 }
 
@@ -371,14 +443,56 @@ void UcxTransport::cancel_receives_into(const std::byte* data, size_t length) no
 
 void UcxTransport::finish(Op& op, ucs_status_t st, size_t bytes) noexcept {
   op.req = nullptr;
+  op.finished = true;
   Completion c{op.wr_id, op.peer, op.rail, op.kind, Status::ok, bytes, 0};
   if (st != UCS_OK) {
     c.status = Status::error;
-    set_error("{} with peer {} on rail {} ({}): {}", to_string(op.kind), op.peer, op.rail,
-              rails_[static_cast<size_t>(op.rail)]->core->device.c_str(), ucs_status_string(st));
+    const Rail& r = *rails_[static_cast<size_t>(op.rail)];
+    // A receive cancelled because its peer failed reports the endpoint's failure.
+    const ucs_status_t ep_st = r.failed[static_cast<size_t>(op.peer)];
+    const ucs_status_t why = ep_st != UCS_OK ? ep_st : st;
+    // The first failed completion not yet handed out explains itself; the ones queued
+    // behind it keep its message, which is the one the caller reads for it.
+    if (failed_queued_++ == 0)
+      set_error(
+          "{} with peer {} on rail {} ({}): {} ({}){}", to_string(op.kind), op.peer, op.rail, r.core->device,
+          ucs_status_string(why), status_name(why),
+          ep_st != UCS_OK ? "; the endpoint to that peer failed: the peer process died or its link went down" : "");
   }
-  release(op);
-  push(c);
+  push(Done{c, op.index, nullptr});
+}
+
+void UcxTransport::peer_failed(int rail, int peer, ucs_status_t st) noexcept {
+  Rail& r = *rails_[static_cast<size_t>(rail)];
+  if (r.failed[static_cast<size_t>(peer)] != UCS_OK) return;
+  const ucs_status_t why = st == UCS_OK ? UCS_ERR_ENDPOINT_TIMEOUT : st;  // never "failed: OK"
+  r.failed[static_cast<size_t>(peer)] = why;
+  r.receives_to_fail = true;
+  if (failed_queued_ == 0)
+    set_error("the endpoint to peer {} on rail {} ({}) failed: {} ({}): the peer process died or its link went down",
+              peer, rail, r.core->device, ucs_status_string(why), status_name(why));
+}
+
+// Tagged receives belong to the worker, so UCX does not end those of a failed peer:
+// they are cancelled here (outside the error callback) and finish() names the failure.
+void UcxTransport::fail_receives_of_failed_peers(Rail& r) noexcept {
+  r.receives_to_fail = false;
+  for (auto& op : ops_) {
+    if (op.req == nullptr || &*rails_[static_cast<size_t>(op.rail)] != &r) continue;
+    if (r.failed[static_cast<size_t>(op.peer)] != UCS_OK) ucp_request_cancel(r.core->worker, op.req);
+  }
+}
+
+// A post to a peer whose endpoint failed completes at once with that failure (as a post
+// to a broken queue pair of verbs fails), so the caller hears of it from poll() as of
+// any failed operation, with the peer named. Returns false while the endpoint works.
+bool UcxTransport::fail_at_once(Rail& r, int peer, int rail, OpKind kind, uint64_t wr_id, Status& out) noexcept {
+  const ucs_status_t st = r.failed[static_cast<size_t>(peer)];
+  if (st == UCS_OK) return false;
+  Op* op = take_op(peer, rail, kind, wr_id);
+  out = op == nullptr ? Status::retry : Status::ok;
+  if (op != nullptr) finish(*op, st, 0);
+  return true;
 }
 
 void UcxTransport::flushed(Op& op, ucs_status_t st) noexcept {
@@ -394,14 +508,13 @@ void UcxTransport::imm_arrived(ImmSlot& slot, ucs_status_t st, uint64_t tag) noe
   Completion c{0, static_cast<int>(tag & ~kImmBit), slot.rail, OpKind::remote_write_imm, Status::ok, 0, slot.value};
   if (st != UCS_OK) {
     c.status = Status::error;
-    set_error("write-with-imm notice on rail {}: {}", slot.rail, ucs_status_string(st));
+    if (failed_queued_++ == 0)
+      set_error("write-with-imm notice on rail {}: {} ({})", slot.rail, ucs_status_string(st), status_name(st));
   }
-  push(c);
-  slot.repost = true;
+  push(Done{c, kNoOp, &slot});  // posted again once poll() has handed this out
 }
 
 void UcxTransport::post_imm_slot(ImmSlot& slot) noexcept {
-  slot.repost = false;
   ucp_request_param_t p{};
   p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
   p.cb.recv = imm_done;
@@ -422,7 +535,9 @@ bool UcxTransport::accepted(void* req, Op& op, const char* what) noexcept {
     return true;
   }
   if (UCS_PTR_IS_ERR(req)) {
-    set_error("{} with peer {} on rail {}: {}", what, op.peer, op.rail, ucs_status_string(UCS_PTR_STATUS(req)));
+    const ucs_status_t st = UCS_PTR_STATUS(req);
+    set_error("{} with peer {} on rail {} ({}): {} ({})", what, op.peer, op.rail,
+              rails_[static_cast<size_t>(op.rail)]->core->device, ucs_status_string(st), status_name(st));
     release(op);
     return false;
   }
@@ -437,6 +552,7 @@ Status UcxTransport::post_send(int peer, int rail, const LocalSpan& src, uint64_
     set_error("send to peer {} on rail {}: not connected", peer, rail);
     return Status::error;
   }
+  if (Status s; fail_at_once(r, peer, rail, OpKind::send, wr_id, s)) return s;
   Op* op = take_op(peer, rail, OpKind::send, wr_id);
   if (op == nullptr) return Status::retry;
   op->bytes = src.length;
@@ -451,6 +567,7 @@ Status UcxTransport::post_send(int peer, int rail, const LocalSpan& src, uint64_
 Status UcxTransport::post_recv(int peer, int rail, const LocalSpan& dst, uint64_t wr_id) noexcept {
   if (!valid_target("recv", peer, rail)) return Status::error;
   Rail& r = *rails_[static_cast<size_t>(rail)];
+  if (Status s; fail_at_once(r, peer, rail, OpKind::recv, wr_id, s)) return s;
   Op* op = take_op(peer, rail, OpKind::recv, wr_id);
   if (op == nullptr) return Status::retry;
   ucp_request_param_t p{};
@@ -462,7 +579,7 @@ Status UcxTransport::post_recv(int peer, int rail, const LocalSpan& dst, uint64_
   void* req =
       ucp_tag_recv_nbx(r.core->worker, dst.mr->at(dst.offset), dst.length, static_cast<ucp_tag_t>(peer), kAllBits, &p);
   if (!accepted(req, *op, "recv")) return Status::error;
-  if (op->busy) {  // a callback inside ucp_tag_recv_nbx may have finished it already
+  if (!op->finished) {  // a callback inside ucp_tag_recv_nbx may have finished it already
     op->req = req;
     op->buf = dst.mr->at(dst.offset);
   }
@@ -520,6 +637,7 @@ Status UcxTransport::post_write_batch(int peer, int rail, std::span<const WriteS
     set_error("write to peer {} on rail {}: not connected", peer, rail);
     return Status::error;
   }
+  if (Status s; fail_at_once(r, peer, rail, OpKind::write, wr_id, s)) return s;
   if (free_.empty()) return Status::retry;
   size_t total = 0;
   for (const auto& w : ops) {
@@ -578,6 +696,7 @@ Status UcxTransport::post_read(int peer, int rail, const LocalSpan& dst, const R
     set_error("read from peer {} on rail {}: not connected", peer, rail);
     return Status::error;
   }
+  if (Status s; fail_at_once(r, peer, rail, OpKind::read, wr_id, s)) return s;
   ucp_rkey_h rkey = nullptr;
   if (!lookup_rkey(r, rail, peer, src, dst.length, rkey)) return Status::error;
   Op* op = take_op(peer, rail, OpKind::read, wr_id);
@@ -593,17 +712,26 @@ Status UcxTransport::post_read(int peer, int rail, const LocalSpan& dst, const R
 }
 
 size_t UcxTransport::poll(std::span<Completion> out) noexcept {
+  // Notice receives whose completions the last poll handed out are posted again.
+  for (ImmSlot* slot : reposts_) post_imm_slot(*slot);
+  reposts_.clear();
+  // One progress call per rail: a second one, to drain, costs a whole pass over UCX's
+  // transports, which an 8 B ping-pong pays on every message; the caller polls again.
   for (auto& rail : rails_) {
-    while (ucp_worker_progress(rail->core->worker) != 0) {
-    }
-    for (auto& s : rail->imm_slots)
-      if (s.repost) post_imm_slot(s);
+    ucp_worker_progress(rail->core->worker);
+    if (rail->receives_to_fail) fail_receives_of_failed_peers(*rail);
   }
   // Notices go out after the flush that orders them, from here rather than the callback.
   for (size_t i = 0; i < notices_.size(); ++i) post_notice(ops_[notices_[i]]);
   notices_.clear();
   size_t n = 0;
-  while (n < out.size() && done_head_ != done_tail_) out[n++] = done_[done_head_++ % done_.size()];
+  while (n < out.size() && done_head_ != done_tail_) {
+    const Done& d = done_[done_head_++ & done_mask_];
+    out[n++] = d.c;
+    if (d.c.status != Status::ok) --failed_queued_;
+    if (d.op != kNoOp) release(ops_[d.op]);
+    if (d.slot != nullptr) reposts_.push_back(d.slot);  // room reserved: never allocates
+  }
   return n;
 }
 
