@@ -16,7 +16,8 @@ std::vector<std::vector<uint8_t>> Bootstrap::all_gather_v(std::span<const uint8_
   auto lengths = all_gather_value<uint64_t>(in.size());
   const uint64_t longest = *std::max_element(lengths.begin(), lengths.end());
   std::vector<std::byte> padded(longest);
-  std::memcpy(padded.data(), in.data(), in.size());
+  // memcpy's pointers must not be null even for 0 bytes, and an empty block has none.
+  if (!in.empty()) std::memcpy(padded.data(), in.data(), in.size());
   std::vector<std::byte> all(longest * static_cast<size_t>(size()));
   all_gather(padded, all);
   std::vector<std::vector<uint8_t>> out(size());
