@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# The sanitizer part of the test suite (scripts/test.sh runs it after the main suite):
+# builds railbench and its tests twice more, with ASan+UBSan and with TSan, and runs the
+# labels where each finds what the plain build cannot (tests/README.md, "Sanitizers").
+#   scripts/dev/sanitize.sh [address|thread]...   (default: both)
+# address: build-asan/ (-DRAILBENCH_SANITIZE=address,undefined): the unit and
+#   robustness labels and a subset of mpi (one run of each command family and the
+#   mpirun bad input), netns cases left out (the flapping one is measured on its own).
+# thread: build-tsan/ (-DRAILBENCH_SANITIZE=thread): the unit tests with threads in them,
+#   where the progress engine, the liveness thread and ranks as threads meet over the
+#   loopback transport; not mpirun's runs: Open MPI and libfabric are not instrumented,
+#   so TSan would report their internals there.
+# Each builds only the executables its labels run, at -O1 -g1 (a third of -O2's build
+# time; the stacks keep file and line). RAILBENCH_SANITIZE_BUILD_PREFIX (default:
+# <repo>/build) names the build directories (<prefix>-asan, <prefix>-tsan).
+set -euo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+prefix=${RAILBENCH_SANITIZE_BUILD_PREFIX:-$root/build}
+jobs=$(nproc)
+((jobs > 2)) || jobs=2
+
+# What each variant runs. ASan's mpi subset: each collective, sendrecv's verbs, kvcache's
+# transfer and serving loop and workload once with -c over tcp or shm, and one bad input
+# of three families; the whole mpi label (172 runs) would take longer under ASan than the
+# rest of the suite together. The robustness label without the three 30-endings storms
+# (4 minutes each; mpirun-TERM, mpirun-INT and signal-rank-TERM end a run the same way once).
+asan_targets=(railbench fi_reference railbench_unit_tests railbench_bench_unit_tests railbench_compare_unit_tests
+  railbench_csv_unit_tests railbench_hostlist_tool railbench_kvcache_unit_tests railbench_report_unit_tests
+  railbench_validate_unit_tests railbench_with_fake)
+asan_mpi=(
+  "allreduce -np 4 ofi:tcp -c" "allreduce --algo rhd -np 5 ofi:shm every op -c" "allreduce --algo hier -np 4 ofi:tcp -c"
+  "alltoall -np 3 ofi:shm --window 1 -c" "allgather -np 3 ofi:shm -c" "reducescatter -np 3 ofi:shm -c"
+  "sendrecv --verb read -np 2 ofi:tcp -c" "sendrecv --verb write --write-latency imm -np 2 ofi:shm -c"
+  "kvcache --mode per-block -np 4 ofi:tcp -c" "kvcache --serve -np 4 ofi:tcp coalesced -c"
+  "workload pp2 dp2 zero1 -np 4 ofi:tcp -c"
+  "bad input: unknown provider" "bad input: kvcache concurrency beyond memory"
+  "bad input: validate config with an unknown field")
+asan_skip='30 endings by'
+# TSan: the two unit binaries with threads in them (ranks as threads over the loopback
+# transport, Progress, the liveness probe, the timeline sampler, the rendezvous, the pair
+# window and burn-in); the other unit binaries are single-threaded logic (ASan's).
+tsan_targets=(railbench_unit_tests railbench_bench_unit_tests)
+
+configure_and_build() {  # configure_and_build DIR SANITIZERS TARGETS...
+  local dir=$1 sanitizers=$2
+  shift 2
+  local -a generator=()
+  command -v ninja >/dev/null && [[ ! -f $dir/CMakeCache.txt ]] && generator=(-G Ninja)
+  # No -Werror here: the plain build enforces warnings; GCC's warnings under the
+  # sanitizers' instrumentation (stringop, maybe-uninitialized) are not about our code.
+  # No CUDA, NCCL, UCX, verbs or soft-RoCE: their tests need a device, a VM or
+  # transports the chosen labels do not run (ofi's tcp and shm carry the mpi subset).
+  cmake -S "$root" -B "$dir" "${generator[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1" "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O1 -g1" \
+    -DRAILBENCH_SANITIZE="$sanitizers" -DRAILBENCH_WITH_CUDA=OFF -DRAILBENCH_WITH_NCCL=OFF \
+    -DRAILBENCH_WITH_UCX=OFF -DRAILBENCH_WITH_VERBS=OFF \
+    -DRAILBENCH_RXE_TESTS=OFF >/dev/null
+  cmake --build "$dir" --parallel "$jobs" --target "$@"
+}
+
+run_address() {
+  local dir=$prefix-asan rc=0 names
+  configure_and_build "$dir" address,undefined "${asan_targets[@]}"
+  ctest --test-dir "$dir" --output-on-failure --timeout 900 -L '^(unit|robustness)$' \
+    -LE '^(netns|slurm|install|gpu)$' -E "$asan_skip" || rc=1
+  names=$(printf '|^mpirun: %s$' "${asan_mpi[@]}")
+  ctest --test-dir "$dir" --output-on-failure --timeout 900 -R "${names:1}" || rc=1
+  return $rc
+}
+
+run_thread() {
+  local dir=$prefix-tsan t rc=0
+  configure_and_build "$dir" thread "${tsan_targets[@]}"
+  # Each binary whole, in one process (its ctest cases are the same ones, one process each).
+  for t in "${tsan_targets[@]}"; do
+    echo "== TSan: $t"
+    (cd "$dir/tests" && "./$t") || rc=1
+  done
+  return $rc
+}
+
+variants=("$@")
+((${#variants[@]})) || variants=(address thread)
+rc=0
+for v in "${variants[@]}"; do
+  case $v in
+    address | thread) "run_$v" || rc=1 ;;
+    *)
+      echo "sanitize.sh: unknown variant '$v': give address, thread or nothing (both)" >&2
+      exit 2
+      ;;
+  esac
+done
+exit $rc
