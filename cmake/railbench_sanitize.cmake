@@ -42,8 +42,12 @@ function(railbench_sanitize_executables)
     return()
   endif()
   add_library(railbench_sanitizer_defaults OBJECT ${PROJECT_SOURCE_DIR}/tests/sanitizers/defaults.cc)
+  # Where every report lands (defaults.cc, log_path); scripts/dev/sanitize.sh empties it
+  # before the tests and fails on anything in it after.
+  file(MAKE_DIRECTORY ${PROJECT_BINARY_DIR}/sanitizer-reports)
   target_compile_definitions(railbench_sanitizer_defaults
-                             PRIVATE RAILBENCH_SANITIZER_DIR="${PROJECT_SOURCE_DIR}/tests/sanitizers")
+                             PRIVATE RAILBENCH_SANITIZER_DIR="${PROJECT_SOURCE_DIR}/tests/sanitizers"
+                                     RAILBENCH_SANITIZER_REPORTS="${PROJECT_BINARY_DIR}/sanitizer-reports")
   set(dirs ${PROJECT_SOURCE_DIR})
   while(dirs)
     list(POP_FRONT dirs dir)

@@ -58,24 +58,43 @@ configure_and_build() {  # configure_and_build DIR SANITIZERS TARGETS...
   cmake --build "$dir" --parallel "$jobs" --target "$@"
 }
 
+# Every sanitizer report is a file in <build>/sanitizer-reports (tests/sanitizers/defaults.cc):
+# emptied before the tests, printed and failing after, whatever the tests' own verdicts.
+clear_reports() { rm -f "$1"/sanitizer-reports/*; }
+check_reports() {  # check_reports DIR
+  local f n=0
+  for f in "$1"/sanitizer-reports/*; do
+    [[ -e $f ]] || continue
+    n=$((n + 1))
+    echo "== sanitizer report $f:"
+    head -n 80 "$f"
+  done
+  ((n == 0)) || echo "sanitize.sh: $n sanitizer report(s) in $1/sanitizer-reports (above)"
+  ((n == 0))
+}
+
 run_address() {
   local dir=$prefix-asan rc=0 names
   configure_and_build "$dir" address,undefined "${asan_targets[@]}"
+  clear_reports "$dir"
   ctest --test-dir "$dir" --output-on-failure --timeout 900 -L '^(unit|robustness)$' \
     -LE '^(netns|slurm|install|gpu)$' -E "$asan_skip" || rc=1
   names=$(printf '|^mpirun: %s$' "${asan_mpi[@]}")
   ctest --test-dir "$dir" --output-on-failure --timeout 900 -R "${names:1}" || rc=1
+  check_reports "$dir" || rc=1
   return $rc
 }
 
 run_thread() {
   local dir=$prefix-tsan t rc=0
   configure_and_build "$dir" thread "${tsan_targets[@]}"
+  clear_reports "$dir"
   # Each binary whole, in one process (its ctest cases are the same ones, one process each).
   for t in "${tsan_targets[@]}"; do
     echo "== TSan: $t"
     (cd "$dir/tests" && "./$t") || rc=1
   done
+  check_reports "$dir" || rc=1
   return $rc
 }
 
