@@ -3,7 +3,7 @@
 # warnings as errors, runs every ctest test (unit, transport, mpirun integration, bad
 # input, soft-RoCE inside a VM, formatting), then the sanitizer part
 # (scripts/dev/sanitize.sh): ASan+UBSan over the unit and robustness labels and a subset
-# of mpi, TSan over the unit label, each in a build of its own (tests/README.md,
+# of mpi, TSan over the unit tests with threads, each in a build of its own (tests/README.md,
 # "Sanitizers": what runs under which and why).
 # .ci/run calls exactly this. Extra arguments go to ctest, e.g. scripts/test.sh -L rxe or
 # scripts/test.sh -LE rxe; with them the sanitizer part is left out (a chosen subset is a

@@ -3,10 +3,10 @@
 # builds railbench and its tests twice more, with ASan+UBSan and with TSan, and runs the
 # labels where each finds what the plain build cannot (tests/README.md, "Sanitizers").
 #   scripts/dev/sanitize.sh [address|thread]...   (default: both)
-# address: build-asan/ (-DRAILBENCH_SANITIZE=address,undefined): the unit and
-#   robustness labels and a subset of mpi (one run of each command family and the
-#   mpirun bad input), netns cases left out (the flapping one is measured on its own).
-# thread: build-tsan/ (-DRAILBENCH_SANITIZE=thread): the unit tests with threads in them,
+# address: build-asan/ (-DRAILBENCH_SANITIZE=address,undefined): the unit label (leaks
+#   checked), then the robustness label and 14 mpi cases (leaks not checked: Open MPI's),
+#   netns and transport cases left out (the flapping one is measured on its own).
+# thread: build-tsan/ (-DRAILBENCH_SANITIZE=thread): railbench_unit_tests, whole,
 #   where the progress engine, the liveness thread and ranks as threads meet over the
 #   loopback transport; not mpirun's runs: Open MPI and libfabric are not instrumented,
 #   so TSan would report their internals there.
@@ -36,10 +36,10 @@ asan_mpi=(
   "bad input: unknown provider" "bad input: kvcache concurrency beyond memory"
   "bad input: validate config with an unknown field")
 asan_skip='30 endings by'
-# TSan: the two unit binaries with threads in them (ranks as threads over the loopback
-# transport, Progress, the liveness probe, the timeline sampler, the rendezvous, the pair
-# window and burn-in); the other unit binaries are single-threaded logic (ASan's).
-tsan_targets=(railbench_unit_tests railbench_bench_unit_tests)
+# TSan: the unit binary with the threads in it (ranks as threads over the loopback
+# transport, Progress, the liveness probe, the timeline sampler, the rendezvous); the
+# other unit binaries are mostly single-threaded logic, checked by ASan.
+tsan_targets=(railbench_unit_tests)
 
 configure_and_build() {  # configure_and_build DIR SANITIZERS TARGETS...
   local dir=$1 sanitizers=$2
@@ -77,10 +77,13 @@ run_address() {
   local dir=$prefix-asan rc=0 names
   configure_and_build "$dir" address,undefined "${asan_targets[@]}"
   clear_reports "$dir"
-  ctest --test-dir "$dir" --output-on-failure --timeout 900 -L '^(unit|robustness)$' \
-    -LE '^(netns|slurm|install|gpu)$' -E "$asan_skip" || rc=1
+  ctest --test-dir "$dir" --output-on-failure --timeout 900 -L '^unit$' || rc=1
+  # Leaks not checked here: Open MPI's at exit end in <unknown module> frames (its
+  # dlclose'd components) that lsan.supp cannot name (tests/sanitizers/lsan.supp).
   names=$(printf '|^mpirun: %s$' "${asan_mpi[@]}")
-  ctest --test-dir "$dir" --output-on-failure --timeout 900 -R "${names:1}" || rc=1
+  ASAN_OPTIONS=detect_leaks=0 ctest --test-dir "$dir" --output-on-failure --timeout 900 -L '^robustness$' \
+    -LE '^(unit|netns|slurm|install|gpu|transport)$' -E "$asan_skip" || rc=1
+  ASAN_OPTIONS=detect_leaks=0 ctest --test-dir "$dir" --output-on-failure --timeout 900 -R "${names:1}" || rc=1
   check_reports "$dir" || rc=1
   return $rc
 }
