@@ -26,7 +26,7 @@ jobs=$(nproc)
 # (4 minutes each; mpirun-TERM, mpirun-INT and signal-rank-TERM end a run the same way once).
 asan_targets=(railbench fi_reference railbench_unit_tests railbench_bench_unit_tests railbench_compare_unit_tests
   railbench_csv_unit_tests railbench_hostlist_tool railbench_kvcache_unit_tests railbench_report_unit_tests
-  railbench_validate_unit_tests railbench_with_fake)
+  railbench_validate_unit_tests railbench_with_fake railbench_rendezvous_sim)
 asan_mpi=(
   "allreduce -np 4 ofi:tcp -c" "allreduce --algo rhd -np 5 ofi:shm every op -c" "allreduce --algo hier -np 4 ofi:tcp -c"
   "alltoall -np 3 ofi:shm --window 1 -c" "allgather -np 3 ofi:shm -c" "reducescatter -np 3 ofi:shm -c"
@@ -35,7 +35,10 @@ asan_mpi=(
   "workload pp2 dp2 zero1 -np 4 ofi:tcp -c"
   "bad input: unknown provider" "bad input: kvcache concurrency beyond memory"
   "bad input: validate config with an unknown field")
-asan_skip='30 endings by'
+# 'rank 2 stopped': the case stops rank 2 3 s after it starts, assuming setup is done;
+# under ASan the ranks are still in MPI_Init then, which waits for rank 2 without a
+# deadline (Open MPI's, before railbench's liveness probe exists), so the job hangs.
+asan_skip='30 endings by|rank 2 stopped names rank 2'
 # TSan: the unit binary with the threads in it (ranks as threads over the loopback
 # transport, Progress, the liveness probe, the timeline sampler, the rendezvous); the
 # other unit binaries are mostly single-threaded logic, checked by ASan.
