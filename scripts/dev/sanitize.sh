@@ -106,14 +106,11 @@ run_thread() {
 
 variants=("$@")
 ((${#variants[@]})) || variants=(address thread)
-rc=0
 for v in "${variants[@]}"; do
-  case $v in
-    address | thread) "run_$v" || rc=1 ;;
-    *)
-      echo "sanitize.sh: unknown variant '$v': give address, thread or nothing (both)" >&2
-      exit 2
-      ;;
-  esac
+  [[ $v == address || $v == thread ]] && continue
+  echo "sanitize.sh: unknown variant '$v': give address, thread or nothing (both)" >&2
+  exit 2
 done
+rc=0
+for v in "${variants[@]}"; do "run_$v" || rc=1; done
 exit $rc
