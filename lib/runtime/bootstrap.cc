@@ -15,8 +15,12 @@ std::vector<std::vector<uint8_t>> Bootstrap::all_gather_v(std::span<const uint8_
   // Two rounds: lengths first, then every block padded to the longest.
   auto lengths = all_gather_value<uint64_t>(in.size());
   const uint64_t longest = *std::max_element(lengths.begin(), lengths.end());
+  // Every rank saw the same lengths, so all skip the second round together: with no
+  // bytes anywhere, the buffers would be empty and each bootstrap's memcpy given null.
+  if (longest == 0) return std::vector<std::vector<uint8_t>>(size());
   std::vector<std::byte> padded(longest);
-  std::memcpy(padded.data(), in.data(), in.size());
+  // memcpy's pointers must not be null even for 0 bytes, and an empty block has none.
+  if (!in.empty()) std::memcpy(padded.data(), in.data(), in.size());
   std::vector<std::byte> all(longest * static_cast<size_t>(size()));
   all_gather(padded, all);
   std::vector<std::vector<uint8_t>> out(size());
