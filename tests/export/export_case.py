@@ -73,7 +73,7 @@ for f in sorted(os.listdir(fixtures)):
     path = os.path.join(fixtures, f)
     kind = json.load(open(path))["command"]
     p = run([rb, "export", path])
-    if kind in ("kvcache", "congestion"):
+    if kind in ("kvcache", "congestion", "workload"):
         one_line = len(p.stderr.strip().splitlines()) == 1
         check(p.returncode == 2 and one_line and "validate" in p.stderr and "sendrecv" in p.stderr,
               f"{f}: {kind} has no metrics: exit {p.returncode}, {p.stderr.strip()!r}")
