@@ -153,8 +153,10 @@ TEST_CASE("a completion error mid-all-reduce ends every rank with an error namin
         CHECK_THAT(out[static_cast<size_t>(r)].what, Contains("(node"));  // every rank ended naming a peer
       }
       // Rank 3 waited for what rank 2 never sent, unless the failure reached it first as a
-      // neighbour that had already ended (on a loaded machine rank 0 may close first).
-      CHECK_THAT(out[3].what, Contains("rank 2 (node2)") || Contains("has closed its transport"));
+      // neighbour that had already ended (on a loaded machine, or under ASan, rank 0 may
+      // close first, or have released the region rank 3 writes into while it unwinds).
+      CHECK_THAT(out[3].what, Contains("rank 2 (node2)") || Contains("has closed its transport") ||
+                                  Contains("not a region rank 0 has registered (deregistered"));
     }
   }
 }
