@@ -233,10 +233,14 @@ json KvCacheBench::serve_entry(const KvOptions& o, KvMode mode, const KvRunResul
   const auto transfers = b.all_gather_vectors(run.request_us);
   const auto totals = b.all_gather_vectors(run.total_us);
   const auto ids = b.all_gather_vectors(run.request_ids);
+  // --pin-rails: each request ran on its slot's one rail, the rail a slow request went over.
+  std::vector<std::vector<ServeSample>> per_rail(o.pin_rails ? static_cast<size_t>(o.rails) : 0);
+  const auto rails = b.all_gather_vectors(run.request_rails);
   for (size_t r = 0; r < queues.size(); ++r) {
     for (size_t i = 0; i < queues[r].size(); ++i) {
       samples.push_back({queues[r][i], transfers[r][i], totals[r][i]});
       per_decode[static_cast<size_t>(route_.decode[ids[r][i]])].push_back(samples.back());
+      if (o.pin_rails && i < rails[r].size()) per_rail[static_cast<size_t>(rails[r][i])].push_back(samples.back());
     }
   }
   const auto walls = b.all_gather_value<double>(run.wall_s);
@@ -271,12 +275,6 @@ json KvCacheBench::serve_entry(const KvOptions& o, KvMode mode, const KvRunResul
   ctx_.print(fmt::format("# total p99.9 {:.1f} us, {} requests in {:.3f} s", s.total_us.p999, s.requests, wall));
   entry["per_decode"] = per_group_entry("decode rank", "decode", o.decode, per_decode);
   if (o.pin_rails) {
-    // Each request on its slot's one rail: the rail a slow request went over.
-    std::vector<std::vector<ServeSample>> per_rail(static_cast<size_t>(o.rails));
-    const auto rails = b.all_gather_vectors(run.request_rails);
-    for (size_t r = 0; r < rails.size(); ++r)
-      for (size_t i = 0; i < rails[r].size() && i < queues[r].size(); ++i)
-        per_rail[static_cast<size_t>(rails[r][i])].push_back({queues[r][i], transfers[r][i], totals[r][i]});
     std::vector<int> rail_ids(per_rail.size());
     for (size_t r = 0; r < rail_ids.size(); ++r) rail_ids[r] = static_cast<int>(r);
     entry["per_rail"] = per_group_entry("rail", "rail", rail_ids, per_rail);
