@@ -97,6 +97,51 @@ struct RailCore {
   std::vector<uint8_t> address;
 };
 
+// One rail's UCP context, worker and worker address, on `device` ("auto": UCX picks),
+// with the settings every endpoint of the transport relies on.
+std::shared_ptr<RailCore> open_rail_core(const UcxOptions& o, const std::string& device) {
+  auto core = std::make_shared<RailCore>();
+  core->device = device;
+  ucp_config_t* raw = nullptr;
+  ucs_status_t st = ucp_config_read(nullptr, nullptr, &raw);
+  if (st != UCS_OK) throw TransportError(fmt::format("ucp_config_read: {}", ucs_status_string(st)));
+  std::unique_ptr<ucp_config_t, ConfigFree> config(raw);
+  if (!o.tls.empty() && (st = ucp_config_modify(raw, "TLS", o.tls.c_str())) != UCS_OK)
+    throw UsageError(fmt::format("UCX_TLS={}: {}", o.tls, ucs_status_string(st)));
+  if (!o.devices.empty() && (st = ucp_config_modify(raw, "NET_DEVICES", core->device.c_str())) != UCS_OK)
+    throw UsageError(fmt::format("UCX_NET_DEVICES={}: {}", core->device, ucs_status_string(st)));
+  // Endpoints ask for peer-failure handling, which every transport on them must offer:
+  // UCX 1.13's shared memory (posix, sysv: the MM_ table) offers it only when told, or
+  // an shm endpoint is unreachable. It notices a dead same-host peer by its keepalive
+  // check, every 20 s by default; 1 s keeps the detection well inside --timeout.
+  if (may_use_shared_memory(o.tls))  // elsewhere UCX warns of an option no transport takes
+    set_default(raw, "MM_ERROR_HANDLING", "y", {"POSIX_ERROR_HANDLING", "SYSV_ERROR_HANDLING"});
+  set_default(raw, "KEEPALIVE_INTERVAL", "1s");
+  ucp_params_t params{};
+  params.field_mask = UCP_PARAM_FIELD_FEATURES;
+  params.features = UCP_FEATURE_TAG | UCP_FEATURE_RMA;
+  ucp_context_h ctx = nullptr;
+  st = ucp_init(&params, raw, &ctx);
+  if (st != UCS_OK)
+    throw TransportError(fmt::format("ucp_init with UCX_TLS={} on device {}: {} (ucx_info -d lists what exists)",
+                                     o.tls.empty() ? "all" : o.tls, core->device, ucs_status_string(st)));
+  core->context.reset(ctx);
+  ucp_worker_params_t wp{};
+  wp.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
+  wp.thread_mode = UCS_THREAD_MODE_SINGLE;  // one thread drives a transport (transport.h)
+  st = ucp_worker_create(ctx, &wp, &core->worker);
+  if (st != UCS_OK)
+    throw TransportError(fmt::format("ucp_worker_create on device {}: {}", core->device, ucs_status_string(st)));
+  ucp_address_t* addr = nullptr;
+  size_t len = 0;
+  st = ucp_worker_get_address(core->worker, &addr, &len);
+  if (st != UCS_OK)
+    throw TransportError(fmt::format("ucp_worker_get_address on device {}: {}", core->device, ucs_status_string(st)));
+  core->address.assign(reinterpret_cast<uint8_t*>(addr), reinterpret_cast<uint8_t*>(addr) + len);
+  ucp_worker_release_address(core->worker, addr);
+  return core;
+}
+
 class UcxTransport;
 
 struct Op {
@@ -332,45 +377,7 @@ UcxTransport::UcxTransport(const UcxOptions& o, int rank, int world_size)
   done_mask_ = done_.size() - 1;
   reposts_.reserve(kImmSlots * static_cast<size_t>(n));
   for (int r = 0; r < n; ++r) {
-    auto core = std::make_shared<RailCore>();
-    core->device = o.devices.empty() ? "auto" : o.devices[static_cast<size_t>(r)];
-    ucp_config_t* raw = nullptr;
-    ucs_status_t st = ucp_config_read(nullptr, nullptr, &raw);
-    if (st != UCS_OK) throw TransportError(fmt::format("ucp_config_read: {}", ucs_status_string(st)));
-    std::unique_ptr<ucp_config_t, ConfigFree> config(raw);
-    if (!o.tls.empty() && (st = ucp_config_modify(raw, "TLS", o.tls.c_str())) != UCS_OK)
-      throw UsageError(fmt::format("UCX_TLS={}: {}", o.tls, ucs_status_string(st)));
-    if (!o.devices.empty() && (st = ucp_config_modify(raw, "NET_DEVICES", core->device.c_str())) != UCS_OK)
-      throw UsageError(fmt::format("UCX_NET_DEVICES={}: {}", core->device, ucs_status_string(st)));
-    // Endpoints ask for peer-failure handling, which every transport on them must offer:
-    // UCX 1.13's shared memory (posix, sysv: the MM_ table) offers it only when told, or
-    // an shm endpoint is unreachable. It notices a dead same-host peer by its keepalive
-    // check, every 20 s by default; 1 s keeps the detection well inside --timeout.
-    if (may_use_shared_memory(o.tls))  // elsewhere UCX warns of an option no transport takes
-      set_default(raw, "MM_ERROR_HANDLING", "y", {"POSIX_ERROR_HANDLING", "SYSV_ERROR_HANDLING"});
-    set_default(raw, "KEEPALIVE_INTERVAL", "1s");
-    ucp_params_t params{};
-    params.field_mask = UCP_PARAM_FIELD_FEATURES;
-    params.features = UCP_FEATURE_TAG | UCP_FEATURE_RMA;
-    ucp_context_h ctx = nullptr;
-    st = ucp_init(&params, raw, &ctx);
-    if (st != UCS_OK)
-      throw TransportError(fmt::format("ucp_init with UCX_TLS={} on device {}: {} (ucx_info -d lists what exists)",
-                                       o.tls.empty() ? "all" : o.tls, core->device, ucs_status_string(st)));
-    core->context.reset(ctx);
-    ucp_worker_params_t wp{};
-    wp.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
-    wp.thread_mode = UCS_THREAD_MODE_SINGLE;  // one thread drives a transport (transport.h)
-    st = ucp_worker_create(ctx, &wp, &core->worker);
-    if (st != UCS_OK)
-      throw TransportError(fmt::format("ucp_worker_create on device {}: {}", core->device, ucs_status_string(st)));
-    ucp_address_t* addr = nullptr;
-    size_t len = 0;
-    st = ucp_worker_get_address(core->worker, &addr, &len);
-    if (st != UCS_OK)
-      throw TransportError(fmt::format("ucp_worker_get_address on device {}: {}", core->device, ucs_status_string(st)));
-    core->address.assign(reinterpret_cast<uint8_t*>(addr), reinterpret_cast<uint8_t*>(addr) + len);
-    ucp_worker_release_address(core->worker, addr);
+    auto core = open_rail_core(o, o.devices.empty() ? "auto" : o.devices[static_cast<size_t>(r)]);
     auto rail = std::make_unique<Rail>();
     rail->core = std::move(core);
     rail->eps.assign(static_cast<size_t>(world_size), nullptr);
