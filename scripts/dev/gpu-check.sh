@@ -6,6 +6,7 @@
 #
 #   scripts/dev/gpu-check.sh RAILBENCH GPU_TESTS [OUTDIR]
 #   GPU_CHECK_ONLY=REGEX: only the steps whose names match (e.g. 'workload|routed').
+#   The shm --mem cuda steps need a libfabric built --with-cuda first on LD_LIBRARY_PATH.
 #
 # Every step runs under a deadline. Each step states what it expects (exit 0, or a
 # refusal with a named reason) and the summary at the end says whether it got it; the
@@ -136,6 +137,11 @@ pair ofi-shm-workload-moe-cuda ok '' -- workload -t ofi:shm --mem cuda --gpu-map
   --dp 2 --ep 2 --experts 4 --seq 64 --micro-batches 2 --layers 2 -n 2 -w 1 -c
 ranks ofi-shm-workload-tp-pp-cuda 4 ok '' -- workload -t ofi:shm --mem cuda --gpu-map 0,0,0,0 \
   --model "$fixtures/tiny-dense.json" --tp 2 --pp 2 --seq 64 --micro-batches 2 -n 2 -w 1 -c
+# Straggler recording wraps the transport: every send/recv on GPU buffers timed and matched.
+pair ofi-shm-allreduce-cuda-stragglers ok '' -- allreduce -t ofi:shm --mem cuda --gpu-map 0,0 -b 1M -e 1M -n 10 -w 2 \
+  -c --stragglers --json "$out/ofi-shm-allreduce-cuda-stragglers.json"
+# Debian's UCX has no CUDA transports: GPU memory over ucx is refused in one line.
+pair ucx-cuda-refused refuse 'CUDA|cuda' -- sendrecv -t ucx:tcp --mem cuda --gpu-map 0,0 -b 8 -e 8 -n 1
 # kvcache's block pools are host memory: GPU memory is refused with that reason.
 pair kvcache-cuda refuse 'host memory only' -- kvcache -t ofi:shm --mem cuda -c
 # No RDMA device on a host without one: the verbs path says so in one line.
