@@ -2,7 +2,8 @@
 # `railbench validate` on a simulated SU (scripts/netns-su): real network namespaces,
 # veth, bridges, tc shaping, ranks under a real mpirun across the namespaces.
 #   cases.sh CASE RAILBENCH
-# CASE: healthy, degraded, blackhole, down, inventory, flapping, lossy, delay (needs sch_netem:
+# CASE: healthy, degraded, ucxdegraded (the degraded case over -t ucx:tcp), blackhole, down,
+# latedown (down after the inventory: back up, then for good), inventory, flapping, lossy, delay (needs sch_netem:
 # run inside the soft-RoCE VM, whose kernel has it), two-node (a bad link between two
 # nodes: suspect at either end, nothing drained), intermittent and steady (burn-ins:
 # a flapping link is the one intermittent link; a steady SU has none), swapped (node03's rail0
@@ -171,6 +172,61 @@ PY
     expect_blamed "node03 rail1" "bandwidth"
     grep -q "confirmed against" "$work/out" || fail "the finding was not confirmed against a second partner"
     expect_drain "node03"
+    ;;
+  ucxdegraded)
+    # The degraded case measured through UCX's tcp transport instead of libfabric's: the
+    # same link named, and no healthy one (UCX picks its own protocols per size, so these
+    # are the pair tests' figures through another stack, not a copy of the case above).
+    "$su/fault.sh" degrade node03 rail1 20
+    validate_args=(-t ucx:tcp)
+    run_validate 300 netns-4x2 2
+    grep -q "transport ucx:tcp" "$work/out" || fail "validate did not run over ucx:tcp"
+    # UCX's tcp leaves by the kernel's route to the peer, so no cross-rail pair is judged.
+    grep -q "cross-rail checks left out over ucx's tcp" "$work/out" || fail "the cross-rail checks were not left out"
+    ! has_key cross_rail_pairs || fail "cross-rail pairs ran over ucx:tcp"
+    ((rc != 0)) || fail "a degraded link must fail the SU"
+    expect_blamed "node03 rail1" "bandwidth"
+    expect_drain "node03"
+    ;;
+  latedown)
+    # node02 rail1 goes down once the inventory has read it up, before the transport
+    # opens on it (libfabric then lists no domain for it). Back 3 s later: the open is
+    # tried again and the run goes on, the link judged by its pair tests. Still down past
+    # the pair deadline: a FAIL on that port, results and drain list written, no traffic.
+    late_fault() {  # late_fault SECONDS_DOWN (0: it stays down)
+      (
+        for _ in $(seq 1200); do
+          grep -q '^# phase 1 inventory' "$work/out" 2>/dev/null && break
+          sleep 0.05
+        done
+        "$su/fault.sh" down node02 rail1
+        if (($1 > 0)); then
+          sleep "$1"
+          "$su/fault.sh" clear node02 rail1
+        fi
+      ) >/dev/null 2>&1 &
+      starter=$!
+    }
+    late_fault 3
+    run_validate 300 netns-4x2 2
+    wait "$starter"
+    grep -q "transport refused to open while node02 rail1 .* went down after the inventory; back up" "$work/out" ||
+      fail "the open was not tried again once the port came back"
+    has_key rail_pairs || fail "no pair test ran after the port came back"
+    got=$(named | sort -u)
+    [[ $(echo "$got" | grep -v ' node02 rail1 ' | grep -vc '^WARN ') -eq 0 ]] ||
+      fail "only node02 rail1 may fail, got: $got"
+    "$su/fault.sh" clear >/dev/null
+    late_fault 0
+    run_validate 300 netns-4x2 2
+    wait "$starter"
+    "$su/fault.sh" clear >/dev/null
+    ((rc == 1)) || fail "a port down since the inventory must fail the SU (exit $rc)"
+    grep -q "node02 rail1 (leaf1): port rail1 went down after the inventory and stayed down" "$work/out" ||
+      fail "the port that stayed down is not named"
+    expect_blamed "node02 rail1" "inventory"
+    ! has_key rail_pairs || fail "traffic ran without node02 rail1"
+    expect_drain "node02"
     ;;
   blackhole)
     # The link stays up but carries nothing: only the pair deadlines can find it.

@@ -171,12 +171,16 @@ void print_bad_nodes(ValidateState& s, const BadNodes& bad) {
 
 // Phase 1, before any traffic. Returns true when a NIC is missing or down: no traffic
 // can run then.
+// This rank's port, read the way the inventory reads it.
+NicReport probe_my_nic(const ValidateState& s) {
+  const SuConfig& c = s.c;
+  return c.rdma_nics() ? probe_rdma_nic(c.rails[s.my_slot].nic, c.gid_index) : probe_netdev_nic(c.rails[s.my_slot].nic);
+}
+
 bool phase_inventory(ValidateState& s) {
   note_phase(s, "phase 1 inventory", true, true);
   const SuConfig& c = s.c;
-  const NicReport my_nic =
-      c.rdma_nics() ? probe_rdma_nic(c.rails[s.my_slot].nic, c.gid_index) : probe_netdev_nic(c.rails[s.my_slot].nic);
-  const auto nics = gather_inventory(s.ctx, c, s.L, my_nic);
+  const auto nics = gather_inventory(s.ctx, c, s.L, probe_my_nic(s));
   s.nics = nics;
   for (const auto& node : nics) {
     s.at_start.emplace_back();
@@ -270,13 +274,74 @@ bool phase_cabling(ValidateState& s) {
   return !found.empty();
 }
 
-// One rail per rank: its slot's NIC.
-void open_rail(ValidateState& s) {
+// After a transport refused to open: what each rank's port did since the inventory.
+enum class PortSince : int { steady = 0, back_up = 1, down = 2 };
+
+// Waits (until `deadline`) for this rank's port to come back if it is down, and says
+// whether it went down since the inventory at all.
+PortSince wait_for_my_port(const ValidateState& s, Clock::time_point deadline) {
+  NicReport now = probe_my_nic(s);
+  const bool went_down = !now.up || link_downs(s.at_start[s.my_node][s.my_slot], now.counters) > 0;
+  while (!now.up && Clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    now = probe_my_nic(s);
+  }
+  if (!went_down) return PortSince::steady;
+  return now.up ? PortSince::back_up : PortSince::down;
+}
+
+// One rail per rank: its slot's NIC. A port that goes down between the inventory and
+// here (a loose cable, a flapping link) makes its transport refuse to open (libfabric
+// lists no domain for an interface that is down), on every rank since the open is
+// agreed. Such a port gets the pair deadline to come back, as a pair test would give
+// it, and the open is tried again; one still down then, or one that kept the transport
+// from opening until then, is a FAIL finding like a port down at the inventory and no
+// traffic runs (false). A refusal with every port steady is not a port's doing: thrown.
+bool open_rail(ValidateState& s) {
   s.ctx.set_rails(s.c.rails[s.my_slot].nic);
-  s.ctx.open_transport();
+  const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                           std::chrono::duration<double>(std::max(5.0, s.ctx.options().timeout_s)));
+  for (;;) {
+    try {
+      s.ctx.open_transport();
+      break;
+    } catch (const AgreedError& e) {
+      const auto ports = s.ctx.bootstrap().all_gather_value(static_cast<int>(wait_for_my_port(s, deadline)));
+      if (std::all_of(ports.begin(), ports.end(), [](int p) { return p == static_cast<int>(PortSince::steady); }))
+        throw;
+      const bool gave_up = Clock::now() >= deadline;
+      if (!gave_up && std::count(ports.begin(), ports.end(), static_cast<int>(PortSince::down)) == 0) {
+        std::string back;
+        for (int r = 0; r < s.ctx.size(); ++r)
+          if (ports[r] != static_cast<int>(PortSince::steady))
+            back += (back.empty() ? "" : ", ") + link_name(s.c, s.L.node_names, {s.L.node_of[r], s.L.slot_of[r]});
+        s.ctx.print(
+            fmt::format("# transport refused to open while {} went down after the inventory; back up, "
+                        "opening again (the pair tests will judge the link)",
+                        back));
+        continue;
+      }
+      for (int r = 0; r < s.ctx.size(); ++r) {
+        if (ports[r] == static_cast<int>(PortSince::steady)) continue;
+        const int node = s.L.node_of[r], slot = s.L.slot_of[r];
+        const std::string why =
+            ports[r] == static_cast<int>(PortSince::down)
+                ? fmt::format("port {} went down after the inventory and stayed down", s.c.rails[slot].nic)
+                : fmt::format("port {} went down after the inventory and kept the transport from opening",
+                              s.c.rails[slot].nic);
+        s.findings.push_back({Severity::fail, FindingKind::inventory, link_name(s.c, s.L.node_names, {node, slot}),
+                              fmt::format("{} (transport: {}): check the cable and the switch port", why, e.what()), 0,
+                              1, "", node, slot});
+        s.ctx.print(fmt::format("# {}: {}", s.findings.back().subject, s.findings.back().reason));
+      }
+      publish_bad_nodes(s, false);
+      return false;
+    }
+  }
   s.traffic = true;
   // The header was written before the transport existed; now it does.
   s.results.set("transport", s.ctx.results_header(json::object()).at("transport"));
+  return true;
 }
 
 // One pass of phase 2: every node pair on every rail, all rails at once. `first`: the
@@ -689,12 +754,13 @@ int validate_phases(RunContext& ctx, const SuConfig& c, const SuLayout& L, const
   }
   ctx.print(fmt::format("# railbench validate: {} ({}), {} of {} nodes x {} GPUs, {} rails, transport {}", c.name,
                         c.path, s.nodes, c.nodes.size(), c.gpus_per_node, s.rails, run.transport));
+  if (!run.note.empty()) ctx.print("# " + run.note);
   try {
     const bool blocking = phase_inventory(s);
     if (blocking || run.inventory_only) return finish(s);
     if (phase_cabling(s)) return finish(s);
 
-    open_rail(s);
+    if (!open_rail(s)) return finish(s);
     PairTraffic traffic(s);
     IsolationTokens isolation_tokens(s.ctx.transport());
     phase_rail_checks(s, traffic.runner());

@@ -23,6 +23,7 @@ struct ValidateRun {
   std::string drain_path;                      // --drain-list: the bad nodes as one hostlist, written by rank 0
   const ValidateBaseline* baseline = nullptr;  // --baseline: each link against its accepted figure
   BurnInPlan burn_in;                          // --duration / --cycles: phase 2 repeated in windows
+  std::string note;                            // a line printed under the header (a check left out, and why)
 };
 
 // Returns the exit code: 0 PASS, 1 FAIL, with the verdict and the epilogue written
