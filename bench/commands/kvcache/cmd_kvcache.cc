@@ -55,6 +55,7 @@ class KvCacheBench {
   json per_group_entry(const std::string& what, const char* key, const std::vector<int>& ids,
                        const std::vector<ServeTally::Group>& groups) const;
   json prefill_entry() const;
+  json rail_entry(const KvOptions& o, const KvRunResult& run, double wall);
   void find_max_rate_run(ResultsRun& results, KvTransfer& transfer, const KvOptions& o, KvMode mode);
 
   RunContext ctx_;
@@ -259,6 +260,7 @@ json KvCacheBench::serve_entry(const KvOptions& o, KvMode mode, const KvRunResul
                   s.offered_rps, s.carried_rps, s.offered_gbps, s.carried_gbps, s.queue_us.p50, s.queue_us.p99,
                   s.transfer_us.p50, s.transfer_us.p99, s.total_us.p50, s.total_us.p99));
   ctx_.print(fmt::format("# total p99.9 {:.1f} us, {} requests in {:.3f} s", s.total_us.p999, s.requests, wall));
+  entry["rails"] = rail_entry(o, run, wall);
   entry["per_decode"] = per_group_entry("decode rank", "decode", o.decode, tally.per_decode);
   if (o.pin_rails) {
     std::vector<int> rail_ids(tally.per_rail.size());
@@ -422,11 +424,51 @@ json KvCacheBench::per_group_entry(const std::string& what, const char* key, con
                        {"request_us", to_json(sx)},
                        {"total_us", to_json(st)}});
   }
+  // Name the group whose requests fared worst, so a slow rail or decode rank is read off
+  // one line rather than compared across the table.
+  size_t worst = groups.size(), best = groups.size();
+  for (size_t d = 0; d < groups.size(); ++d) {
+    if (groups[d].total.count() == 0) continue;
+    const double p99 = groups[d].total.percentile(99);
+    if (worst == groups.size() || p99 > groups[worst].total.percentile(99)) worst = d;
+    if (best == groups.size() || p99 < groups[best].total.percentile(99)) best = d;
+  }
+  if (worst != best && worst < groups.size())
+    ctx_.print(
+        fmt::format("# slowest {}: {} {} (total p99 {:.1f} us, xfer p99 {:.1f} us; {:.1f}x the total p99 of {} {})",
+                    what, what, ids[worst], groups[worst].total.percentile(99), groups[worst].transfer.percentile(99),
+                    groups[worst].total.percentile(99) / groups[best].total.percentile(99), what, ids[best]));
   return out;
 }
 
 // --prefill-us-per-token: arrival until ready (compute and the wait for the prefill rank),
 // printed and kept as a summary.
+// Rail utilisation: the KV bytes every prefill rank posted on each rail over the serving
+// window (first arrival to the last ack), in GB/s and, with --line-rate, as a fraction of
+// the rail's line rate between the pools: each node has one link per rail, so the smaller
+// pool's links bound what a rail carries.
+json KvCacheBench::rail_entry(const KvOptions& o, const KvRunResult& run, double wall) {
+  std::vector<uint64_t> bytes(static_cast<size_t>(o.rails), 0);
+  for (const auto& mine : ctx_.bootstrap().all_gather_vectors(run.rail_bytes))
+    for (size_t r = 0; r < mine.size() && r < bytes.size(); ++r) bytes[r] += mine[r];
+  const size_t links = std::min(o.prefill.size(), o.decode.size());
+  const double line_gbps = static_cast<double>(links) * opt_.line_rate_gbps * 1.25e8 / 1e9;  // GB/s
+  json out = json::array();
+  std::string text;
+  for (size_t r = 0; r < bytes.size(); ++r) {
+    const double gbps = wall > 0 ? static_cast<double>(bytes[r]) / wall / 1e9 : 0;
+    json e{{"rail", r}, {"bytes", bytes[r]}, {"gbps", gbps}};
+    text += fmt::format("{}rail {} {:.3f} GB/s", r ? ", " : "", r, gbps);
+    if (line_gbps > 0) {
+      e["line_fraction"] = gbps / line_gbps;
+      text += fmt::format(" ({:.2f} of {} x {} Gb/s)", gbps / line_gbps, links, opt_.line_rate_gbps);
+    }
+    out.push_back(std::move(e));
+  }
+  ctx_.print(fmt::format("# rail utilisation (bytes carried / {:.3f} s window): {}", wall, text));
+  return out;
+}
+
 json KvCacheBench::prefill_entry() const {
   const Summary s = sched_.prefill_us.summary();
   ctx_.print(
@@ -651,7 +693,8 @@ void add_kvcache_options(CLI::App& sub, KvCacheOptions& kv) {
   sub.add_flag("--find-max-rate", kv.find_max_rate,
                "--serve: search the highest --rate meeting --slo (starts at --rate), printing the curve");
   sub.add_option("--line-rate", kv.line_rate_gbps,
-                 "--find-max-rate: Gb/s per rail, for the analytical capacity printed beside the answer");
+                 "--serve: Gb/s per rail: each rail's utilisation as a fraction of it; with --find-max-rate the "
+                 "analytical capacity printed beside the answer");
   sub.add_option("--slo", kv.slo, "--serve: latency objective on the total time, e.g. p99:50ms (goodput reported)");
   sub.add_option("--route", kv.route,
                  "--serve: decode rank per request: round-robin, least-loaded (fewest KV blocks sent) or prefix "
