@@ -46,38 +46,51 @@ void KvBlockLru::use(const std::vector<uint64_t>& ids) {
   }
 }
 
+KvRouter::KvRouter(const KvRouteInput& in)
+    : route_(in.route),
+      round_robin_(in.round_robin),
+      hash_block_tokens_(in.hash_block_tokens),
+      block_tokens_(std::max<uint64_t>(in.block_tokens, 1)),
+      caches_(static_cast<size_t>(std::max(in.decode_ranks, 1)), KvBlockLru(in.cache_blocks)),
+      load_(caches_.size(), 0) {}
+
+KvRouter::Choice KvRouter::next(uint64_t blocks, const std::vector<uint64_t>& ids) {
+  const size_t workers = caches_.size();
+  size_t d = 0;
+  if (route_ == KvRoute::round_robin) {
+    d = round_robin_.empty() ? i_ % workers : static_cast<size_t>(round_robin_[i_ % round_robin_.size()]);
+  } else {
+    // Most held prefix blocks (prefix only), then least loaded, then the lowest index.
+    for (size_t w = 1; w < workers; ++w) {
+      const size_t held_w = route_ == KvRoute::prefix ? caches_[w].held_prefix(ids) : 0;
+      const size_t held_d = route_ == KvRoute::prefix ? caches_[d].held_prefix(ids) : 0;
+      if (held_w > held_d || (held_w == held_d && load_[w] < load_[d])) d = w;
+    }
+  }
+  ++i_;
+  const uint64_t held_tokens = caches_[d].held_prefix(ids) * hash_block_tokens_;
+  const uint64_t skip = std::min(held_tokens / block_tokens_, blocks > 0 ? blocks - 1 : 0);
+  caches_[d].use(ids);
+  load_[d] += blocks - skip;
+  return Choice{static_cast<int>(d), skip};
+}
+
 KvRoutePlan route_requests(const KvRouteInput& in) {
+  KvRouter router(in);
   const auto workers = static_cast<size_t>(std::max(in.decode_ranks, 1));
-  std::vector<KvBlockLru> caches(workers, KvBlockLru(in.cache_blocks));
-  std::vector<uint64_t> load(workers, 0);  // KV blocks sent to each decode rank so far
   KvRoutePlan plan;
   plan.requests_per_decode.assign(workers, 0);
   plan.saved_per_decode.assign(workers, 0);
   static const std::vector<uint64_t> kNone;
   for (size_t i = 0; i < in.blocks.size(); ++i) {
-    const auto& ids = i < in.hash_ids.size() ? in.hash_ids[i] : kNone;
-    size_t d = 0;
-    if (in.route == KvRoute::round_robin) {
-      d = static_cast<size_t>(in.round_robin[i % in.round_robin.size()]);
-    } else {
-      // Most held prefix blocks (prefix only), then least loaded, then the lowest index.
-      for (size_t w = 1; w < workers; ++w) {
-        const size_t held_w = in.route == KvRoute::prefix ? caches[w].held_prefix(ids) : 0;
-        const size_t held_d = in.route == KvRoute::prefix ? caches[d].held_prefix(ids) : 0;
-        if (held_w > held_d || (held_w == held_d && load[w] < load[d])) d = w;
-      }
-    }
-    const uint64_t held_tokens = caches[d].held_prefix(ids) * in.hash_block_tokens;
-    const uint64_t blocks = in.blocks[i];
-    const uint64_t skip = std::min(held_tokens / std::max<uint64_t>(in.block_tokens, 1), blocks > 0 ? blocks - 1 : 0);
-    caches[d].use(ids);
-    load[d] += blocks - skip;
-    plan.decode.push_back(static_cast<int>(d));
-    plan.skip.push_back(skip);
-    plan.blocks += blocks;
-    plan.saved += skip;
+    const KvRouter::Choice c = router.next(in.blocks[i], i < in.hash_ids.size() ? in.hash_ids[i] : kNone);
+    const auto d = static_cast<size_t>(c.decode);
+    plan.decode.push_back(c.decode);
+    plan.skip.push_back(c.skip);
+    plan.blocks += in.blocks[i];
+    plan.saved += c.skip;
     ++plan.requests_per_decode[d];
-    plan.saved_per_decode[d] += skip;
+    plan.saved_per_decode[d] += c.skip;
   }
   return plan;
 }

@@ -62,6 +62,29 @@ struct KvRoutePlan {
   std::vector<uint64_t> requests_per_decode, saved_per_decode;
 };
 
+// The same choices one request at a time, in arrival order, for a run that routes its
+// requests as it generates them rather than holding a plan per request. Uses `in`'s
+// settings (route, decode ranks, round_robin, block sizes, cache_blocks), not its
+// per-request blocks and hash ids.
+class KvRouter {
+ public:
+  explicit KvRouter(const KvRouteInput& in);
+  struct Choice {
+    int decode = 0;     // index into the decode ranks
+    uint64_t skip = 0;  // leading KV blocks per (layer, plane) not sent
+  };
+  // Request i (the count of calls so far) of `blocks` KV blocks with these prompt hash ids.
+  Choice next(uint64_t blocks, const std::vector<uint64_t>& hash_ids);
+
+ private:
+  KvRoute route_;
+  std::vector<int> round_robin_;
+  uint64_t hash_block_tokens_, block_tokens_;
+  std::vector<KvBlockLru> caches_;
+  std::vector<uint64_t> load_;  // KV blocks sent to each decode rank so far
+  size_t i_ = 0;
+};
+
 // The plan for every request, in arrival order: the choice for request i sees the caches
 // and loads left by requests 0..i-1. A held prefix of h hash blocks saves the KV blocks
 // wholly inside its h x hash_block_tokens tokens, but never the request's last block: the

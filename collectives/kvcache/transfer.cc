@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <deque>
 #include <limits>
 #include <optional>
 #include <span>
@@ -10,6 +11,7 @@
 
 #include <fmt/format.h>
 
+#include "collectives/kvcache/geometry.h"
 #include "lib/core/clock.h"
 #include "lib/core/errors.h"
 #include "lib/core/sizes.h"
@@ -109,6 +111,16 @@ uint64_t kv_rank_bookkeeping_bytes(const KvOptions& o, int rank) {
   return add_sat(tables, mul_sat(mul_sat(lists, units_sat(o.shape)), sizeof(KvCopy)));
 }
 
+bool KvListSource::next(KvServeRequest& out) {
+  if (at_ >= n_) return false;
+  out = KvServeRequest{};
+  out.id = static_cast<uint32_t>(at_);
+  out.pair = static_cast<int>(at_ % static_cast<size_t>(std::max(pairs_, 1)));
+  out.arrival_s = out.ready_s = arrivals_.empty() ? 0 : arrivals_[at_];
+  ++at_;
+  return true;
+}
+
 struct KvTransfer::Impl {
   Impl(Progress& progress, Bootstrap& bootstrap, const KvOptions& options)
       : p(progress), b(bootstrap), o(options), pairs(kv_pairs(options)), rank(bootstrap.rank()) {}
@@ -124,50 +136,70 @@ struct KvTransfer::Impl {
   std::unique_ptr<MemoryRegion> pool_mr, staging_mr, ack_mr;
   std::vector<RemoteKey> pool_keys, staging_keys;
   std::vector<uint64_t> ack_sends;  // decode: last ack send per slot
-  // run_open_loop's requests (sizes, routes, held prefixes, ready times); null otherwise.
-  const KvServeRequests* load = nullptr;
-  // Which requests each pair runs. Without routes, pair k's j-th request is request
-  // j * pairs + k, `per_pair` of them; with routes, sched[k] lists them and req_pair /
-  // req_pos map a request back to (pair, position).
-  int per_pair = 0;
-  std::vector<std::vector<uint32_t>> sched;
-  std::vector<int> req_pair;
-  std::vector<int> req_pos;
 
-  bool routed() const { return load && !load->pair.empty(); }
-  void schedule(int requests) {
-    per_pair = requests;
-    sched.assign(routed() ? pairs.size() : 0, {});
-    req_pair.clear();
-    req_pos.clear();
-    if (!routed()) return;
-    for (size_t i = 0; i < load->pair.size(); ++i) {
-      auto& list = sched[static_cast<size_t>(load->pair[i])];
-      req_pair.push_back(load->pair[i]);
-      req_pos.push_back(static_cast<int>(list.size()));
-      list.push_back(static_cast<uint32_t>(i));
-    }
-  }
-  int count(int k) const { return routed() ? static_cast<int>(sched[static_cast<size_t>(k)].size()) : per_pair; }
-  uint32_t id_of(int k, int j) const {
-    return routed() ? sched[static_cast<size_t>(k)][static_cast<size_t>(j)] : static_cast<uint32_t>(j * npairs() + k);
-  }
-  // (pair, position) of request `id`; pair -1 when it is none of this run's.
-  std::pair<int, int> where(uint64_t id) const {
-    if (routed()) {
-      if (id >= req_pair.size()) return {-1, 0};
-      return {req_pair[id], req_pos[id]};
-    }
-    const auto np = static_cast<uint64_t>(npairs());
-    return {static_cast<int>(id % np), static_cast<int>(id / np)};
-  }
+  // A request of this rank's pairs as read from the run's source: its position in its pair
+  // (request j of a pair uses slot j % concurrency) and, on the decode side, the
+  // immediates seen for it.
+  struct Request {
+    KvServeRequest r;
+    int pos = 0;
+    int seen = 0;
+    bool finished = false;
+  };
+  // The run's schedule, read as the run goes: each pair's count from a first pass, the
+  // positions handed out so far, and which of this rank's pairs a pair is (-1: none).
+  KvRequestSource* source = nullptr;
+  std::vector<int> count, handed, q_of;
+  uint64_t read = 0;  // requests read so far (ids below it)
+  bool exhausted = false;
+  double last_arrival = -std::numeric_limits<double>::infinity();
 
-  uint64_t blocks_of(int k, int j) const {
-    if (!load || load->blocks.empty()) return kKvAllBlocks;
-    return load->blocks[id_of(k, j)];
+  // Counts every pair's requests and checks the ids, then rewinds for the run.
+  void begin(KvRequestSource& src) {
+    source = &src;
+    count.assign(pairs.size(), 0);
+    handed.assign(pairs.size(), 0);
+    q_of.assign(pairs.size(), -1);
+    for (size_t q = 0; q < mine.size(); ++q) q_of[static_cast<size_t>(mine[q])] = static_cast<int>(q);
+    read = 0;
+    exhausted = false;
+    last_arrival = -std::numeric_limits<double>::infinity();
+    src.rewind();
+    KvServeRequest r;
+    uint64_t n = 0;
+    // Request ids ride in a 32-bit immediate and positions in an int.
+    constexpr uint64_t kMaxRequests = std::numeric_limits<int32_t>::max();
+    while (src.next(r)) {
+      if (n >= kMaxRequests)
+        throw UsageError(fmt::format(
+            "kvcache: more than {} requests in one run (a request's id rides in a 32-bit immediate): lower --rate "
+            "or --duration",
+            with_commas(kMaxRequests)));
+      if (r.id != n)
+        throw UsageError(fmt::format("kvcache open loop: request {} has id {}: ids run 0, 1, 2, ...", n, r.id));
+      if (r.pair < 0 || r.pair >= npairs())
+        throw UsageError(fmt::format("kvcache open loop: request {} to pair {} of {} pairs", n, r.pair, npairs()));
+      ++count[static_cast<size_t>(r.pair)];
+      ++n;
+    }
+    src.rewind();
   }
-  uint64_t skip_of(int k, int j) const { return load && !load->skip.empty() ? load->skip[id_of(k, j)] : 0; }
-  bool sized() const { return load && (!load->blocks.empty() || !load->skip.empty()); }
+  // Reads the next request of the schedule; one of this rank's pairs goes to to[q].
+  bool read_next(std::vector<std::deque<Request>>& to) {
+    KvServeRequest r;
+    if (exhausted || !source->next(r)) {
+      exhausted = true;
+      return false;
+    }
+    ++read;
+    last_arrival = r.arrival_s;
+    const auto k = static_cast<size_t>(r.pair);
+    const int pos = handed[k]++;
+    if (q_of[k] >= 0) to[static_cast<size_t>(q_of[k])].push_back(Request{r, pos, 0, false});
+    return true;
+  }
+  static bool whole(const KvServeRequest& r) { return r.blocks == kKvAllBlocks && r.skip == 0; }
+
   // Bytes of blocks [first, n) of a request (whole blocks, but the shape's partly filled
   // last block when n reaches it).
   uint64_t bytes_of(uint64_t n, uint64_t first) const {
@@ -219,17 +251,18 @@ struct KvTransfer::Impl {
       for (KvCopy& c : copies) c.rail = pinned_rail(k, j);
     return copies;
   }
-  // Pair k's request j as it runs: its own size and held prefix.
-  std::vector<KvCopy> request_copies(KvMode mode, int k, int j) const {
-    return transfer_copies(mode, k, j, blocks_of(k, j), skip_of(k, j));
+  // Pair k's request as it runs: its own size and held prefix.
+  std::vector<KvCopy> request_copies(KvMode mode, int k, const Request& req) const {
+    return transfer_copies(mode, k, req.pos, req.r.blocks, req.r.skip);
   }
 
   struct Prefill;
-  KvRunResult run(KvMode mode, int warmup, int requests, bool check, const std::vector<double>* arrival_s);
-  void run_prefill(KvMode mode, int warmup, bool check, const std::vector<double>* arrival_s, KvRunResult& out);
+  KvRunResult run(KvMode mode, int warmup, bool check, KvRequestSource& src, const KvRecordSink* sink);
+  void run_prefill(KvMode mode, int warmup, bool check, const KvRecordSink* sink, KvRunResult& out);
   void run_decode(KvMode mode, bool check, KvRunResult& out);
   void run_decode_writes(KvMode mode, bool check, KvRunResult& out);
-  void finish_request(KvMode mode, int k, int j, bool check, KvRunResult& out);
+  void run_decode_sends(KvMode mode, bool check, KvRunResult& out);
+  void finish_request(KvMode mode, int k, const Request& req, bool check, KvRunResult& out);
 };
 
 KvTransfer::KvTransfer(Progress& progress, Bootstrap& bootstrap, const KvOptions& options)
@@ -284,42 +317,30 @@ KvTransfer::KvTransfer(Progress& progress, Bootstrap& bootstrap, const KvOptions
 KvTransfer::~KvTransfer() = default;
 
 KvRunResult KvTransfer::run(KvMode mode, int warmup, int requests, bool check) {
-  return impl_->run(mode, warmup, requests, check, nullptr);
+  // Request j of pair k is the (j * pairs + k)-th, all at once.
+  KvListSource all(static_cast<size_t>(warmup + requests) * impl_->pairs.size(), impl_->npairs());
+  return impl_->run(mode, warmup, check, all, nullptr);
 }
 
-KvRunResult KvTransfer::run_open_loop(KvMode mode, int requests, const std::vector<double>& arrival_s, bool check,
-                                      const KvServeRequests& load) {
-  const size_t n = load.pair.empty() ? static_cast<size_t>(requests) * impl_->pairs.size() : load.pair.size();
-  if (arrival_s.size() < n)
-    throw UsageError(fmt::format("kvcache open loop: {} arrival times for {} requests", arrival_s.size(), n));
-  for (const auto* v : {&load.blocks, &load.skip})
-    if (!v->empty() && v->size() < n)
-      throw UsageError(fmt::format("kvcache open loop: {} request sizes for {} requests", v->size(), n));
-  if (!load.ready_s.empty() && load.ready_s.size() < n)
-    throw UsageError(fmt::format("kvcache open loop: {} ready times for {} requests", load.ready_s.size(), n));
-  for (int k : load.pair)
-    if (k < 0 || k >= impl_->npairs())
-      throw UsageError(fmt::format("kvcache open loop: pair {} of {} pairs", k, impl_->pairs.size()));
-  // Reset on every way out, so a later closed-loop run() moves whole slots again.
-  struct Sized {
-    Impl& m;
-    ~Sized() { m.load = nullptr; }
-  } sized{*impl_};
-  impl_->load = &load;
-  return impl_->run(mode, 0, requests, check, &arrival_s);
+KvRunResult KvTransfer::run_open_loop(KvMode mode, KvRequestSource& source, bool check, const KvRecordSink& sink) {
+  return impl_->run(mode, 0, check, source, &sink);
 }
 
-KvRunResult KvTransfer::Impl::run(KvMode mode, int warmup, int requests, bool check,
-                                  const std::vector<double>* arrival_s) {
+KvRunResult KvTransfer::Impl::run(KvMode mode, int warmup, bool check, KvRequestSource& src, const KvRecordSink* sink) {
   Impl& m = *this;
   KvRunResult out;
-  m.schedule(warmup + requests);
+  m.begin(src);
+  // Reset on every way out: the source is the caller's and lives only for this call.
+  struct Reset {
+    Impl& m;
+    ~Reset() { m.source = nullptr; }
+  } reset{m};
   const bool prefill = std::count(m.o.prefill.begin(), m.o.prefill.end(), m.rank) > 0;
   if (!m.mine.empty()) out.ops_per_request = m.transfer_copies(mode, m.mine.front(), 0, kKvAllBlocks, 0).size();
   m.b.barrier();
   if (!m.mine.empty()) {
     if (prefill) {
-      m.run_prefill(mode, warmup, check, arrival_s, out);
+      m.run_prefill(mode, warmup, check, sink, out);
     } else {
       m.run_decode(mode, check, out);
     }
@@ -331,16 +352,22 @@ KvRunResult KvTransfer::Impl::run(KvMode mode, int warmup, int requests, bool ch
 
 // The prefill side of one run(): per (pair, slot) plans computed before anything is
 // timed, up to `concurrency` requests in flight per pair, each request's time from its
-// first post until the decode rank's ack arrives.
+// first post until the decode rank's ack arrives. Only the requests read and not yet
+// acked are held: those waiting for their pair's slot and those in a slot.
 struct KvTransfer::Impl::Prefill {
   struct Ack {
     uint64_t id;
     size_t buf;
   };
+  struct Slot {
+    bool busy = false;
+    Request req;
+    Clock::time_point started;
+  };
 
-  Prefill(Impl& impl, KvMode mode_, int warmup_, bool check_, const std::vector<double>* arrival_s_, KvRunResult& out_)
+  Prefill(Impl& impl, KvMode mode_, int warmup_, bool check_, const KvRecordSink* sink_, KvRunResult& out_)
       : m(impl),
-        arrival_s(arrival_s_),
+        sink(sink_),
         mode(mode_),
         warmup(warmup_),
         check(check_),
@@ -348,14 +375,12 @@ struct KvTransfer::Impl::Prefill {
         ordered(impl.p.transport().caps().ordered_writes),
         plans(impl.mine.size()),
         packs(impl.mine.size()),
-        next(impl.mine.size(), 0),
-        acked(impl.mine.size()),
-        started(impl.mine.size()) {
+        queued(impl.mine.size()),
+        slots(impl.mine.size()) {
+    out.rail_bytes.assign(static_cast<size_t>(m.o.rails), 0);
     for (size_t q = 0; q < m.mine.size(); ++q) {
-      const auto n = static_cast<size_t>(m.count(m.mine[q]));
-      need += n;
-      acked[q].assign(n, 0);
-      started[q].resize(n);
+      need += static_cast<size_t>(m.count[static_cast<size_t>(m.mine[q])]);
+      slots[q].resize(static_cast<size_t>(m.o.concurrency));
       for (int c = 0; c < m.o.concurrency; ++c) {
         plans[q].push_back(m.transfer_copies(mode, m.mine[q], c, kKvAllBlocks, 0));
         packs[q].push_back(m.block_mode(mode) ? std::vector<KvCopy>{}
@@ -368,31 +393,28 @@ struct KvTransfer::Impl::Prefill {
   void run();
   void run_open_loop();
   bool reap_ready_acks();
-  // Pair q's request j: when it arrived, and when its KV is ready to send.
-  double arrival(size_t q, int j) const { return (*arrival_s)[m.id_of(m.mine[q], j)]; }
-  double ready(size_t q, int j) const {
-    return m.load && !m.load->ready_s.empty() ? m.load->ready_s[m.id_of(m.mine[q], j)] : arrival(q, j);
-  }
-  int total(size_t q) const { return static_cast<int>(acked[q].size()); }
-  void start(size_t q, int j);
+  Slot& slot_of(size_t q, const Request& r) { return slots[q][static_cast<size_t>(r.pos % m.o.concurrency)]; }
+  // Pair q's oldest request not started has its slot free.
+  bool startable(size_t q) { return !queued[q].empty() && !slot_of(q, queued[q].front()).busy; }
+  void start(size_t q);
   void post_writes(int peer, const std::vector<KvCopy>& copies, const MemoryRegion* src, const RemoteKey* key,
                    uint32_t req);
   void reap_acks();
+  void retire(size_t q, Slot& s, Clock::time_point now);
 
   Impl& m;
-  const std::vector<double>* arrival_s;  // open loop; null: closed loop
-  Clock::time_point t0;                  // open loop: arrival times count from here
+  const KvRecordSink* sink;  // open loop; null: closed loop
+  Clock::time_point t0;      // open loop: arrival times count from here
   const KvMode mode;
   const int warmup;
   const bool check;
   KvRunResult& out;
   const bool ordered;
   std::vector<std::vector<std::vector<KvCopy>>> plans, packs;  // [pair][slot]
+  std::vector<std::deque<Request>> queued;                     // [pair]: read, not started
+  std::vector<std::vector<Slot>> slots;                        // [pair][slot]
   std::vector<Ack> acks;
   std::vector<size_t> free_bufs;
-  std::vector<int> next;
-  std::vector<std::vector<char>> acked;
-  std::vector<std::vector<Clock::time_point>> started;
   std::vector<uint64_t> unordered_ids, wait_ids;
   std::vector<std::vector<WriteSpan>> rail_ops;  // post_writes' batches per rail, reused
   std::vector<KvCopy> sized_plan, sized_pack;    // start()'s plans with per-request sizes
@@ -400,27 +422,36 @@ struct KvTransfer::Impl::Prefill {
   size_t done = 0, need = 0;
 };
 
-void KvTransfer::Impl::Prefill::start(size_t q, int j) {
+void KvTransfer::Impl::Prefill::start(size_t q) {
+  const Request req = queued[q].front();
+  queued[q].pop_front();
   const int k = m.mine[q];
+  const int j = req.pos;
   const int peer = m.pairs[static_cast<size_t>(k)].decode;
   const int s = m.slot(m.rank, k, j);
-  const uint32_t req = m.id_of(k, j);
-  const int C = m.o.concurrency;
+  const uint32_t id = req.r.id;
+  const auto c = static_cast<size_t>(j % m.o.concurrency);
   // Per-request sizes and held prefixes: this request's own plans, built before its time starts.
-  if (m.sized()) {
-    sized_plan = m.request_copies(mode, k, j);
-    sized_pack =
-        m.block_mode(mode) ? std::vector<KvCopy>{} : m.pack_copies(s, false, m.blocks_of(k, j), m.skip_of(k, j));
+  const bool whole = Impl::whole(req.r);
+  if (!whole) {
+    sized_plan = m.request_copies(mode, k, req);
+    sized_pack = m.block_mode(mode) ? std::vector<KvCopy>{} : m.pack_copies(s, false, req.r.blocks, req.r.skip);
   }
-  const auto& copies = m.sized() ? sized_plan : plans[q][static_cast<size_t>(j % C)];
-  const auto& pack = m.sized() ? sized_pack : packs[q][static_cast<size_t>(j % C)];
+  const auto& copies = whole ? plans[q][c] : sized_plan;
+  const auto& pack = whole ? packs[q][c] : sized_pack;
   if (check) {
-    kv_fill(m.pools[static_cast<size_t>(m.rank)], s, m.pool_mem.data(), req, m.blocks_of(k, j), m.skip_of(k, j));
+    kv_fill(m.pools[static_cast<size_t>(m.rank)], s, m.pool_mem.data(), id, req.r.blocks, req.r.skip);
     if (mode == KvMode::contiguous) kv_apply_copies(pack, m.pool_mem.data(), m.staging_mem.data());
   }
   const Clock::time_point posted = Clock::now();
-  started[q][static_cast<size_t>(j)] = posted;
-  if (j >= warmup) first = std::min(first, posted);
+  Slot& slot = slots[q][c];
+  slot.busy = true;
+  slot.req = req;
+  slot.started = posted;
+  if (j >= warmup) {
+    first = std::min(first, posted);
+    for (const KvCopy& copy : copies) out.rail_bytes[static_cast<size_t>(copy.rail)] += copy.len;
+  }
   const size_t buf = free_bufs.back();
   free_bufs.pop_back();
   acks.push_back(Ack{m.p.recv(peer, 0, LocalSpan{m.ack_mr.get(), buf * 8, 8}), buf});
@@ -429,10 +460,10 @@ void KvTransfer::Impl::Prefill::start(size_t q, int j) {
   const RemoteKey* key =
       m.block_mode(mode) ? &m.pool_keys[static_cast<size_t>(peer)] : &m.staging_keys[static_cast<size_t>(peer)];
   if (m.o.protocol == KvProtocol::send) {
-    for (const KvCopy& c : copies) m.p.send(peer, c.rail, LocalSpan{src, c.src, c.len});
+    for (const KvCopy& cp : copies) m.p.send(peer, cp.rail, LocalSpan{src, cp.src, cp.len});
     return;
   }
-  post_writes(peer, copies, src, key, req);
+  post_writes(peer, copies, src, key, id);
 }
 
 // Each rail's copies go out as batched writes (Transport::post_write_batch) of at most
@@ -488,65 +519,84 @@ void KvTransfer::Impl::Prefill::reap_acks() {
     std::memcpy(&req, m.ack_mem.data() + acks[i].buf * 8, 8);
     free_bufs.push_back(acks[i].buf);
     acks.erase(acks.begin() + static_cast<std::ptrdiff_t>(i));
-    const auto [k, j] = m.where(req);
-    const auto q = static_cast<size_t>(std::find(m.mine.begin(), m.mine.end(), k) - m.mine.begin());
-    if (q >= m.mine.size() || j >= total(q) || acked[q][static_cast<size_t>(j)]) {
-      throw TransportError(fmt::format("rank {}: ack for request {} that this rank did not send", m.rank, req));
-    }
-    acked[q][static_cast<size_t>(j)] = 1;
-    ++done;
-    if (j >= warmup) {
-      out.request_us.push_back(seconds_between(started[q][static_cast<size_t>(j)], now) * 1e6);
-      last = std::max(last, now);
-      if (arrival_s) {
-        out.queue_us.push_back((seconds_between(t0, started[q][static_cast<size_t>(j)]) - ready(q, j)) * 1e6);
-        out.total_us.push_back((seconds_between(t0, now) - arrival(q, j)) * 1e6);
-        out.request_ids.push_back(static_cast<uint32_t>(req));
-        if (m.o.pin_rails) out.request_rails.push_back(m.pinned_rail(m.mine[q], j));
-      }
-    }
+    // The request is in one of this rank's busy slots (pairs x concurrency of them).
+    Slot* hit = nullptr;
+    size_t hq = 0;
+    for (size_t q = 0; q < slots.size() && !hit; ++q)
+      for (Slot& s : slots[q])
+        if (s.busy && s.req.r.id == req) {
+          hit = &s;
+          hq = q;
+        }
+    if (!hit) throw TransportError(fmt::format("rank {}: ack for request {} that this rank did not send", m.rank, req));
+    retire(hq, *hit, now);
   }
 }
 
+// An acked request frees its slot; a timed one is counted and, open loop, handed to the sink.
+void KvTransfer::Impl::Prefill::retire(size_t q, Slot& s, Clock::time_point now) {
+  s.busy = false;
+  ++done;
+  if (s.req.pos < warmup) return;
+  ++out.requests;
+  last = std::max(last, now);
+  const double transfer_us = seconds_between(s.started, now) * 1e6;
+  if (!sink) {
+    out.request_us.push_back(transfer_us);
+    return;
+  }
+  KvServeRecord rec;
+  rec.id = s.req.r.id;
+  rec.pair = m.mine[q];
+  rec.rail = m.o.pin_rails ? m.pinned_rail(rec.pair, s.req.pos) : -1;
+  rec.queue_us = (seconds_between(t0, s.started) - s.req.r.ready_s) * 1e6;
+  rec.transfer_us = transfer_us;
+  rec.total_us = (seconds_between(t0, now) - s.req.r.arrival_s) * 1e6;
+  (*sink)(rec);
+}
+
 void KvTransfer::Impl::Prefill::run() {
-  const int C = m.o.concurrency;
+  // Closed loop: the whole schedule (warm-up and timed requests per pair) is small; read it now.
+  while (m.read_next(queued)) {
+  }
   while (done < need) {
     for (bool more = true; more;) {
       more = false;
       for (size_t q = 0; q < m.mine.size(); ++q) {
-        const int j = next[q];
-        if (j < total(q) && (j < C || acked[q][static_cast<size_t>(j - C)])) {
-          start(q, j);
-          ++next[q];
+        if (startable(q)) {
+          start(q);
           more = true;
         }
       }
     }
     reap_acks();
   }
-  if (!out.request_us.empty()) out.wall_s = seconds_between(first, last);
+  if (out.requests > 0) out.wall_s = seconds_between(first, last);
 }
 
 // Open loop: a request starts when its KV is ready (its arrival time, or after its prefill
-// compute), or later when its pair has no free slot (that wait is its queueing). Between arrivals the loop polls rather
-// than blocks in wait_any, so that an arrival is not held up behind an ack; an ack missing for longer than the progress
-// timeout goes to the blocking reap, whose deadline names the peer.
+// compute), or later when its pair has no free slot (that wait is its queueing). The
+// schedule is read up to the first request not yet arrived, so only arrived requests are
+// held. Between arrivals the loop polls rather than blocks in wait_any, so that an arrival
+// is not held up behind an ack; an ack missing for longer than the progress timeout goes
+// to the blocking reap, whose deadline names the peer.
 void KvTransfer::Impl::Prefill::run_open_loop() {
-  const int C = m.o.concurrency;
   t0 = Clock::now();
   first = t0;
   Clock::time_point last_progress = t0;
   while (done < need) {
     const double now_s = seconds_between(t0, Clock::now());
-    double next_s = std::numeric_limits<double>::infinity();
+    while (!m.exhausted && m.last_arrival <= now_s) m.read_next(queued);
+    // The last request read has not arrived yet: it, or a ready time, is the next event.
+    double next_s = m.exhausted ? std::numeric_limits<double>::infinity() : m.last_arrival;
     for (size_t q = 0; q < m.mine.size(); ++q) {
-      for (int j = next[q]; j < total(q) && (j < C || acked[q][static_cast<size_t>(j - C)]); j = next[q]) {
-        if (ready(q, j) > now_s) {
-          next_s = std::min(next_s, ready(q, j));
+      while (startable(q)) {
+        const double ready = queued[q].front().r.ready_s;
+        if (ready > now_s) {
+          next_s = std::min(next_s, ready);
           break;
         }
-        start(q, j);
-        ++next[q];
+        start(q);
       }
     }
     if (!acks.empty()) {
@@ -571,7 +621,7 @@ void KvTransfer::Impl::Prefill::run_open_loop() {
     if (std::isfinite(wait_s) && wait_s > 200e-6)
       std::this_thread::sleep_for(std::chrono::duration<double>(wait_s - 200e-6));
   }
-  if (!out.request_us.empty()) out.wall_s = seconds_between(t0, last);
+  if (out.requests > 0) out.wall_s = seconds_between(t0, last);
 }
 
 // Retires the requests acked by now without waiting; whether any was.
@@ -585,36 +635,37 @@ bool KvTransfer::Impl::Prefill::reap_ready_acks() {
   return false;
 }
 
-void KvTransfer::Impl::run_prefill(KvMode mode, int warmup, bool check, const std::vector<double>* arrival_s,
-                                   KvRunResult& out) {
-  Prefill prefill(*this, mode, warmup, check, arrival_s, out);
-  if (arrival_s) {
+void KvTransfer::Impl::run_prefill(KvMode mode, int warmup, bool check, const KvRecordSink* sink, KvRunResult& out) {
+  Prefill prefill(*this, mode, warmup, check, sink, out);
+  if (sink) {
     prefill.run_open_loop();
   } else {
     prefill.run();
   }
 }
 
-void KvTransfer::Impl::finish_request(KvMode mode, int k, int j, bool check, KvRunResult& out) {
-  const int s = slot(rank, k, j);
-  const uint64_t req = id_of(k, j);
-  const uint64_t skip = skip_of(k, j);
+void KvTransfer::Impl::finish_request(KvMode mode, int k, const Request& req, bool check, KvRunResult& out) {
+  const int s = slot(rank, k, req.pos);
+  const uint64_t id = req.r.id;
+  const uint64_t blocks = req.r.blocks, skip = req.r.skip;
   if (mode == KvMode::staged || (check && mode == KvMode::contiguous))
-    kv_apply_copies(pack_copies(s, true, blocks_of(k, j), skip), staging_mem.data(), pool_mem.data());
+    kv_apply_copies(pack_copies(s, true, blocks, skip), staging_mem.data(), pool_mem.data());
   if (check) {
     const KvPool& pool = pools[static_cast<size_t>(rank)];
-    out.wrong += kv_count_wrong(pool, s, pool_mem.data(), static_cast<uint32_t>(req), blocks_of(k, j), skip);
+    out.wrong += kv_count_wrong(pool, s, pool_mem.data(), static_cast<uint32_t>(id), blocks, skip);
     if (skip > 0)
-      out.resent_blocks += kv_count_patterned_blocks(pool, s, pool_mem.data(), static_cast<uint32_t>(req), skip);
+      out.resent_blocks += kv_count_patterned_blocks(pool, s, pool_mem.data(), static_cast<uint32_t>(id), skip);
   }
   uint64_t& last_ack = ack_sends[static_cast<size_t>(s)];
   if (last_ack) p.wait(last_ack, "the previous ack from this slot");
-  std::memcpy(ack_mem.data() + static_cast<size_t>(s) * 8, &req, 8);
+  std::memcpy(ack_mem.data() + static_cast<size_t>(s) * 8, &id, 8);
   last_ack = p.send(pairs[static_cast<size_t>(k)].prefill, 0, LocalSpan{ack_mr.get(), static_cast<size_t>(s) * 8, 8});
 }
 
 // Writes: each request completes with one immediate per rail it used when writes are
-// ordered per rail, else with one.
+// ordered per rail, else with one. The schedule is read up to the newest request an
+// immediate names, and a request is dropped once finished, so only those between the
+// oldest unfinished and the newest seen are held.
 void KvTransfer::Impl::run_decode_writes(KvMode mode, bool check, KvRunResult& out) {
   const bool ordered = p.transport().caps().ordered_writes;
   const int expected = mine.size() == 1 ? pairs[static_cast<size_t>(mine[0])].prefill : -1;
@@ -624,24 +675,36 @@ void KvTransfer::Impl::run_decode_writes(KvMode mode, bool check, KvRunResult& o
     return ordered ? static_cast<int>(std::count(used.begin(), used.end(), 1)) : 1;
   };
   size_t need = 0;
-  std::vector<std::vector<int>> needed(mine.size()), seen(mine.size());
+  std::vector<std::vector<int>> needed(mine.size());
+  std::vector<std::deque<Request>> upcoming(mine.size());  // [pair], by id
   for (size_t q = 0; q < mine.size(); ++q) {
-    seen[q].assign(static_cast<size_t>(count(mine[q])), 0);
-    need += seen[q].size();
+    need += static_cast<size_t>(count[static_cast<size_t>(mine[q])]);
     for (int c = 0; c < o.concurrency; ++c)
       needed[q].push_back(rails_used(transfer_copies(mode, mine[q], c, kKvAllBlocks, 0)));
   }
   for (size_t done = 0; done < need;) {
     const uint32_t req = p.wait_imm(expected, "the write with immediate that completes a KV-cache request");
-    const auto [k, j] = where(req);
-    const auto q = static_cast<size_t>(std::find(mine.begin(), mine.end(), k) - mine.begin());
-    if (q >= mine.size() || j >= count(k))
+    while (read <= req && read_next(upcoming)) {
+    }
+    Request* hit = nullptr;
+    size_t q = 0;
+    for (; q < mine.size() && !hit; ++q) {
+      auto& list = upcoming[q];
+      const auto it =
+          std::lower_bound(list.begin(), list.end(), req, [](const Request& a, uint32_t id) { return a.r.id < id; });
+      if (it != list.end() && it->r.id == req && !it->finished) hit = &*it;
+    }
+    if (!hit)
       throw TransportError(fmt::format("rank {}: completion for request {}, not one of this rank's", rank, req));
+    --q;
+    const int k = mine[q];
     // Per-request sizes: a small request may use fewer rails than its slot's full plan.
-    const int need_imms =
-        sized() ? rails_used(request_copies(mode, k, j)) : needed[q][static_cast<size_t>(j % o.concurrency)];
-    if (++seen[q][static_cast<size_t>(j)] < need_imms) continue;
-    finish_request(mode, k, j, check, out);
+    const int need_imms = whole(hit->r) ? needed[q][static_cast<size_t>(hit->pos % o.concurrency)]
+                                        : rails_used(request_copies(mode, k, *hit));
+    if (++hit->seen < need_imms) continue;
+    finish_request(mode, k, *hit, check, out);
+    hit->finished = true;
+    while (!upcoming[q].empty() && upcoming[q].front().finished) upcoming[q].pop_front();
     ++done;
   }
 }
@@ -650,25 +713,40 @@ void KvTransfer::Impl::run_decode(KvMode mode, bool check, KvRunResult& out) {
   std::fill(ack_sends.begin(), ack_sends.end(), 0);
   if (o.protocol == KvProtocol::write) {
     run_decode_writes(mode, check, out);
-    return;
+  } else {
+    run_decode_sends(mode, check, out);
   }
-  // Two-sided: receives posted per request in the order the prefill rank sends.
+}
+
+// Two-sided: receives posted per request in the order the prefill rank sends, `concurrency`
+// requests ahead per pair, the schedule read as far as the next request to post needs.
+void KvTransfer::Impl::run_decode_sends(KvMode mode, bool check, KvRunResult& out) {
   struct Flight {
-    int k, j;
+    size_t q;
+    Request req;
     std::vector<uint64_t> ids;
   };
   std::vector<Flight> flights;
+  std::vector<std::deque<Request>> upcoming(mine.size());  // [pair], by position
   const MemoryRegion* dst = block_mode(mode) ? pool_mr.get() : staging_mr.get();
-  auto post = [&](int k, int j) {
-    Flight f{k, j, {}};
-    for (const KvCopy& c : request_copies(mode, k, j))
+  auto post = [&](size_t q, int pos) {
+    const int k = mine[q];
+    while (handed[static_cast<size_t>(k)] <= pos && read_next(upcoming)) {
+    }
+    auto& list = upcoming[q];
+    Request& req = list[static_cast<size_t>(pos - list.front().pos)];
+    req.finished = true;  // posted: the flight keeps it
+    Flight f{q, req, {}};
+    for (const KvCopy& c : request_copies(mode, k, req))
       f.ids.push_back(p.recv(pairs[static_cast<size_t>(k)].prefill, c.rail, LocalSpan{dst, c.dst, c.len}));
     flights.push_back(std::move(f));
+    while (!list.empty() && list.front().finished) list.pop_front();
   };
   size_t need = 0;
-  for (int k : mine) {
-    need += static_cast<size_t>(count(k));
-    for (int j = 0; j < std::min(o.concurrency, count(k)); ++j) post(k, j);
+  for (size_t q = 0; q < mine.size(); ++q) {
+    const int n = count[static_cast<size_t>(mine[q])];
+    need += static_cast<size_t>(n);
+    for (int j = 0; j < std::min(o.concurrency, n); ++j) post(q, j);
   }
   std::vector<uint64_t> last_ids;
   for (size_t done = 0; done < need;) {
@@ -682,11 +760,12 @@ void KvTransfer::Impl::run_decode(KvMode mode, bool check, KvRunResult& out) {
         continue;
       }
       for (uint64_t id : f.ids) p.wait(id, "the KV blocks of a request from its prefill rank");
-      const int k = f.k, j = f.j;
+      const size_t q = f.q;
+      const Request req = f.req;
       flights.erase(flights.begin() + static_cast<std::ptrdiff_t>(i));
-      finish_request(mode, k, j, check, out);
+      finish_request(mode, mine[q], req, check, out);
       ++done;
-      if (j + o.concurrency < count(k)) post(k, j + o.concurrency);
+      if (req.pos + o.concurrency < count[static_cast<size_t>(mine[q])]) post(q, req.pos + o.concurrency);
     }
   }
 }

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -64,33 +65,65 @@ uint64_t kv_rank_bookkeeping_bytes(const KvOptions& o, int rank);
 
 // What one rank measured in one run().
 struct KvRunResult {
-  std::vector<double> request_us;  // prefill: each timed request, start to ack
-  double wall_s = 0;               // prefill: first timed start to last ack
+  std::vector<double> request_us;  // prefill, closed loop: each timed request, start to ack
+  double wall_s = 0;               // prefill: first timed start (open loop: the run's start) to last ack
   uint64_t wrong = 0;              // decode, with check: bytes off the pattern
   uint64_t ops_per_request = 0;    // writes (or sends) per request, the final one included
-  // Open loop (run() with arrivals), prefill, index-aligned with request_us: arrival until
-  // the transfer started (waiting for a free slot of the pair) and arrival until the ack.
-  std::vector<double> queue_us, total_us;
-  std::vector<uint32_t> request_ids;  // open loop, prefill: which request each record is
-  std::vector<int> request_rails;     // open loop, prefill, with pin_rails: the rail each record used
-  uint64_t resent_blocks = 0;         // decode, with check: held (skipped) blocks that arrived anyway
+  uint64_t requests = 0;           // prefill: timed requests acked
+  // prefill: bytes of the timed requests posted on each rail (index = rail), the KV each
+  // rail carried from this rank.
+  std::vector<uint64_t> rail_bytes;
+  uint64_t resent_blocks = 0;  // decode, with check: held (skipped) blocks that arrived anyway
 };
 
-// kvcache --serve's requests beyond their arrival times, each vector indexed like the
-// arrivals and empty when it does not apply.
-struct KvServeRequests {
-  std::vector<uint64_t> blocks;  // blocks per (layer, plane), at most the shape's; empty: all
-  // The pair of each request (kvcache --serve --route); empty: request i to pair i mod
-  // pairs, the same count on every pair.
-  std::vector<int> pair;
-  // Leading blocks per (layer, plane) the decode rank holds already (prefix reuse): not
-  // sent, not checked; at most blocks - 1.
-  std::vector<uint64_t> skip;
-  // When the request's KV is ready on the prefill rank (its arrival plus its prefill
-  // compute), seconds from the start; queueing counts from here, total from the arrival.
-  // Empty: ready at arrival.
-  std::vector<double> ready_s;
+// One request of an open-loop run.
+struct KvServeRequest {
+  uint32_t id = 0;                 // 0, 1, 2, ... in arrival order; the completion immediate carries it
+  int pair = 0;                    // index into kv_pairs()
+  double arrival_s = 0;            // seconds from the prefill rank's start
+  double ready_s = 0;              // at or after arrival_s: when its KV is ready (prefill compute)
+  uint64_t blocks = kKvAllBlocks;  // per (layer, plane), at most the shape's; kKvAllBlocks: all
+  uint64_t skip = 0;               // leading blocks per (layer, plane) the decode rank holds: not sent
 };
+
+// The requests of an open-loop run in id order, generated as the run reads them rather
+// than held, so a long run's schedule takes no memory per request. Every rank reads its
+// own source and all must yield the same sequence; rewind() starts it over (the transfer
+// reads it once to count each pair's requests, then again as the run goes).
+class KvRequestSource {
+ public:
+  virtual ~KvRequestSource() = default;
+  virtual void rewind() = 0;
+  virtual bool next(KvServeRequest& out) = 0;
+};
+
+// Request i at arrival_s[i] (every one at 0 with a count instead), to pair i mod pairs,
+// whole: the closed loop's schedule and the simplest open loop.
+class KvListSource : public KvRequestSource {
+ public:
+  KvListSource(std::vector<double> arrival_s, int pairs)
+      : arrivals_(std::move(arrival_s)), n_(arrivals_.size()), pairs_(pairs) {}
+  KvListSource(size_t n, int pairs) : n_(n), pairs_(pairs) {}
+  void rewind() override { at_ = 0; }
+  bool next(KvServeRequest& out) override;
+
+ private:
+  std::vector<double> arrivals_;
+  size_t n_ = 0, at_ = 0;
+  int pairs_ = 1;
+};
+
+// An open-loop request's times, handed to the run's sink as its ack arrives on the prefill
+// rank instead of kept, so the caller decides what to keep (kvcache --serve: histograms).
+struct KvServeRecord {
+  uint32_t id = 0;
+  int pair = 0;
+  int rail = -1;           // with pin_rails: the one rail it used
+  double queue_us = 0;     // ready until the transfer started (a slot of its pair free)
+  double transfer_us = 0;  // start until the decode rank's ack
+  double total_us = 0;     // arrival until the ack
+};
+using KvRecordSink = std::function<void(const KvServeRecord&)>;
 
 class KvTransfer {
  public:
@@ -105,14 +138,14 @@ class KvTransfer {
   // TimeoutError naming the peer when one stops answering.
   KvRunResult run(KvMode mode, int warmup, int requests, bool check);
 
-  // Collective, open loop, no warm-up: `requests` per pair (or, with `load.pair`, every
-  // request of arrival_s); pair k's request j arrives `arrival_s[j * pairs + k]` seconds
-  // after the prefill rank's start (every rank passes the same times), is ready then (or at
-  // load.ready_s) and starts once ready and a slot of its pair is free. Never blocks past
-  // the progress deadline while waiting for an ack. With load.blocks it moves (and, with
-  // `check`, verifies) only blocks [skip, blocks) of every (layer, plane) of its slot.
-  KvRunResult run_open_loop(KvMode mode, int requests, const std::vector<double>& arrival_s, bool check,
-                            const KvServeRequests& load = {});
+  // Collective, open loop, no warm-up: every request of `source` (each rank reads its own,
+  // all the same sequence) arrives at its arrival_s after the prefill rank's start, is ready
+  // at ready_s and starts once ready and a slot of its pair is free (position j of pair k
+  // uses slot j % concurrency). Moves (and, with `check`, verifies) blocks [skip, blocks)
+  // of every (layer, plane). `sink` gets each request's times on its prefill rank. Never
+  // blocks past the progress deadline while waiting for an ack. Memory does not grow with
+  // the requests: only those arrived and not yet acked are held.
+  KvRunResult run_open_loop(KvMode mode, KvRequestSource& source, bool check, const KvRecordSink& sink);
 
  private:
   struct Impl;

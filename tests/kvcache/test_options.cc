@@ -190,7 +190,14 @@ TEST_CASE("kvcache --serve: request count per pair, and every refusal before a t
   bad = o;
   bad.rate = 1e6;
   bad.duration_s = 3600;
-  CHECK_THAT(usage_error(bad, world(2)), Catch::Contains("more than 50,000,000"));
+  CHECK_THAT(usage_error(bad, world(2)), Catch::Contains("more than 2,147,483,647 in one run"));
+  // An hour at 50,000 req/s (180M requests) is planned without a per-request vector.
+  KvCacheOptions hour = o;
+  hour.rate = 5e4;
+  hour.duration_s = 3600;
+  const KvCachePlan hp = resolve_kvcache(hour, world(2));
+  CHECK(hp.serve_requests == 180000000);
+  CHECK(hp.request_tokens.empty());
 }
 
 TEST_CASE("kvcache --serve --route, --decode-cache, --prefill-us-per-token, --decode-memory: pools and refusals",

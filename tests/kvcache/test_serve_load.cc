@@ -80,24 +80,50 @@ TEST_CASE("serve --slo: pP:LIMIT with a unit, anything else refused", "[kvcache]
 }
 
 TEST_CASE("serve summary: offered vs carried, overload, goodput at the SLO", "[kvcache][serve]") {
-  std::vector<ServeSample> v;
-  for (int i = 0; i < 100; ++i) v.push_back({0, 10, i < 95 ? 100.0 : 5000.0});
   const Slo slo = parse_slo("p99:1ms");
+  ServeTally t(1, 0, slo.limit_us);
+  for (int i = 0; i < 100; ++i) t.add(0, -1, {0, 10, i < 95 ? 100.0 : 5000.0});
   // 100 arrivals over 0.99 s: 100 req/s offered; carried over 1 s: 100 req/s.
-  ServeSummary s = summarize_serve(v, 0.99, 1.0, 1000000, &slo);
+  ServeSummary s = summarize_serve(t, 0.99, 1.0, 1000000, &slo);
+  CHECK(s.requests == 100);
   CHECK(s.offered_rps == Approx(100));
   CHECK(s.carried_rps == Approx(100));
   CHECK(s.offered_gbps == Approx(0.1));
   CHECK_FALSE(s.overload);
   CHECK(s.goodput == Approx(0.95));
   CHECK_FALSE(s.slo_met);  // p99 is 5000 us
+  CHECK(s.slo_us == Approx(5000).epsilon(LatencyHistogram::kRelativeError));
   const Slo loose = parse_slo("p90:1ms");
-  CHECK(summarize_serve(v, 0.99, 1.0, 1, &loose).slo_met);
+  ServeTally tl(1, 0, loose.limit_us);
+  tl.merge(t);
+  CHECK(summarize_serve(tl, 0.99, 1.0, 1, &loose).slo_met);
+  // p95 is the 95th request, the last within the limit: met exactly, not by a bucket's width.
+  ServeTally t100(1, 0, 100);
+  t100.merge(t);
+  const Slo p95 = parse_slo("p95:100us"), p96 = parse_slo("p96:100us");
+  CHECK(summarize_serve(t100, 0.99, 1.0, 1, &p95).slo_met);
+  CHECK_FALSE(summarize_serve(t100, 0.99, 1.0, 1, &p96).slo_met);
   // The same requests carried over 4 s: a quarter of the offered load.
-  s = summarize_serve(v, 0.99, 4.0, 1, nullptr);
+  s = summarize_serve(t, 0.99, 4.0, 1, nullptr);
   CHECK(s.carried_rps == Approx(25));
   CHECK(s.overload);
   CHECK(s.goodput < 0);
+}
+
+TEST_CASE("serve tally: what the ranks exchange is the same size for any number of requests, and merges",
+          "[kvcache][serve]") {
+  ServeTally a(2, 2, 0), b(2, 2, 0);
+  for (int i = 0; i < 10; ++i) a.add(static_cast<size_t>(i % 2), i % 2, {1, 2, 3});
+  for (int i = 0; i < 100000; ++i) b.add(1, 1, {10, 20, 30.0 + i % 7});
+  CHECK(a.words().size() == b.words().size());
+  ServeTally m(2, 2, 0);
+  m.merge_words(a.words());
+  m.merge_words(b.words());
+  CHECK(m.all.total.count() == 100010);
+  CHECK(m.per_decode[0].total.count() == 5);
+  CHECK(m.per_rail[1].queue.count() == 100005);
+  CHECK(m.per_rail[1].queue.summary().max == 10);
+  CHECK(m.all.total.summary().min == 3);
 }
 
 TEST_CASE("serve --tokens: a count, uniform:A-B, lognormal:M,S and trace are read", "[kvcache][serve]") {

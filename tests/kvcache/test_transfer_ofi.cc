@@ -81,25 +81,38 @@ TEST_CASE("kvcache open loop over shm and tcp: requests start at their arrival, 
           const KvOptions o = small_kv_options(2, 1, protocol, 1, 100);
           KvTransfer transfer(p, b, o);
           const bool prefill = b.rank() == 0;
-          std::vector<double> spaced, burst(12, 0.0);
+          std::vector<double> spaced;
           for (int i = 0; i < 12; ++i) spaced.push_back(0.003 * i);
-          const KvRunResult r = transfer.run_open_loop(KvMode::per_block, 12, spaced, true);
+          // The records arrive through the sink, in ack order; this test keeps them.
+          std::vector<KvServeRecord> recs;
+          const KvRecordSink keep = [&](const KvServeRecord& rec) { recs.push_back(rec); };
+          KvListSource spaced_src(spaced, 1);
+          const KvRunResult r = transfer.run_open_loop(KvMode::per_block, spaced_src, true, keep);
           expect(r.wrong == 0, fmt::format("{} wrong bytes", r.wrong));
           if (prefill) {
-            expect(r.queue_us.size() == 12 && r.total_us.size() == 12, "one record per request");
-            for (size_t i = 0; i < r.queue_us.size(); ++i) {
-              expect(r.queue_us[i] >= 0, fmt::format("request {} started {} us before its arrival", i, r.queue_us[i]));
-              expect(r.total_us[i] >= r.request_us[i], "total is queue plus transfer");
+            expect(recs.size() == 12 && r.requests == 12, "one record per request");
+            for (const KvServeRecord& rec : recs) {
+              expect(rec.queue_us >= 0,
+                     fmt::format("request {} started {} us before its arrival", rec.id, rec.queue_us));
+              expect(rec.total_us >= rec.transfer_us, "total is queue plus transfer");
             }
             // 12 arrivals 3 ms apart: the run spans at least 33 ms.
             expect(r.wall_s >= 0.033, fmt::format("the run took {} s, less than its arrivals span", r.wall_s));
+            expect(
+                r.rail_bytes.size() == 1 && r.rail_bytes[0] == 12 * o.shape.request_bytes(),
+                fmt::format("rail 0 carried {} B, not 12 requests' bytes", r.rail_bytes.empty() ? 0 : r.rail_bytes[0]));
           }
-          const KvRunResult q = transfer.run_open_loop(KvMode::per_block, 12, burst, false);
+          recs.clear();
+          KvListSource burst(std::vector<double>(12, 0.0), 1);
+          const KvRunResult q = transfer.run_open_loop(KvMode::per_block, burst, false, keep);
           if (prefill) {
             // One slot: request i waits for the i before it, so the last queued longest.
-            expect(q.queue_us.back() > q.queue_us.front(), "the last of a burst must queue behind the first");
-            expect(q.queue_us.back() >= q.request_us.front(), "queueing covers at least one transfer");
+            expect(recs.size() == 12, "one record per request of the burst");
+            expect(recs.back().id == 11 && recs.back().queue_us > recs.front().queue_us,
+                   "the last of a burst must queue behind the first");
+            expect(recs.back().queue_us >= recs.front().transfer_us, "queueing covers at least one transfer");
           }
+          (void)q;
           b.barrier();
         });
       }

@@ -12,6 +12,7 @@
 #include "bench/commands/kvcache/kvcache_report.h"
 #include "bench/commands/kvcache/kvserve_load.h"
 #include "bench/commands/kvcache/kvserve_search.h"
+#include "bench/commands/kvcache/kvserve_source.h"
 #include "bench/runner/results_run.h"
 #include "bench/runner/run_context.h"
 #include "bench/runner/stragglers_run.h"
@@ -43,17 +44,18 @@ class KvCacheBench {
   void print_header() const;
   KvRecord run_mode(KvTransfer& transfer, const KvOptions& o, KvMode mode, double& contiguous_gbps);
   int run_serve();
-  json serve_entry(const KvOptions& o, KvMode mode, const KvRunResult& run, const std::vector<double>& arrivals,
+  json serve_entry(const KvOptions& o, KvMode mode, const KvRunResult& run, const ServeTally& mine,
                    ServeSummary& summary);
   void serve_header() const;
   json request_sizes(const KvOptions& o, double& mean_bytes) const;
-  KvServeRequests serve_requests(const KvOptions& o, const std::vector<double>& arrivals);
-  std::vector<double> ready_times(const KvOptions& o, const std::vector<double>& arrivals,
-                                  const std::vector<int>& pair) const;
+  ServeSource serve_source(const KvOptions& o, double rate, uint64_t seed, size_t requests) const;
+  KvRunResult serve_run(KvTransfer& transfer, const KvOptions& o, KvMode mode, ServeSource& source, bool check,
+                        ServeTally& tally);
   json routing_entry(const KvOptions& o, const KvRunResult& run);
   json per_group_entry(const std::string& what, const char* key, const std::vector<int>& ids,
-                       const std::vector<std::vector<ServeSample>>& groups) const;
-  json prefill_entry(const std::vector<double>& arrivals, const std::vector<double>& ready) const;
+                       const std::vector<ServeTally::Group>& groups) const;
+  json prefill_entry() const;
+  json rail_entry(const KvOptions& o, const KvRunResult& run, double wall);
   void find_max_rate_run(ResultsRun& results, KvTransfer& transfer, const KvOptions& o, KvMode mode);
 
   RunContext ctx_;
@@ -63,8 +65,7 @@ class KvCacheBench {
   std::vector<KvModel> presets_;  // for the what-if table
   std::vector<std::string> skipped_presets_;
   bool ordered_writes_ = false;
-  std::vector<uint64_t> req_blocks_;  // --serve with per-request sizes: blocks per (layer, plane), as arrivals
-  KvRoutePlan route_;                 // --serve: each request's decode rank and held prefix
+  ServeScheduleStats sched_;  // --serve: what the run's schedule holds (sizes, routes, prefill waits)
   uint64_t wrong_ = 0;
   // --stragglers: each (token count, mode) run is one op, collected to rank 0 after it.
   std::unique_ptr<StragglerRecording> stragglers_;
@@ -223,33 +224,19 @@ KvRecord KvCacheBench::run_mode(KvTransfer& transfer, const KvOptions& o, KvMode
 }
 
 // --serve: one open-loop run in the first --mode after a closed-loop warm-up; every
-// prefill rank's per-request records are gathered and summarised together.
-json KvCacheBench::serve_entry(const KvOptions& o, KvMode mode, const KvRunResult& run,
-                               const std::vector<double>& arrivals, ServeSummary& summary) {
+// prefill rank's tally (fixed-size histograms, not records) is gathered and merged, so
+// what the ranks exchange does not grow with the requests.
+json KvCacheBench::serve_entry(const KvOptions& o, KvMode mode, const KvRunResult& run, const ServeTally& mine,
+                               ServeSummary& summary) {
   Bootstrap& b = ctx_.bootstrap();
-  std::vector<ServeSample> samples;
-  std::vector<std::vector<ServeSample>> per_decode(o.decode.size());
-  const auto queues = b.all_gather_vectors(run.queue_us);
-  const auto transfers = b.all_gather_vectors(run.request_us);
-  const auto totals = b.all_gather_vectors(run.total_us);
-  const auto ids = b.all_gather_vectors(run.request_ids);
-  // --pin-rails: each request ran on its slot's one rail, the rail a slow request went over.
-  std::vector<std::vector<ServeSample>> per_rail(o.pin_rails ? static_cast<size_t>(o.rails) : 0);
-  const auto rails = b.all_gather_vectors(run.request_rails);
-  for (size_t r = 0; r < queues.size(); ++r) {
-    for (size_t i = 0; i < queues[r].size(); ++i) {
-      samples.push_back({queues[r][i], transfers[r][i], totals[r][i]});
-      per_decode[static_cast<size_t>(route_.decode[ids[r][i]])].push_back(samples.back());
-      if (o.pin_rails && i < rails[r].size()) per_rail[static_cast<size_t>(rails[r][i])].push_back(samples.back());
-    }
-  }
+  ServeTally tally(mine.per_decode.size(), mine.per_rail.size(), mine.slo_limit_us);
+  for (const auto& words : b.all_gather_vectors(mine.words())) tally.merge_words(words);
   const auto walls = b.all_gather_value<double>(run.wall_s);
   const double wall = *std::max_element(walls.begin(), walls.end());
   double mean_bytes = static_cast<double>(o.shape.request_bytes());
   const json sizes = request_sizes(o, mean_bytes);
   const auto bytes = static_cast<uint64_t>(std::llround(mean_bytes));
-  const ServeSummary s = summarize_serve(samples, arrivals.empty() ? 0 : arrivals.back(), wall, bytes,
-                                         plan_.has_slo ? &plan_.slo : nullptr);
+  const ServeSummary s = summarize_serve(tally, sched_.span_s, wall, bytes, plan_.has_slo ? &plan_.slo : nullptr);
   json entry{{"tokens", o.shape.tokens},
              {"mode", to_string(mode)},
              {"bytes", bytes},
@@ -273,11 +260,12 @@ json KvCacheBench::serve_entry(const KvOptions& o, KvMode mode, const KvRunResul
                   s.offered_rps, s.carried_rps, s.offered_gbps, s.carried_gbps, s.queue_us.p50, s.queue_us.p99,
                   s.transfer_us.p50, s.transfer_us.p99, s.total_us.p50, s.total_us.p99));
   ctx_.print(fmt::format("# total p99.9 {:.1f} us, {} requests in {:.3f} s", s.total_us.p999, s.requests, wall));
-  entry["per_decode"] = per_group_entry("decode rank", "decode", o.decode, per_decode);
+  entry["rails"] = rail_entry(o, run, wall);
+  entry["per_decode"] = per_group_entry("decode rank", "decode", o.decode, tally.per_decode);
   if (o.pin_rails) {
-    std::vector<int> rail_ids(per_rail.size());
+    std::vector<int> rail_ids(tally.per_rail.size());
     for (size_t r = 0; r < rail_ids.size(); ++r) rail_ids[r] = static_cast<int>(r);
-    entry["per_rail"] = per_group_entry("rail", "rail", rail_ids, per_rail);
+    entry["per_rail"] = per_group_entry("rail", "rail", rail_ids, tally.per_rail);
   }
   if (s.overload)
     ctx_.print(
@@ -294,14 +282,9 @@ json KvCacheBench::serve_entry(const KvOptions& o, KvMode mode, const KvRunResul
 // Per-request sizes: the blocks (per layer and plane) and bytes of every request, as
 // summaries, and their mean (what the GB/s figures use); null with one size for all.
 json KvCacheBench::request_sizes(const KvOptions& o, double& mean_bytes) const {
-  if (req_blocks_.empty()) return nullptr;
+  if (plan_.token_dist.kind == TokenDist::Kind::fixed) return nullptr;
   const double unit = static_cast<double>(o.shape.layers) * o.shape.planes * static_cast<double>(o.shape.block_bytes());
-  std::vector<double> blocks, bytes;
-  for (uint64_t b : req_blocks_) {
-    blocks.push_back(static_cast<double>(b));
-    bytes.push_back(static_cast<double>(b) * unit);
-  }
-  const Summary sb = summarize(blocks), sy = summarize(bytes);
+  const Summary sb = summarize_counts(sched_.request_blocks, 1), sy = summarize_counts(sched_.request_blocks, unit);
   mean_bytes = sy.mean;
   return json{{"tokens", plan_.token_dist.text}, {"blocks", to_json(sb)}, {"bytes", to_json(sy)}};
 }
@@ -316,7 +299,7 @@ void KvCacheBench::serve_header() const {
 
 // --find-max-rate: probes from --rate up or down and bisects (kvserve_search.h); every
 // probe is a results entry, so the curve is in the JSON and the CSV as it is measured.
-// Every rank computes the same summaries from the gathered records, so all follow the
+// Every rank computes the same summaries from the gathered tallies, so all follow the
 // same sequence of rates without another exchange.
 void KvCacheBench::find_max_rate_run(ResultsRun& results, KvTransfer& transfer, const KvOptions& o, KvMode mode) {
   const size_t pairs = kv_pairs(o).size();
@@ -326,12 +309,13 @@ void KvCacheBench::find_max_rate_run(ResultsRun& results, KvTransfer& transfer, 
     // far past capacity stays short; else --requests.
     const double total = opt_.duration_s > 0 ? std::min(std::ceil(rate * opt_.duration_s), 2e5) : opt_.requests;
     const int per_pair = std::max(1, static_cast<int>(std::ceil(total / static_cast<double>(pairs))));
-    const auto arrivals = arrival_times(rate, opt_.burstiness, opt_.seed + static_cast<uint64_t>(probe),
-                                        static_cast<size_t>(per_pair) * pairs);
+    ServeSource source =
+        serve_source(o, rate, opt_.seed + static_cast<uint64_t>(probe), static_cast<size_t>(per_pair) * pairs);
     ctx_.print(fmt::format("# probe {}: {:.1f} req/s offered, {} requests", ++probe, rate, per_pair * pairs));
-    const KvRunResult run = transfer.run_open_loop(mode, per_pair, arrivals, false, serve_requests(o, arrivals));
+    ServeTally tally(0, 0, 0);
+    const KvRunResult run = serve_run(transfer, o, mode, source, false, tally);
     ServeSummary sum;
-    json entry = serve_entry(o, mode, run, arrivals, sum);
+    json entry = serve_entry(o, mode, run, tally, sum);
     entry["probe"] = probe;
     results.add(std::move(entry));
     RatePoint p;
@@ -369,91 +353,124 @@ void KvCacheBench::find_max_rate_run(ResultsRun& results, KvTransfer& transfer, 
   ctx_.print(fmt::format("# max rate meeting {}: {:.1f} req/s{}", plan_.slo.text, r.max_rate, capacity));
 }
 
-// Every rank builds the same plan from the same arrivals, sizes, hash ids and options, so
-// the routes need no exchange: the decision is a function of the arrival sequence. The
+// Every rank generates the same schedule from the same seed, trace and options, so the
+// routes need no exchange: the decision is a function of the arrival sequence. The
 // alternative, one rank deciding from the loads it sees and announcing each decision,
 // would put a message and a wait on every request's path, and no rank sees the in-flight
 // load of the others' requests anyway. least-loaded therefore counts the KV blocks sent to
-// each decode rank so far (what it has had to take in), not a live queue length.
-KvServeRequests KvCacheBench::serve_requests(const KvOptions& o, const std::vector<double>& arrivals) {
-  KvServeRequests load;
-  load.blocks = req_blocks_;
-  const auto pairs = kv_pairs(o);
-  const size_t n = arrivals.size();
-  KvRouteInput in;
-  in.route = plan_.route;
-  in.decode_ranks = static_cast<int>(o.decode.size());
-  for (const KvPair& p : pairs)
-    in.round_robin.push_back(
+// each decode rank so far (what it has had to take in), not a live queue length. The
+// schedule is generated as the run reads it (kvserve_source.h), and summarised (sched_) by
+// one pass before.
+ServeSource KvCacheBench::serve_source(const KvOptions& o, double rate, uint64_t seed, size_t requests) const {
+  ServeSourceSpec spec;
+  spec.requests = requests;
+  if (!plan_.trace_arrivals.empty()) spec.trace_arrivals = &plan_.trace_arrivals;
+  spec.rate = rate;
+  spec.burstiness = opt_.burstiness;
+  spec.seed = seed;
+  spec.tokens = plan_.token_dist;
+  spec.fixed_tokens = o.shape.tokens;
+  if (!plan_.request_tokens.empty()) spec.trace_tokens = &plan_.request_tokens;
+  spec.max_tokens = kMaxKvTokens;
+  spec.block_tokens = o.shape.block_tokens;
+  spec.shape_blocks = o.shape.blocks();
+  spec.route.route = plan_.route;
+  spec.route.decode_ranks = static_cast<int>(o.decode.size());
+  for (const KvPair& p : kv_pairs(o))
+    spec.route.round_robin.push_back(
         static_cast<int>(std::find(o.decode.begin(), o.decode.end(), p.decode) - o.decode.begin()));
-  in.blocks = req_blocks_.empty() ? std::vector<uint64_t>(n, o.shape.blocks()) : req_blocks_;
-  in.hash_ids = plan_.trace_hash_ids;
-  in.block_tokens = o.shape.block_tokens;
-  in.cache_blocks = static_cast<size_t>(opt_.decode_cache);
-  route_ = route_requests(in);
-  if (route_.saved > 0) load.skip = route_.skip;
-  if (plan_.route != KvRoute::round_robin) {
-    // The prefill rank stays round-robin; the pair is (prefill i mod P, the chosen decode).
-    const auto dn = static_cast<int>(o.decode.size());
-    for (size_t i = 0; i < n; ++i) load.pair.push_back(static_cast<int>(i % o.prefill.size()) * dn + route_.decode[i]);
-  }
-  if (opt_.prefill_us_per_token > 0) load.ready_s = ready_times(o, arrivals, load.pair);
-  return load;
+  spec.route.block_tokens = o.shape.block_tokens;
+  spec.route.cache_blocks = static_cast<size_t>(opt_.decode_cache);
+  if (!plan_.trace_hash_ids.empty()) spec.hash_ids = &plan_.trace_hash_ids;
+  spec.pairs = kv_pairs(o).size();
+  spec.prefill_ranks = o.prefill.size();
+  spec.mesh = o.mesh;
+  spec.prefill_us_per_token = opt_.prefill_us_per_token;
+  return ServeSource(std::move(spec));
 }
 
-// --prefill-us-per-token: a prefill rank computes one request at a time, so a request's KV
-// is ready its tokens x US after the later of its arrival and the end of the previous
-// request's compute on the same prefill rank.
-std::vector<double> KvCacheBench::ready_times(const KvOptions& o, const std::vector<double>& arrivals,
-                                              const std::vector<int>& pair) const {
-  const auto pairs = kv_pairs(o);
-  std::map<int, double> busy_until;  // per prefill rank
-  std::vector<double> ready;
-  for (size_t i = 0; i < arrivals.size(); ++i) {
-    const int k = pair.empty() ? static_cast<int>(i % pairs.size()) : pair[i];
-    const int prefill = pairs[static_cast<size_t>(k)].prefill;
-    const uint64_t tokens = plan_.request_tokens.empty() ? o.shape.tokens : plan_.request_tokens[i];
-    double& busy = busy_until[prefill];
-    busy = std::max(arrivals[i], busy) + opt_.prefill_us_per_token * 1e-6 * static_cast<double>(tokens);
-    ready.push_back(busy);
-  }
-  return ready;
+// One open-loop run of `source`: its schedule summarised first (sched_), each request's
+// times tallied as its ack arrives (per decode rank, and per rail with --pin-rails).
+KvRunResult KvCacheBench::serve_run(KvTransfer& transfer, const KvOptions& o, KvMode mode, ServeSource& source,
+                                    bool check, ServeTally& tally) {
+  sched_ = schedule_stats(source, o.decode.size());
+  tally = ServeTally(o.decode.size(), o.pin_rails ? static_cast<size_t>(o.rails) : 0,
+                     plan_.has_slo ? plan_.slo.limit_us : 0);
+  std::vector<size_t> decode_of;  // per pair: index into the decode ranks
+  for (const KvPair& p : kv_pairs(o))
+    decode_of.push_back(static_cast<size_t>(std::find(o.decode.begin(), o.decode.end(), p.decode) - o.decode.begin()));
+  const KvRecordSink sink = [&](const KvServeRecord& r) {
+    tally.add(decode_of[static_cast<size_t>(r.pair)], r.rail, ServeSample{r.queue_us, r.transfer_us, r.total_us});
+  };
+  return transfer.run_open_loop(mode, source, check, sink);
 }
 
 // Per decode rank (each request's route target) or, with --pin-rails, per rail: queue,
 // transfer and total p50/p99/p99.9, one table row and one JSON object per group.
 json KvCacheBench::per_group_entry(const std::string& what, const char* key, const std::vector<int>& ids,
-                                   const std::vector<std::vector<ServeSample>>& groups) const {
+                                   const std::vector<ServeTally::Group>& groups) const {
   json out = json::array();
   ctx_.print(fmt::format("# per {}: {:>6} {:>8} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}", what, key,
                          "requests", "queue p50", "p99", "p99.9", "xfer p50", "p99", "p99.9", "total p50", "p99",
                          "p99.9"));
   for (size_t d = 0; d < groups.size(); ++d) {
-    std::vector<double> q, x, t;
-    for (const ServeSample& s : groups[d]) {
-      q.push_back(s.queue_us);
-      x.push_back(s.transfer_us);
-      t.push_back(s.total_us);
-    }
-    const Summary sq = summarize(q), sx = summarize(x), st = summarize(t);
+    const Summary sq = groups[d].queue.summary(), sx = groups[d].transfer.summary(), st = groups[d].total.summary();
     ctx_.print(fmt::format(
         "# per {}: {:>6} {:>8} {:>9.1f} {:>9.1f} {:>9.1f} {:>9.1f} {:>9.1f} {:>9.1f} {:>9.1f} {:>9.1f} {:>9.1f}", what,
-        ids[d], groups[d].size(), sq.p50, sq.p99, sq.p999, sx.p50, sx.p99, sx.p999, st.p50, st.p99, st.p999));
+        ids[d], st.count, sq.p50, sq.p99, sq.p999, sx.p50, sx.p99, sx.p999, st.p50, st.p99, st.p999));
     out.push_back(json{{key, ids[d]},
-                       {"requests", groups[d].size()},
+                       {"requests", st.count},
                        {"queue_us", to_json(sq)},
                        {"request_us", to_json(sx)},
                        {"total_us", to_json(st)}});
   }
+  // Name the group whose requests fared worst, so a slow rail or decode rank is read off
+  // one line rather than compared across the table.
+  size_t worst = groups.size(), best = groups.size();
+  for (size_t d = 0; d < groups.size(); ++d) {
+    if (groups[d].total.count() == 0) continue;
+    const double p99 = groups[d].total.percentile(99);
+    if (worst == groups.size() || p99 > groups[worst].total.percentile(99)) worst = d;
+    if (best == groups.size() || p99 < groups[best].total.percentile(99)) best = d;
+  }
+  if (worst != best && worst < groups.size())
+    ctx_.print(
+        fmt::format("# slowest {}: {} {} (total p99 {:.1f} us, xfer p99 {:.1f} us; {:.1f}x the total p99 of {} {})",
+                    what, what, ids[worst], groups[worst].total.percentile(99), groups[worst].transfer.percentile(99),
+                    groups[worst].total.percentile(99) / groups[best].total.percentile(99), what, ids[best]));
   return out;
 }
 
 // --prefill-us-per-token: arrival until ready (compute and the wait for the prefill rank),
 // printed and kept as a summary.
-json KvCacheBench::prefill_entry(const std::vector<double>& arrivals, const std::vector<double>& ready) const {
-  std::vector<double> us;
-  for (size_t i = 0; i < ready.size(); ++i) us.push_back((ready[i] - arrivals[i]) * 1e6);
-  const Summary s = summarize(us);
+// Rail utilisation: the KV bytes every prefill rank posted on each rail over the serving
+// window (first arrival to the last ack), in GB/s and, with --line-rate, as a fraction of
+// the rail's line rate between the pools: each node has one link per rail, so the smaller
+// pool's links bound what a rail carries.
+json KvCacheBench::rail_entry(const KvOptions& o, const KvRunResult& run, double wall) {
+  std::vector<uint64_t> bytes(static_cast<size_t>(o.rails), 0);
+  for (const auto& mine : ctx_.bootstrap().all_gather_vectors(run.rail_bytes))
+    for (size_t r = 0; r < mine.size() && r < bytes.size(); ++r) bytes[r] += mine[r];
+  const size_t links = std::min(o.prefill.size(), o.decode.size());
+  const double line_gbps = static_cast<double>(links) * opt_.line_rate_gbps * 1.25e8 / 1e9;  // GB/s
+  json out = json::array();
+  std::string text;
+  for (size_t r = 0; r < bytes.size(); ++r) {
+    const double gbps = wall > 0 ? static_cast<double>(bytes[r]) / wall / 1e9 : 0;
+    json e{{"rail", r}, {"bytes", bytes[r]}, {"gbps", gbps}};
+    text += fmt::format("{}rail {} {:.3f} GB/s", r ? ", " : "", r, gbps);
+    if (line_gbps > 0) {
+      e["line_fraction"] = gbps / line_gbps;
+      text += fmt::format(" ({:.2f} of {} x {} Gb/s)", gbps / line_gbps, links, opt_.line_rate_gbps);
+    }
+    out.push_back(std::move(e));
+  }
+  ctx_.print(fmt::format("# rail utilisation (bytes carried / {:.3f} s window): {}", wall, text));
+  return out;
+}
+
+json KvCacheBench::prefill_entry() const {
+  const Summary s = sched_.prefill_us.summary();
   ctx_.print(
       fmt::format("# prefill ({} us per token, one request at a time per prefill rank): arrival to ready p50 "
                   "{:.1f} p99 {:.1f} us; queue counts from ready, total from arrival",
@@ -465,17 +482,17 @@ json KvCacheBench::prefill_entry(const std::vector<double>& arrivals, const std:
 // because the decode rank held them, and (-c) held blocks that arrived anyway.
 json KvCacheBench::routing_entry(const KvOptions& o, const KvRunResult& run) {
   const double unit = static_cast<double>(o.shape.layers) * o.shape.planes * static_cast<double>(o.shape.block_bytes());
-  const auto total = static_cast<uint64_t>(static_cast<double>(route_.blocks) * unit);
-  const auto saved = static_cast<uint64_t>(static_cast<double>(route_.saved) * unit);
-  const double share = route_.blocks ? static_cast<double>(route_.saved) / static_cast<double>(route_.blocks) : 0;
+  const auto total = static_cast<uint64_t>(static_cast<double>(sched_.blocks) * unit);
+  const auto saved = static_cast<uint64_t>(static_cast<double>(sched_.saved) * unit);
+  const double share = sched_.blocks ? static_cast<double>(sched_.saved) / static_cast<double>(sched_.blocks) : 0;
   json per_decode = json::object();
   std::string text;
   for (size_t d = 0; d < o.decode.size(); ++d) {
     const std::string rank = std::to_string(o.decode[d]);
     per_decode[rank] =
-        json{{"requests", route_.requests_per_decode[d]},
-             {"bytes_saved", static_cast<uint64_t>(static_cast<double>(route_.saved_per_decode[d]) * unit)}};
-    text += fmt::format("{}{} {}", text.empty() ? "" : ", ", rank, route_.requests_per_decode[d]);
+        json{{"requests", sched_.requests_per_decode[d]},
+             {"bytes_saved", static_cast<uint64_t>(static_cast<double>(sched_.saved_per_decode[d]) * unit)}};
+    text += fmt::format("{}{} {}", text.empty() ? "" : ", ", rank, sched_.requests_per_decode[d]);
   }
   json out{{"route", to_string(plan_.route)},
            {"decode_cache_blocks", opt_.decode_cache},
@@ -524,8 +541,10 @@ int KvCacheBench::run_serve() {
                                               : fmt::format("at the times of --trace {}", opt_.trace);
   ctx_.print(
       fmt::format("# serve: {} requests ({} per pair) {}, mode {}", per_pair * pairs, per_pair, load, to_string(mode)));
-  for (uint64_t t : plan_.request_tokens) req_blocks_.push_back((t + o.shape.block_tokens - 1) / o.shape.block_tokens);
-  if (!req_blocks_.empty()) {
+  // The schedule, generated as the run goes; summarised by one pass now (sizes, routes).
+  ServeSource source = serve_source(o, opt_.rate, opt_.seed, plan_.serve_requests);
+  sched_ = schedule_stats(source, o.decode.size());
+  if (plan_.token_dist.kind != TokenDist::Kind::fixed) {
     double mean = 0;
     const json sz = request_sizes(o, mean);
     const auto commas = [&](const char* q) { return with_commas(static_cast<uint64_t>(sz["bytes"][q].get<double>())); };
@@ -537,10 +556,6 @@ int KvCacheBench::run_serve() {
         commas("max"), with_commas(static_cast<uint64_t>(mean)), o.shape.tokens));
   }
   results.measure([&] {
-    const std::vector<double> arrivals =
-        plan_.trace_arrivals.empty()
-            ? arrival_times(opt_.rate, opt_.burstiness, opt_.seed, static_cast<size_t>(per_pair) * pairs)
-            : plan_.trace_arrivals;
     if (!plan_.trace_note.empty()) ctx_.print("# " + plan_.trace_note);
     KvTransfer transfer(ctx_.progress(), ctx_.bootstrap(), o);
     if (plan_.warmup > 0) transfer.run(mode, plan_.warmup, 0, false);
@@ -550,12 +565,12 @@ int KvCacheBench::run_serve() {
     }
     serve_header();
     results.counters_begin();
-    const KvServeRequests reqs = serve_requests(o, arrivals);
-    const KvRunResult run = transfer.run_open_loop(mode, per_pair, arrivals, common_.check, reqs);
+    ServeTally tally(0, 0, 0);
+    const KvRunResult run = serve_run(transfer, o, mode, source, common_.check, tally);
     ServeSummary summary;
-    json entry = serve_entry(o, mode, run, arrivals, summary);
+    json entry = serve_entry(o, mode, run, tally, summary);
     entry["routing"] = routing_entry(o, run);
-    if (!reqs.ready_s.empty()) entry["prefill_us"] = prefill_entry(arrivals, reqs.ready_s);
+    if (opt_.prefill_us_per_token > 0) entry["prefill_us"] = prefill_entry();
     uint64_t wrong = 0;
     for (uint64_t w : ctx_.bootstrap().all_gather_value<uint64_t>(run.wrong)) wrong += w;
     // A held block that arrived anyway is a wrong byte count of its own: reuse must not send it.
@@ -678,7 +693,8 @@ void add_kvcache_options(CLI::App& sub, KvCacheOptions& kv) {
   sub.add_flag("--find-max-rate", kv.find_max_rate,
                "--serve: search the highest --rate meeting --slo (starts at --rate), printing the curve");
   sub.add_option("--line-rate", kv.line_rate_gbps,
-                 "--find-max-rate: Gb/s per rail, for the analytical capacity printed beside the answer");
+                 "--serve: Gb/s per rail: each rail's utilisation as a fraction of it; with --find-max-rate the "
+                 "analytical capacity printed beside the answer");
   sub.add_option("--slo", kv.slo, "--serve: latency objective on the total time, e.g. p99:50ms (goodput reported)");
   sub.add_option("--route", kv.route,
                  "--serve: decode rank per request: round-robin, least-loaded (fewest KV blocks sent) or prefix "

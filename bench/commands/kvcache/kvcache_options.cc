@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -205,10 +206,15 @@ void resolve_request_tokens(const KvCacheOptions& opt, KvCachePlan& plan, size_t
     plan.request_tokens = plan.trace_tokens;
     // A logged prompt of 0 tokens still holds a block; beyond the limit is refused below.
     for (auto& t : plan.request_tokens) t = std::max<uint64_t>(t, 1);
-  } else {
-    plan.request_tokens = draw_tokens(d, opt.seed, requests, kMaxKvTokens);
   }
-  const uint64_t most = *std::max_element(plan.request_tokens.begin(), plan.request_tokens.end());
+  // Drawn sizes are drawn again as the run goes (kvserve_source.h): only the largest is kept.
+  uint64_t most = 0;
+  if (d.kind == TokenDist::Kind::trace) {
+    most = *std::max_element(plan.request_tokens.begin(), plan.request_tokens.end());
+  } else {
+    TokenDraws draws(d, opt.seed, kMaxKvTokens);
+    for (size_t i = 0; i < requests; ++i) most = std::max(most, draws.next());
+  }
   if (most > kMaxKvTokens)
     throw UsageError(
         fmt::format("--tokens trace: a prompt of {} tokens in --trace {} is more than {} (4G): trim the trace", most,
@@ -264,7 +270,7 @@ void check_decode_memory(const KvCacheOptions& opt, const KvCachePlan& plan) {
     const uint64_t blocks = (tokens + s.block_tokens - 1) / s.block_tokens;
     return mul_sat(mul_sat(static_cast<uint64_t>(s.layers) * static_cast<uint64_t>(s.planes), blocks), s.block_bytes());
   };
-  if (plan.request_tokens.empty()) {
+  if (plan.token_dist.kind == TokenDist::Kind::fixed) {
     if (bytes(plan.token_counts.front()) > limit)
       throw UsageError(fmt::format(
           "--tokens {}: a request's KV is {} B, more than --decode-memory {} of a decode rank: raise --decode-memory "
@@ -272,13 +278,18 @@ void check_decode_memory(const KvCacheOptions& opt, const KvCachePlan& plan) {
           plan.token_counts.front(), with_commas(bytes(plan.token_counts.front())), opt.decode_memory));
     return;
   }
-  for (size_t i = 0; i < plan.request_tokens.size(); ++i) {
-    if (bytes(plan.request_tokens[i]) <= limit) continue;
+  const bool drawn = plan.request_tokens.empty();  // a distribution: drawn again, in the run's order
+  std::optional<TokenDraws> draws;
+  if (drawn) draws.emplace(plan.token_dist, opt.seed, kMaxKvTokens);
+  const size_t n = drawn ? plan.serve_requests : plan.request_tokens.size();
+  for (size_t i = 0; i < n; ++i) {
+    const uint64_t tokens = drawn ? draws->next() : plan.request_tokens[i];
+    if (bytes(tokens) <= limit) continue;
     const std::string which = opt.trace.empty() ? fmt::format("request {} (--tokens {})", i, plan.token_dist.text)
                                                 : fmt::format("--trace {}, its request {}", opt.trace, i + 1);
     throw UsageError(fmt::format(
         "{}: {} tokens are {} B of KV, more than --decode-memory {} of a decode rank: raise --decode-memory or {}",
-        which, plan.request_tokens[i], with_commas(bytes(plan.request_tokens[i])), opt.decode_memory,
+        which, tokens, with_commas(bytes(tokens)), opt.decode_memory,
         opt.trace.empty() ? "narrow the --tokens distribution" : "trim the trace"));
   }
 }
@@ -304,18 +315,21 @@ void resolve_serve(const KvCacheOptions& opt, KvCachePlan& plan) {
   const auto pairs = static_cast<double>(kv_pairs(plan.base).size());
   if (!opt.trace.empty()) {
     resolve_trace(opt, plan, static_cast<size_t>(pairs));
+    plan.serve_requests = plan.trace_arrivals.size();
     resolve_request_tokens(opt, plan, plan.trace_arrivals.size());
     check_hash_ids(opt, plan);
     check_decode_memory(opt, plan);
     return;
   }
   const double total = opt.duration_s > 0 ? std::ceil(opt.rate * opt.duration_s) : opt.requests;
-  // Every request's record (3 doubles) is kept for exact percentiles: cap what that costs.
-  if (total > 5e7)
-    throw UsageError(
-        fmt::format("--serve with {:.0f} requests is more than 50,000,000: lower --rate or --duration", total));
+  // Nothing is kept per request (the schedule is generated as the run goes, the times kept
+  // in histograms); a request's id rides in a 32-bit immediate and its position in an int.
+  if (std::ceil(total / pairs) * pairs > 2147483647.0)
+    throw UsageError(fmt::format(
+        "--serve with {:.0f} requests is more than 2,147,483,647 in one run: lower --rate or --duration", total));
   plan.serve_requests_per_pair = std::max(1, static_cast<int>(std::ceil(total / pairs)));
-  resolve_request_tokens(opt, plan, static_cast<size_t>(plan.serve_requests_per_pair) * static_cast<size_t>(pairs));
+  plan.serve_requests = static_cast<size_t>(plan.serve_requests_per_pair) * static_cast<size_t>(pairs);
+  resolve_request_tokens(opt, plan, plan.serve_requests);
   check_decode_memory(opt, plan);
 }
 

@@ -74,13 +74,15 @@ struct KvCachePlan {
   int warmup = 1;
   // --serve: requests per pair (the total rounded up to a multiple of the pairs) and the SLO.
   int serve_requests_per_pair = 0;
+  size_t serve_requests = 0;           // in all: per pair x pairs (or the trace's whole rounds)
   std::vector<double> trace_arrivals;  // --trace: the arrival times replayed, per_pair x pairs
   std::string trace_note;              // what the trace held, for the header
   bool has_slo = false;
   Slo slo;
-  // --serve --tokens as a distribution (or trace): every request's tokens, indexed like
-  // the arrivals; empty when every request moves token_counts[0]. token_counts[0] is then
-  // the largest, rounded up to whole blocks, which sizes the pools.
+  // --serve --tokens as a distribution (or trace): with trace, every request's tokens,
+  // indexed like the arrivals; empty when every request moves token_counts[0] and when they
+  // are drawn (again as the run goes, kvserve_source.h). token_counts[0] is then the
+  // largest, rounded up to whole blocks, which sizes the pools.
   TokenDist token_dist;
   std::vector<uint64_t> request_tokens;
   std::vector<uint64_t> trace_tokens;  // --trace: its prompt lengths, per_pair x pairs

@@ -12,19 +12,22 @@
 namespace railbench {
 
 std::vector<double> arrival_times(double rate, double burstiness, uint64_t seed, size_t n) {
-  check_serve_load(rate, burstiness);
-  // mt19937_64 and gamma_distribution are specified well enough that every rank of one
-  // job (one libstdc++) draws the same sequence; the prefill ranks rely on that.
-  std::mt19937_64 gen(seed);
-  std::gamma_distribution<double> gap(burstiness, 1.0 / (rate * burstiness));
+  ArrivalClock clock(rate, burstiness, seed);
   std::vector<double> out;
   out.reserve(n);
-  double t = 0;
-  for (size_t i = 0; i < n; ++i) {
-    out.push_back(t);
-    t += gap(gen);
-  }
+  for (size_t i = 0; i < n; ++i) out.push_back(clock.next());
   return out;
+}
+
+// mt19937_64 and gamma_distribution are specified well enough that every rank of one job
+// (one libstdc++) draws the same sequence; the prefill ranks rely on that.
+ArrivalClock::ArrivalClock(double rate, double burstiness, uint64_t seed)
+    : gen_((check_serve_load(rate, burstiness), seed)), gap_(burstiness, 1.0 / (rate * burstiness)) {}
+
+double ArrivalClock::next() {
+  const double t = t_;
+  t_ += gap_(gen_);
+  return t;
 }
 
 void check_serve_load(double rate, double burstiness) {
@@ -129,34 +132,90 @@ TokenDist parse_token_dist(const std::string& text, uint64_t max_tokens) {
 }
 
 std::vector<uint64_t> draw_tokens(const TokenDist& dist, uint64_t seed, size_t n, uint64_t max_tokens) {
-  if (dist.kind == TokenDist::Kind::trace)
-    throw UsageError("--tokens trace takes the lengths from --trace: give --trace FILE or a count");
-  // An odd constant added to the seed: a stream apart from the arrivals' mt19937_64(seed).
-  std::mt19937_64 gen(seed + 0x9E3779B97F4A7C15ULL);
-  std::vector<uint64_t> out(n, dist.lo);
-  if (dist.kind == TokenDist::Kind::uniform) {
-    std::uniform_int_distribution<uint64_t> u(dist.lo, dist.hi);
-    for (auto& t : out) t = u(gen);
-  } else if (dist.kind == TokenDist::Kind::lognormal) {
-    std::lognormal_distribution<double> ln(std::log(dist.median), dist.sigma);
-    const auto top = static_cast<double>(max_tokens);
-    for (auto& t : out) t = static_cast<uint64_t>(std::clamp(std::round(ln(gen)), 1.0, top));
-  }
+  TokenDraws draws(dist, seed, max_tokens);
+  std::vector<uint64_t> out(n);
+  for (auto& t : out) t = draws.next();
   return out;
 }
 
-ServeSummary summarize_serve(const std::vector<ServeSample>& samples, double span_s, double wall_s, uint64_t bytes,
-                             const Slo* slo) {
-  ServeSummary s;
-  s.requests = samples.size();
-  std::vector<double> v(samples.size());
-  const auto column = [&](double ServeSample::*field) {
-    for (size_t i = 0; i < samples.size(); ++i) v[i] = samples[i].*field;
-    return summarize(v);
+// An odd constant added to the seed: a stream apart from the arrivals' mt19937_64(seed).
+TokenDraws::TokenDraws(const TokenDist& dist, uint64_t seed, uint64_t max_tokens)
+    : dist_(dist),
+      max_tokens_(max_tokens),
+      gen_(seed + 0x9E3779B97F4A7C15ULL),
+      uniform_(dist.lo, std::max(dist.lo, dist.hi)),
+      lognormal_(std::log(std::max(dist.median, 1.0)), dist.sigma) {
+  if (dist.kind == TokenDist::Kind::trace)
+    throw UsageError("--tokens trace takes the lengths from --trace: give --trace FILE or a count");
+}
+
+uint64_t TokenDraws::next() {
+  if (dist_.kind == TokenDist::Kind::uniform) return uniform_(gen_);
+  if (dist_.kind == TokenDist::Kind::lognormal)
+    return static_cast<uint64_t>(std::clamp(std::round(lognormal_(gen_)), 1.0, static_cast<double>(max_tokens_)));
+  return dist_.lo;
+}
+
+void ServeTally::Group::add(const ServeSample& s) {
+  queue.add(s.queue_us);
+  transfer.add(s.transfer_us);
+  total.add(s.total_us);
+}
+
+void ServeTally::Group::merge(const Group& other) {
+  queue.merge(other.queue);
+  transfer.merge(other.transfer);
+  total.merge(other.total);
+}
+
+ServeTally::ServeTally(size_t decode_ranks, size_t rails, double slo_limit_us_)
+    : per_decode(decode_ranks), per_rail(rails), slo_limit_us(slo_limit_us_) {}
+
+void ServeTally::add(size_t decode, int rail, const ServeSample& s) {
+  all.add(s);
+  if (decode < per_decode.size()) per_decode[decode].add(s);
+  if (rail >= 0 && static_cast<size_t>(rail) < per_rail.size()) per_rail[static_cast<size_t>(rail)].add(s);
+  if (slo_limit_us > 0 && s.total_us <= slo_limit_us) ++within_slo;
+}
+
+void ServeTally::merge(const ServeTally& other) {
+  all.merge(other.all);
+  for (size_t d = 0; d < per_decode.size() && d < other.per_decode.size(); ++d)
+    per_decode[d].merge(other.per_decode[d]);
+  for (size_t r = 0; r < per_rail.size() && r < other.per_rail.size(); ++r) per_rail[r].merge(other.per_rail[r]);
+  within_slo += other.within_slo;
+}
+
+std::vector<double> ServeTally::words() const {
+  std::vector<double> out{static_cast<double>(within_slo)};
+  const auto group = [&](const Group& g) {
+    for (const LatencyHistogram* h : {&g.queue, &g.transfer, &g.total}) h->append_words(out);
   };
-  s.queue_us = column(&ServeSample::queue_us);
-  s.transfer_us = column(&ServeSample::transfer_us);
-  s.total_us = column(&ServeSample::total_us);
+  group(all);
+  for (const Group& g : per_decode) group(g);
+  for (const Group& g : per_rail) group(g);
+  return out;
+}
+
+void ServeTally::merge_words(std::span<const double> words) {
+  ServeTally other(per_decode.size(), per_rail.size(), slo_limit_us);
+  size_t at = 0;
+  other.within_slo = static_cast<uint64_t>(words[at++]);
+  const auto group = [&](Group& g) {
+    for (LatencyHistogram* h : {&g.queue, &g.transfer, &g.total}) *h = LatencyHistogram::from_words(words, at);
+  };
+  group(other.all);
+  for (Group& g : other.per_decode) group(g);
+  for (Group& g : other.per_rail) group(g);
+  merge(other);
+}
+
+ServeSummary summarize_serve(const ServeTally& tally, double span_s, double wall_s, uint64_t bytes, const Slo* slo) {
+  ServeSummary s;
+  s.requests = tally.all.total.count();
+  s.queue_us = tally.all.queue.summary();
+  s.transfer_us = tally.all.transfer.summary();
+  s.total_us = tally.all.total.summary();
   const auto n = static_cast<double>(s.requests);
   // n requests span n-1 gaps; the offered rate is what the generator asked for.
   s.offered_rps = span_s > 0 && n > 1 ? (n - 1) / span_s : 0;
@@ -165,12 +224,14 @@ ServeSummary summarize_serve(const std::vector<ServeSample>& samples, double spa
   s.carried_gbps = s.carried_rps * static_cast<double>(bytes) / 1e9;
   s.overload = s.offered_rps > 0 && s.carried_rps < 0.9 * s.offered_rps;
   if (slo) {
-    const auto within = std::count_if(samples.begin(), samples.end(),
-                                      [&](const ServeSample& x) { return x.total_us <= slo->limit_us; });
-    s.goodput = n > 0 ? static_cast<double>(within) / n : 0;
-    std::sort(v.begin(), v.end());  // v holds the totals (the last column)
-    s.slo_us = v.empty() ? 0 : percentile_sorted(v, slo->percentile);
-    s.slo_met = !v.empty() && s.slo_us <= slo->limit_us;
+    s.goodput = n > 0 ? static_cast<double>(tally.within_slo) / n : 0;
+    s.slo_us = tally.all.total.percentile(slo->percentile);
+    // Exact, unlike slo_us: the nearest-rank P-th percentile is within the limit exactly
+    // when at least that rank's count of requests are.
+    const auto rank =
+        std::clamp<long long>((std::llround(slo->percentile * 10.0) * static_cast<long long>(s.requests) + 999) / 1000,
+                              1, std::max<long long>(static_cast<long long>(s.requests), 1));
+    s.slo_met = n > 0 && tally.within_slo >= static_cast<uint64_t>(rank);
   }
   return s;
 }

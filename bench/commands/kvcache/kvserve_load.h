@@ -4,9 +4,12 @@
 #pragma once
 
 #include <cstdint>
+#include <random>
+#include <span>
 #include <string>
 #include <vector>
 
+#include "bench/commands/kvcache/kvserve_hist.h"
 #include "lib/core/stats.h"
 
 namespace railbench {
@@ -16,6 +19,18 @@ namespace railbench {
 // as vLLM's bench serve draws them: burstiness 1 is a Poisson process (exponential gaps),
 // below 1 burstier, above 1 more regular. The same seed gives the same times on every rank.
 std::vector<double> arrival_times(double rate, double burstiness, uint64_t seed, size_t n);
+
+// The same times one at a time, so a long run draws them as it goes instead of holding them.
+class ArrivalClock {
+ public:
+  ArrivalClock(double rate, double burstiness, uint64_t seed);
+  double next();  // 0 first, then each gap added
+
+ private:
+  std::mt19937_64 gen_;
+  std::gamma_distribution<double> gap_;
+  double t_ = 0;
+};
 
 // --slo pP:LIMIT, LIMIT with a unit (us, ms, s): "p99:50ms" -> {99, 50000}.
 struct Slo {
@@ -51,11 +66,50 @@ TokenDist parse_token_dist(const std::string& text, uint64_t max_tokens);
 // size distribution does not change the arrival times of the same --seed.
 std::vector<uint64_t> draw_tokens(const TokenDist& dist, uint64_t seed, size_t n, uint64_t max_tokens);
 
-// What one serving run measured, over every request of every pair.
+// The same lengths one at a time (draw_tokens' sequence), for a run that draws as it goes.
+class TokenDraws {
+ public:
+  TokenDraws(const TokenDist& dist, uint64_t seed, uint64_t max_tokens);
+  uint64_t next();
+
+ private:
+  TokenDist dist_;
+  uint64_t max_tokens_;
+  std::mt19937_64 gen_;
+  std::uniform_int_distribution<uint64_t> uniform_;
+  std::lognormal_distribution<double> lognormal_;
+};
+
+// One request's times, as the prefill rank measures them when its ack arrives.
 struct ServeSample {
   double queue_us = 0;     // ready (arrival) until its transfer started
   double transfer_us = 0;  // transfer start until the decode rank's ack
   double total_us = 0;     // arrival until the ack
+};
+
+// What a serving run measured, kept as it happens in fixed-size histograms (kvserve_hist.h)
+// instead of one record per request: over all requests, per decode rank (index into the
+// decode ranks) and per rail (with --pin-rails), and the requests within the SLO's limit,
+// counted exactly. Its size does not grow with the requests, so a rank's tally is what the
+// ranks exchange.
+struct ServeTally {
+  struct Group {
+    LatencyHistogram queue, transfer, total;
+    void add(const ServeSample& s);
+    void merge(const Group& other);
+  };
+  ServeTally(size_t decode_ranks, size_t rails, double slo_limit_us);
+  // `rail` < 0: not pinned to one.
+  void add(size_t decode, int rail, const ServeSample& s);
+  void merge(const ServeTally& other);
+  std::vector<double> words() const;  // fixed size for the same decode ranks and rails
+  // Sums every rank's words into one tally of this shape.
+  void merge_words(std::span<const double> words);
+
+  Group all;
+  std::vector<Group> per_decode, per_rail;
+  double slo_limit_us = 0;  // <= 0: no SLO
+  uint64_t within_slo = 0;  // requests whose total is at most the limit
 };
 
 struct ServeSummary {
@@ -72,7 +126,6 @@ struct ServeSummary {
 
 // `span_s`: the last arrival time (first is 0); `wall_s`: first arrival to the last ack
 // on the slowest prefill rank; `bytes`: one request's KV bytes. `slo` may be null.
-ServeSummary summarize_serve(const std::vector<ServeSample>& samples, double span_s, double wall_s, uint64_t bytes,
-                             const Slo* slo);
+ServeSummary summarize_serve(const ServeTally& tally, double span_s, double wall_s, uint64_t bytes, const Slo* slo);
 
 }  // namespace railbench

@@ -120,6 +120,31 @@ std::string serve_curve(const nlohmann::json& m) {
   return out + "<div class=\"charts\">" + chart.html() + "</div>\n" + t.html();
 }
 
+// --serve: each rail's utilisation in every run (every probe of --find-max-rate): the KV
+// bytes it carried over the serving window in GB/s and, with --line-rate, the fraction of
+// its line rate, so an idle or saturated rail shows beside the latency.
+std::string serve_rails(const nlohmann::json& results) {
+  Table t({"run", "offered (req/s)", "rail", "bytes", "GB/s", "of line rate"});
+  size_t rows = 0;
+  for (size_t i = 0; i < results.size(); ++i) {
+    const auto& e = results[i];
+    if (!e.contains("rails") || !e["rails"].is_array()) continue;
+    const std::string run = e.contains("probe") ? fmt::format("probe {}", num(number_at(e, "probe"))) : "serve";
+    for (const auto& r : e["rails"]) {
+      const double f = number_at(r, "line_fraction");
+      t.row({run, num(number_at(e, "offered_rps")), num(number_at(r, "rail")), num(number_at(r, "bytes"), 15),
+             num(number_at(r, "gbps"), 4), std::isnan(f) ? "-" : num(f, 3)},
+            !std::isnan(f) && f > 0.9 ? "warn" : "");
+      ++rows;
+    }
+  }
+  if (rows == 0) return "";
+  return "<h3 id=\"kvcache-rails\">Rail utilisation</h3><p class=\"note\">Per rail: the KV bytes the prefill ranks "
+         "posted on it over the serving window (first arrival to the last ack), and with --line-rate the fraction "
+         "of the rail's line rate between the pools (the smaller pool's links x the rate).</p>" +
+         t.html();
+}
+
 }  // namespace
 
 std::string kvcache_section(const RunContext& ctx) {
@@ -175,6 +200,7 @@ std::string kvcache_section(const RunContext& ctx) {
     t.row(cells, wrong > 0 ? "bad" : regressed ? "warn" : "");
   }
   out += "<h3>Every token count and mode</h3>" + t.html();
+  out += serve_rails(results);
   out += serve_curve(d.value("max_rate", nlohmann::json()));
   return out + what_if_table(d.value("what_if", nlohmann::json()));
 }
