@@ -38,7 +38,7 @@ json FabricCounters::end(Bootstrap& b, const std::vector<std::string>& hosts) {
   if (!enabled_) return nullptr;
   const json mine = end_local();
   json all = json::array();
-  const auto gathered = b.all_gather_strings(mine.dump());
+  const auto gathered = b.gather_strings(mine.dump());
   for (size_t r = 0; r < gathered.size(); ++r) {
     for (auto& e : json::parse(gathered[r])) {
       json entry{{"rank", r}, {"host", r < hosts.size() ? hosts[r] : std::string()}};

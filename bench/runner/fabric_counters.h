@@ -27,7 +27,8 @@ class FabricCounters {
   void begin();
   // Collective: every rank's deltas since its begin(), as an array of {"rank", "host",
   // "rail", "rail_name", "kinds", "deltas"} for each (rank, rail) whose counters moved
-  // (ranks in order); null when disabled. `hosts` is each rank's host name.
+  // (ranks in order), on rank 0 (an empty array elsewhere: only it writes them); null
+  // when disabled. `hosts` is each rank's host name.
   nlohmann::json end(Bootstrap& b, const std::vector<std::string>& hosts);
   // This rank's deltas since begin(), without communication: an array of {"rail",
   // "rail_name", "kinds", "deltas"} for its rails that moved; null when disabled.

@@ -204,8 +204,8 @@ void RunContext::open_transport() {
                       "of the GPU paths, not a per-GPU figure",
                       options_.gpu_map));
   }
-  for (const auto& s : bootstrap_.all_gather_strings(placement_.to_json().dump()))
-    rank_memory_.push_back(json::parse(s));
+  // Only rank 0 writes the results header, the one reader of rank_memory_ and rank_rails_.
+  for (const auto& s : bootstrap_.gather_strings(placement_.to_json().dump())) rank_memory_.push_back(json::parse(s));
   transport_->connect_all(bootstrap_);
   // From here on every completion lands in the timeline: connecting is not traffic.
   if (!options_.timeline_path.empty())
@@ -232,7 +232,7 @@ void RunContext::open_transport() {
                          {"mtu", info.mtu}});
     if (counters_->enabled()) rails.back()["counters"] = counters_->sources_json(i);
   }
-  for (const auto& s : bootstrap_.all_gather_strings(rails.dump())) rank_rails_.push_back(json::parse(s));
+  for (const auto& s : bootstrap_.gather_strings(rails.dump())) rank_rails_.push_back(json::parse(s));
 }
 
 json RunContext::results_header(json config) const {
@@ -290,7 +290,7 @@ json RunContext::gather_channels() {
                         {"bytes", c.bytes}});
   }
   json all = json::array();
-  for (const auto& s : bootstrap_.all_gather_strings(mine.dump()))
+  for (const auto& s : bootstrap_.gather_strings(mine.dump()))
     for (auto& entry : json::parse(s)) all.push_back(std::move(entry));
   return all;
 }

@@ -84,8 +84,8 @@ class RunContext {
   // The results header: command, argv, config, world and transport.
   nlohmann::json results_header(nlohmann::json config) const;
 
-  // Every rank's per-channel counters (collective: all ranks call it), for the
-  // results' "channels" field.
+  // Every rank's per-channel counters, for the results' "channels" field, on rank 0 (an
+  // empty array elsewhere; collective: all ranks call it).
   nlohmann::json gather_channels();
 
   // --timeline: this rank's recorder (nullptr without it), for iteration marks.

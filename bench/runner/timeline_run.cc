@@ -24,7 +24,7 @@ RunTimeline::~RunTimeline() = default;
 
 std::vector<std::string> RunTimeline::finish(Bootstrap& bootstrap, ResultsFile& results) {
   if (sampler_) sampler_->stop();
-  const auto blobs = bootstrap.all_gather_v(serialize_rank(*recorder_));
+  const auto blobs = bootstrap.gather_v(serialize_rank(*recorder_));
   if (bootstrap.rank() != 0) return {};
   const TimelineData data = merge_ranks(blobs, recorder_->rails());
   write_timeline_file(path_, data, "--timeline");

@@ -39,6 +39,28 @@ std::vector<std::string> Bootstrap::all_gather_strings(const std::string& s) {
   return out;
 }
 
+std::vector<std::vector<uint8_t>> Bootstrap::gather_v(std::span<const uint8_t> in, int root) {
+  if (root < 0 || root >= size()) {
+    throw UsageError(
+        fmt::format("bootstrap gather: root rank {} is outside 0..{} (world size {})", root, size() - 1, size()));
+  }
+  if (in.size() > kMaxGatherBlock) {
+    throw BootstrapError(
+        fmt::format("bootstrap gather: rank {}'s block is {} bytes, over the {} bytes a gather takes: "
+                    "gather a summary, or move the data over the transport",
+                    rank(), in.size(), kMaxGatherBlock));
+  }
+  return gather_blocks(in, root);
+}
+
+std::vector<std::string> Bootstrap::gather_strings(const std::string& s, int root) {
+  auto blocks = gather_v(std::span(reinterpret_cast<const uint8_t*>(s.data()), s.size()), root);
+  std::vector<std::string> out;
+  out.reserve(blocks.size());
+  for (auto& b : blocks) out.emplace_back(b.begin(), b.end());
+  return out;
+}
+
 std::string Bootstrap::suspects() const {
   if (!liveness_) return "";
   try {

@@ -62,12 +62,7 @@ class Bootstrap {
   std::vector<std::vector<T>> all_gather_vectors(std::span<const T> mine) {
     static_assert(std::is_trivially_copyable_v<T>);
     const auto bytes = std::as_bytes(mine);
-    std::vector<std::vector<T>> out;
-    for (const auto& blob : all_gather_v({reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()})) {
-      std::vector<T>& v = out.emplace_back(blob.size() / sizeof(T));
-      if (!v.empty()) std::memcpy(v.data(), blob.data(), v.size() * sizeof(T));
-    }
-    return out;
+    return blocks_as<T>(all_gather_v({reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()}));
   }
   template <class T>
   std::vector<std::vector<T>> all_gather_vectors(const std::vector<T>& mine) {
@@ -82,7 +77,46 @@ class Bootstrap {
     return out;
   }
 
+  // ---- gathers to one rank: for what only the root reads (per-rank results, JSON) ----
+  // An all-gather through the TCP star sends every rank the whole world's data, N x N x
+  // block bytes from rank 0; a gather moves N x block bytes and rank 0 sends none
+  // (figures: lib/runtime/README.md, "Gathers to rank 0").
+
+  // Every rank contributes a block of any length (at most kMaxGatherBlock bytes); `root`
+  // gets one block per rank (rank r's at [r]), every other rank an empty vector. Every
+  // rank must call it, with the same root; the deadline and the ranks named when one does
+  // not arrive are all_gather's. Throws UsageError for a root outside 0..size()-1.
+  std::vector<std::vector<uint8_t>> gather_v(std::span<const uint8_t> in, int root = 0);
+  std::vector<std::string> gather_strings(const std::string& s, int root = 0);
+  template <class T>
+  std::vector<std::vector<T>> gather_vectors(std::span<const T> mine, int root = 0) {
+    static_assert(std::is_trivially_copyable_v<T>);
+    const auto bytes = std::as_bytes(mine);
+    return blocks_as<T>(gather_v({reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()}, root));
+  }
+  template <class T>
+  std::vector<std::vector<T>> gather_vectors(const std::vector<T>& mine, int root = 0) {
+    return gather_vectors(std::span<const T>(mine), root);
+  }
+  // The largest block one rank may contribute to a gather: the root sizes its buffer from
+  // the length a rank announces, so a corrupt length fails by name instead of allocating.
+  static constexpr uint64_t kMaxGatherBlock = uint64_t{1} << 30;
+
  protected:
+  // The gather itself, with `root` already checked.
+  virtual std::vector<std::vector<uint8_t>> gather_blocks(std::span<const uint8_t> in, int root) = 0;
+
+  template <class T>
+  static std::vector<std::vector<T>> blocks_as(const std::vector<std::vector<uint8_t>>& blocks) {
+    std::vector<std::vector<T>> out;
+    out.reserve(blocks.size());
+    for (const auto& blob : blocks) {
+      std::vector<T>& v = out.emplace_back(blob.size() / sizeof(T));
+      if (!v.empty()) std::memcpy(v.data(), blob.data(), v.size() * sizeof(T));
+    }
+    return out;
+  }
+
   // The liveness probe's findings: "" without a probe or when every rank answers.
   std::string suspects() const;
 

@@ -75,6 +75,41 @@ class MpiBootstrap final : public Bootstrap {
     std::_Exit(code);
   }
 
+ protected:
+  // MPI_Gatherv needs every length at the root before the blocks: the lengths first (8
+  // bytes a rank), then the blocks, each a nonblocking call waited on with the deadline.
+  std::vector<std::vector<uint8_t>> gather_blocks(std::span<const uint8_t> in, int root) override {
+    const uint64_t mine = in.size();
+    std::vector<uint64_t> lengths(rank_ == root ? size_ : 0);
+    MPI_Request req;
+    check_mpi(MPI_Igather(&mine, 1, MPI_UINT64_T, lengths.data(), 1, MPI_UINT64_T, root, MPI_COMM_WORLD, &req),
+              "MPI_Igather");
+    wait(req, "gather");
+    std::vector<int> counts(lengths.size());
+    std::vector<int> displs(lengths.size());
+    uint64_t total = 0;
+    for (size_t r = 0; r < lengths.size(); ++r) {
+      // MPI counts are int: a gather past 2 GiB at the root is refused by name, not wrapped.
+      if (total + lengths[r] > static_cast<uint64_t>(INT32_MAX)) {
+        throw BootstrapError(
+            fmt::format("bootstrap gather: the blocks of ranks 0..{} come to more than 2 GiB at rank "
+                        "{}, more than one MPI_Gatherv takes: gather less per rank",
+                        r, root));
+      }
+      counts[r] = static_cast<int>(lengths[r]);
+      displs[r] = static_cast<int>(total);
+      total += lengths[r];
+    }
+    std::vector<uint8_t> all(total);
+    check_mpi(MPI_Igatherv(in.data(), static_cast<int>(in.size()), MPI_BYTE, all.data(), counts.data(), displs.data(),
+                           MPI_BYTE, root, MPI_COMM_WORLD, &req),
+              "MPI_Igatherv");
+    wait(req, "gatherv");
+    std::vector<std::vector<uint8_t>> out(lengths.size());
+    for (size_t r = 0; r < out.size(); ++r) out[r].assign(all.begin() + displs[r], all.begin() + displs[r] + counts[r]);
+    return out;
+  }
+
  private:
   void wait(MPI_Request& req, const char* what) {
     auto deadline = Deadline::after(timeout_s_);

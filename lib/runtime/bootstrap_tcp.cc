@@ -93,61 +93,24 @@ class TcpBootstrap final : public Bootstrap {
     const uint64_t block = in.size();
     if (rank_ == 0) {
       std::memcpy(out.data(), in.data(), block);
-      // Receive from every rank, in whatever order they are ready, so a timeout can
-      // name all the ranks that are missing rather than only the first.
-      std::vector<bool> done(size_, false);
-      done[0] = true;
-      int remaining = size_ - 1;
-      while (remaining > 0) {
-        std::vector<pollfd> fds;
-        std::vector<int> who;
-        for (int r = 1; r < size_; ++r) {
-          if (!done[r]) {
-            fds.push_back({peers_[r].get(), POLLIN, 0});
-            who.push_back(r);
+      from_every_rank("all_gather", deadline, [&](int r, const std::string& peer) {
+        const Header h = recv_header(r, deadline, peer);
+        if (Verdict v = check_header(h, token_, Kind::gather, block); !v) {
+          if (v.fault == Fault::length) {
+            throw BootstrapError(
+                fmt::format("bootstrap all_gather: rank {} sent {} bytes, rank 0 expected {}", r, h.length, block));
           }
+          throw BootstrapError(fmt::format("bootstrap all_gather: rank {} sent {}", r, v.why));
         }
-        int ms = static_cast<int>(deadline.remaining_seconds() * 1000.0);
-        if (ms <= 0) throw TimeoutError(missing_ranks_message("all_gather", done, timeout_s_));
-        int rc = ::poll(fds.data(), fds.size(), std::min(ms, 1000));
-        if (rc < 0 && errno != EINTR) throw BootstrapError(fmt::format("poll failed: {}", std::strerror(errno)));
-        for (size_t i = 0; rc > 0 && i < fds.size(); ++i) {
-          if (!fds[i].revents) continue;
-          const int r = who[i];
-          const std::string peer = fmt::format("rank {}", r);
-          std::array<std::byte, kHeaderBytes> bytes{};
-          recv_all(peers_[r].get(), bytes.data(), bytes.size(), deadline, peer);
-          const Header h = decode_header(bytes);
-          if (Verdict v = check_header(h, token_, Kind::gather, block); !v) {
-            if (v.fault == Fault::length) {
-              throw BootstrapError(
-                  fmt::format("bootstrap all_gather: rank {} sent {} bytes, rank 0 expected {}", r, h.length, block));
-            }
-            throw BootstrapError(fmt::format("bootstrap all_gather: rank {} sent {}", r, v.why));
-          }
-          recv_all(peers_[r].get(), out.data() + block * r, block, deadline, peer);
-          done[r] = true;
-          --remaining;
-        }
-      }
+        recv_all(peers_[r].get(), out.data() + block * r, block, deadline, peer);
+      });
       for (int r = 1; r < size_; ++r)
         send_frame(peers_[r].get(), Kind::result, token_, out, deadline, fmt::format("rank {}", r));
     } else {
-      const std::string peer = "rank 0 (bootstrap root)";
-      try {
-        send_frame(root_.get(), Kind::gather, token_, in, deadline, peer);
-        std::array<std::byte, kHeaderBytes> bytes{};
-        recv_all(root_.get(), bytes.data(), bytes.size(), deadline, peer);
-        if (Verdict v = check_header(decode_header(bytes), token_, Kind::result, out.size()); !v) {
-          throw BootstrapError(fmt::format("bootstrap all_gather: rank 0 sent {}", v.why));
-        }
-        recv_all(root_.get(), out.data(), out.size(), deadline, peer);
-      } catch (const TimeoutError& e) {
-        // Rank 0 is usually alive and waiting itself for the rank that stopped or died.
-        const std::string culprits = suspects();
-        if (culprits.empty()) throw;
-        throw TimeoutError(fmt::format("rank {}: {}; {}", rank_, culprits, e.what()));
-      }
+      naming_suspects([&] {
+        send_frame(root_.get(), Kind::gather, token_, in, deadline, kRootPeer);
+        recv_result(out, deadline, "all_gather");
+      });
     }
   }
 
@@ -157,7 +120,134 @@ class TcpBootstrap final : public Bootstrap {
     all_gather(std::span(&in, 1), out);
   }
 
+ protected:
+  // Every rank sends its block to rank 0 and nothing comes back: N x block bytes in, none
+  // out. A root other than 0 (which has no connection but rank 0's) gets the blocks from
+  // rank 0 afterwards: their lengths, then their bytes.
+  std::vector<std::vector<uint8_t>> gather_blocks(std::span<const uint8_t> in, int root) override {
+    auto deadline = Deadline::after(timeout_s_);
+    std::vector<std::vector<uint8_t>> out;
+    if (rank_ == 0) {
+      out.resize(size_);
+      out[0].assign(in.begin(), in.end());
+      from_every_rank("gather", deadline, [&](int r, const std::string& peer) {
+        const Header h = recv_header(r, deadline, peer);
+        if (h.length > kMaxGatherBlock) {
+          throw BootstrapError(
+              fmt::format("bootstrap gather: rank {} announced a block of {} bytes, over the {} a "
+                          "gather takes (a corrupt frame, or ranks calling different collectives)",
+                          r, h.length, kMaxGatherBlock));
+        }
+        if (Verdict v = check_header(h, token_, Kind::block, h.length); !v)
+          throw BootstrapError(fmt::format("bootstrap gather: rank {} sent {}", r, v.why));
+        out[r].resize(h.length);
+        recv_all(peers_[r].get(), out[r].data(), out[r].size(), deadline, peer);
+      });
+      if (root != 0) forward_blocks(out, root, deadline);
+      return root == 0 ? std::move(out) : std::vector<std::vector<uint8_t>>{};
+    }
+    naming_suspects([&] {
+      send_frame(root_.get(), Kind::block, token_, std::as_bytes(in), deadline, kRootPeer);
+      if (rank_ == root) out = receive_forwarded(deadline);
+    });
+    return out;
+  }
+
  private:
+  static constexpr const char* kRootPeer = "rank 0 (bootstrap root)";
+
+  // Rank 0: calls read(r, peer) for every other rank as its connection becomes readable,
+  // in whatever order they are ready, so a timeout names every rank still missing rather
+  // than only the first.
+  template <class Read>
+  void from_every_rank(const char* what, const Deadline& deadline, Read read) {
+    std::vector<bool> done(size_, false);
+    done[0] = true;
+    int remaining = size_ - 1;
+    while (remaining > 0) {
+      std::vector<pollfd> fds;
+      std::vector<int> who;
+      for (int r = 1; r < size_; ++r) {
+        if (!done[r]) {
+          fds.push_back({peers_[r].get(), POLLIN, 0});
+          who.push_back(r);
+        }
+      }
+      int ms = static_cast<int>(deadline.remaining_seconds() * 1000.0);
+      if (ms <= 0) throw TimeoutError(missing_ranks_message(what, done, timeout_s_));
+      int rc = ::poll(fds.data(), fds.size(), std::min(ms, 1000));
+      if (rc < 0 && errno != EINTR) throw BootstrapError(fmt::format("poll failed: {}", std::strerror(errno)));
+      for (size_t i = 0; rc > 0 && i < fds.size(); ++i) {
+        if (!fds[i].revents) continue;
+        read(who[i], fmt::format("rank {}", who[i]));
+        done[who[i]] = true;
+        --remaining;
+      }
+    }
+  }
+
+  Header recv_header(int r, const Deadline& deadline, const std::string& peer) {
+    std::array<std::byte, kHeaderBytes> bytes{};
+    recv_all(peers_[r].get(), bytes.data(), bytes.size(), deadline, peer);
+    return decode_header(bytes);
+  }
+
+  // A non-root rank: one result frame of exactly out.size() bytes from rank 0.
+  void recv_result(std::span<std::byte> out, const Deadline& deadline, const char* what) {
+    std::array<std::byte, kHeaderBytes> bytes{};
+    recv_all(root_.get(), bytes.data(), bytes.size(), deadline, kRootPeer);
+    if (Verdict v = check_header(decode_header(bytes), token_, Kind::result, out.size()); !v) {
+      throw BootstrapError(fmt::format("bootstrap {}: rank 0 sent {}", what, v.why));
+    }
+    recv_all(root_.get(), out.data(), out.size(), deadline, kRootPeer);
+  }
+
+  // Rank 0 to a gather's root other than itself: every block's length, then the blocks.
+  void forward_blocks(const std::vector<std::vector<uint8_t>>& blocks, int root, const Deadline& deadline) {
+    std::vector<uint64_t> lengths;
+    std::vector<uint8_t> all;
+    for (const auto& b : blocks) {
+      lengths.push_back(b.size());
+      all.insert(all.end(), b.begin(), b.end());
+    }
+    const std::string peer = fmt::format("rank {} (the gather's root)", root);
+    send_frame(peers_[root].get(), Kind::result, token_, std::as_bytes(std::span(lengths)), deadline, peer);
+    send_frame(peers_[root].get(), Kind::result, token_, std::as_bytes(std::span(all)), deadline, peer);
+  }
+
+  std::vector<std::vector<uint8_t>> receive_forwarded(const Deadline& deadline) {
+    std::vector<uint64_t> lengths(size_);
+    recv_result(std::as_writable_bytes(std::span(lengths)), deadline, "gather");
+    uint64_t total = 0;
+    for (const uint64_t n : lengths) {
+      if (n > kMaxGatherBlock)
+        throw BootstrapError(fmt::format("bootstrap gather: rank 0 forwarded a {}-byte block", n));
+      total += n;
+    }
+    std::vector<uint8_t> all(total);
+    recv_result(std::as_writable_bytes(std::span(all)), deadline, "gather");
+    std::vector<std::vector<uint8_t>> out(size_);
+    uint64_t at = 0;
+    for (int r = 0; r < size_; ++r) {
+      out[r].assign(all.begin() + at, all.begin() + at + lengths[r]);
+      at += lengths[r];
+    }
+    return out;
+  }
+
+  // Runs a non-root rank's side of a collective; a timeout names the ranks the liveness
+  // probe finds stopped or dead, since rank 0 is usually alive and waiting itself for them.
+  template <class Step>
+  void naming_suspects(Step step) {
+    try {
+      step();
+    } catch (const TimeoutError& e) {
+      const std::string culprits = suspects();
+      if (culprits.empty()) throw;
+      throw TimeoutError(fmt::format("rank {}: {}; {}", rank_, culprits, e.what()));
+    }
+  }
+
   // A non-blocking connect that gives up at the deadline or after kConnectAttemptSeconds.
   static Fd connect_once(const addrinfo* ai, const Deadline& deadline, std::string& error) {
     Fd fd(::socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, ai->ai_protocol));

@@ -42,6 +42,8 @@ class ThreadGroup {
   }
 
   std::vector<std::byte>& buffer() { return buffer_; }
+  // Each rank's block of a gather, kept apart because their lengths differ.
+  std::vector<std::vector<uint8_t>>& blocks() { return blocks_; }
   std::mutex& mutex() { return mu_; }
 
  private:
@@ -52,6 +54,7 @@ class ThreadGroup {
   uint64_t generation_ = 0;
   std::vector<bool> arrived_flags_;
   std::vector<std::byte> buffer_;
+  std::vector<std::vector<uint8_t>> blocks_;
 };
 
 namespace {
@@ -82,6 +85,26 @@ class ThreadBootstrap final : public Bootstrap {
   }
 
   void barrier() override { group_->arrive_and_wait(rank_, timeout_s_, "barrier"); }
+
+ protected:
+  std::vector<std::vector<uint8_t>> gather_blocks(std::span<const uint8_t> in, int root) override {
+    {
+      std::lock_guard lock(group_->mutex());
+      auto& blocks = group_->blocks();
+      if (blocks.size() < static_cast<size_t>(size())) blocks.resize(size());
+      blocks[rank_].assign(in.begin(), in.end());
+    }
+    group_->arrive_and_wait(rank_, timeout_s_, "gather");
+    std::vector<std::vector<uint8_t>> out;
+    if (rank_ == root) {
+      std::lock_guard lock(group_->mutex());
+      out = std::move(group_->blocks());
+      group_->blocks().clear();
+    }
+    // Nobody may put a block of the next gather in before the root has taken this one's.
+    group_->arrive_and_wait(rank_, timeout_s_, "gather");
+    return out;
+  }
 
  private:
   std::shared_ptr<ThreadGroup> group_;

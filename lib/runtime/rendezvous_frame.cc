@@ -25,6 +25,7 @@ const char* kind_name(uint16_t kind) {
     case Kind::refused: return "refusal";
     case Kind::gather: return "gather block";
     case Kind::result: return "gather result";
+    case Kind::block: return "block for the root";
   }
   return "unknown frame";
 }

@@ -17,8 +17,8 @@
 namespace railbench::rendezvous {
 
 inline constexpr uint32_t kMagic = 0x7261696c;  // "rail"
-// 1 was the unframed hello {magic, rank, size} of railbench before issue 14.
-inline constexpr uint16_t kVersion = 2;
+// 1 was the unframed hello {magic, rank, size}; 2 had no gather to the root (`block`).
+inline constexpr uint16_t kVersion = 3;
 inline constexpr size_t kHeaderBytes = 24;
 inline constexpr size_t kHelloBytes = 8;    // rank, world size
 inline constexpr size_t kRefusalBytes = 4;  // a Refusal code
@@ -30,7 +30,9 @@ inline constexpr int kListenBacklog = 128;    // the kernel's queue of unaccepte
                                               // rank 0 raises it to the world size when it admits
 inline constexpr int kLoggedRefusals = 10;    // refusals printed one by one; the rest are counted
 
-enum class Kind : uint16_t { hello = 1, welcome = 2, refused = 3, gather = 4, result = 5 };
+// gather: an all_gather's block to rank 0; result: rank 0's answer to it (or the blocks of
+// a gather forwarded to its root); block: a gather's block to rank 0, any length.
+enum class Kind : uint16_t { hello = 1, welcome = 2, refused = 3, gather = 4, result = 5, block = 6 };
 
 // Why rank 0 turned a railbench rank away (the payload of a `refused` frame).
 enum class Refusal : uint32_t {

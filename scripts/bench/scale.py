@@ -26,6 +26,16 @@ N it prints rank 0's wall time per phase (rendezvous, host gather, an all_gather
 each phase, and projects 8,192 ranks on a cluster at 10 us and 100 us per message. The
 results phase is left out ("-") where the clients would hold more than 2 GiB (N x N x
 --results bytes, all in this one process).
+
+  scripts/bench/scale.py --sim build/tests/railbench_rendezvous_sim --gather 1024,16384
+                         [--sizes 1024,4096,8192] [--reps 1]
+
+With --gather (bytes a rank, a list) it compares, per N and size, the gather to rank 0
+(Bootstrap::gather_v) with the star's all_gather_v of the same blocks: rank 0's time and
+the bytes it wrote to its sockets (measured: the kernel's TCP_INFO), the all_gather_v
+measured only where the clients' copies fit in 2 GiB, and beside them the bytes rank 0
+sends in an all-gather through the star, a ring and a recursive-doubling tree (the
+model in gather_main).
 """
 import argparse
 import math
@@ -153,12 +163,52 @@ def sim_main(a):
               f"{project(8192, a.block, a.results, t):.1f} s")
 
 
+def star_all_gather_bytes(n, b):
+    """What rank 0 writes in the star's all_gather_v of b bytes a rank: a lengths round
+    (8 B a rank) and the blocks, each a 24-byte frame header and the whole result to each
+    of the n-1 others."""
+    return (n - 1) * (24 + 8 * n) + (n - 1) * (24 + n * b)
+
+
+def gather_main(a):
+    """Gather to rank 0 against the star's all-gather, measured and modelled."""
+    sizes = [int(x) for x in a.sizes.split(",")]
+    per_rank = [int(x) for x in a.gather.split(",")]
+    print(f"# gather_v to rank 0 vs the star's all_gather_v, simulated clients ({a.sim}); {os.cpu_count()} cores; "
+          f"median of {a.reps}; MB = 1e6 B written by rank 0")
+    print("# all-gather model, what rank 0 sends: star (N-1) x N x B; ring and recursive-doubling tree (N-1) x B "
+          "(every rank sends the same); a tree's gather to rank 0: 0")
+    print(f"# {'N':>5} {'B':>6} {'gather s':>9} {'gather MB':>10} {'allgath s':>10} {'allgath MB':>11} "
+          f"{'star MB':>10} {'ring/tree MB':>13} {'star@100G s':>12}")
+    for n in sizes:
+        for b in per_rank:
+            results = b if n * n * b <= SIM_RESULTS_CAP else 0
+            runs = []
+            for _ in range(a.reps):
+                out = subprocess.run([a.sim, "--ranks", str(n), "--block", "8", "--results", str(results),
+                                      "--gather", str(b)], capture_output=True, text=True, timeout=900)
+                if out.returncode != 0:
+                    raise RuntimeError(f"N={n} B={b}: exit {out.returncode}: {out.stderr.strip()[-300:]}")
+                f = out.stdout.split()
+                runs.append((float(f[7]), int(f[10]), None if f[4] == "-" else float(f[4]),
+                             None if f[9] == "-" else int(f[9])))
+            g_s = statistics.median(r[0] for r in runs)
+            g_mb = statistics.median(r[1] for r in runs) / 1e6
+            ag = [r for r in runs if r[2] is not None]
+            ag_s = f"{statistics.median(r[2] for r in ag):.3f}" if ag else "-"
+            ag_mb = f"{statistics.median(r[3] for r in ag) / 1e6:.1f}" if ag else "-"
+            star = star_all_gather_bytes(n, b)
+            print(f"  {n:>5} {b:>6} {g_s:>9.3f} {g_mb:>10.3f} {ag_s:>10} {ag_mb:>11} {star / 1e6:>10.1f} "
+                  f"{(n - 1) * b / 1e6:>13.2f} {star / LINK_BYTES_PER_S:>12.2f}", flush=True)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("railbench", nargs="?")
     ap.add_argument("--sim", help="railbench_rendezvous_sim: simulated clients instead of processes")
     ap.add_argument("--block", type=int, default=100)
     ap.add_argument("--results", type=int, default=2048)
+    ap.add_argument("--gather", help="with --sim: bytes a rank (a list), gather to rank 0 vs all_gather_v")
     ap.add_argument("--sizes", default="8,16,32,64")
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--transport", default="ofi:tcp")
@@ -167,6 +217,10 @@ def main():
         if a.sizes == "8,16,32,64":
             a.sizes = "256,512,1024,2048,4096,8192"
         a.reps = a.reps if a.reps != 3 else 1
+        if a.gather:
+            if a.sizes == "256,512,1024,2048,4096,8192":
+                a.sizes = "1024,4096,8192"
+            return gather_main(a)
         return sim_main(a)
     if not a.railbench:
         ap.error("give the railbench binary, or --sim with railbench_rendezvous_sim")

@@ -11,7 +11,33 @@ using namespace railbench;
 
 namespace {
 
-// Exercises all_gather_v, all_gather_value, all_gather_vectors and barrier on `n` ranks built by `make`.
+// Gathers to rank 0 and to the last rank, twice each in a row (so one gather's blocks
+// cannot leak into the next): the root gets every rank's block in place, the others
+// nothing. Returns the count of wrong results on this rank.
+int check_gathers(Bootstrap& b) {
+  const int n = b.size();
+  const int r = b.rank();
+  int wrong = 0;
+  for (int root : {0, n - 1, 0, n - 1}) {
+    // Rank r's block: 3r bytes of value r + root (rank 0's empty), so lengths and order show.
+    std::vector<uint8_t> mine(static_cast<size_t>(3 * r), static_cast<uint8_t>(r + root));
+    const auto blocks = b.gather_v(mine, root);
+    if (r != root && !blocks.empty()) ++wrong;
+    if (r == root && blocks.size() != static_cast<size_t>(n)) ++wrong;
+    for (size_t i = 0; r == root && i < blocks.size(); ++i)
+      if (blocks[i] != std::vector<uint8_t>(3 * i, static_cast<uint8_t>(i + root))) ++wrong;
+  }
+  const auto names = b.gather_strings("rank-" + std::to_string(r));
+  if (names.size() != (r == 0 ? static_cast<size_t>(n) : 0u)) ++wrong;
+  for (int i = 0; r == 0 && i < n; ++i)
+    if (names[i] != "rank-" + std::to_string(i)) ++wrong;
+  const auto samples = b.gather_vectors(std::vector<double>(static_cast<size_t>(r), r + 0.25));
+  for (int i = 0; r == 0 && i < n; ++i)
+    if (samples[i] != std::vector<double>(static_cast<size_t>(i), i + 0.25)) ++wrong;
+  return wrong;
+}
+
+// Exercises all_gather_v, all_gather_value, all_gather_vectors, barrier and the gathers on `n` ranks built by `make`.
 template <class Make>
 void run_world(int n, Make make) {
   std::vector<std::thread> threads;
@@ -40,6 +66,7 @@ void run_world(int n, Make make) {
         auto names = b->all_gather_strings("rank-" + std::to_string(r));
         for (int i = 0; i < n; ++i)
           if (names[i] != "rank-" + std::to_string(i)) ++failures;
+        failures += check_gathers(*b);
       } catch (...) {
         ++failures;
       }
@@ -118,4 +145,58 @@ TEST_CASE("tcp rendezvous rejects a malformed RAILBENCH_ROOT", "[bootstrap]") {
 TEST_CASE("a non-root rank that cannot reach the root says where it looked", "[bootstrap]") {
   // Port 1 on loopback: nothing listens there.
   CHECK_THROWS_WITH(make_tcp_bootstrap(1, 2, {"127.0.0.1:1"}, 0.3), Catch::Contains("RAILBENCH_ROOT=127.0.0.1:1"));
+}
+
+TEST_CASE("a gather to a root outside the world is refused by name", "[bootstrap]") {
+  auto group = make_thread_group(1);
+  auto b = make_thread_bootstrap(group, 0);
+  const std::vector<uint8_t> mine{1, 2};
+  CHECK_THROWS_AS(b->gather_v(mine, 1), UsageError);
+  CHECK_THROWS_WITH(b->gather_v(mine, -1), Catch::Contains("root rank -1 is outside 0..0"));
+  CHECK(b->gather_v(mine, 0) == std::vector<std::vector<uint8_t>>{mine});
+}
+
+TEST_CASE("threads bootstrap gather names the rank that never arrives", "[bootstrap]") {
+  auto group = make_thread_group(3);
+  std::string error;
+  std::vector<std::thread> ranks;
+  for (int r = 0; r < 2; ++r) {
+    ranks.emplace_back([&, r] {
+      auto b = make_thread_bootstrap(group, r);
+      b->set_timeout(0.3);
+      try {
+        b->gather_strings("x");
+      } catch (const TimeoutError& e) {
+        if (r == 0) error = e.what();
+      }
+    });
+  }
+  for (auto& t : ranks) t.join();
+  CHECK_THAT(error, Catch::Contains("gather") && Catch::Contains("rank(s) 2"));
+}
+
+TEST_CASE("tcp gather at rank 0 names the rank whose block never came", "[bootstrap]") {
+  const std::string root = "127.0.0.1:" + std::to_string(31500 + (::getpid() % 500));
+  // Ranks 1 and 3 send their blocks; rank 2 joins the rendezvous but never gathers.
+  // It holds its connection open until rank 0 has given up, so rank 0 sees a silent rank,
+  // not a closed one.
+  std::string error;
+  std::atomic<bool> root_done{false};
+  std::vector<std::thread> ranks;
+  for (int r = 0; r < 4; ++r) {
+    ranks.emplace_back([&, r] {
+      try {
+        auto b = make_tcp_bootstrap(r, 4, {root}, 5.0);
+        b->set_timeout(0.5);
+        if (r != 2) b->gather_strings("block of rank " + std::to_string(r));
+        for (int i = 0; r == 2 && i < 500 && !root_done; ++i)
+          std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      } catch (const TimeoutError& e) {
+        if (r == 0) error = e.what();
+      }
+      if (r == 0) root_done = true;
+    });
+  }
+  for (auto& t : ranks) t.join();
+  CHECK_THAT(error, Catch::Contains("bootstrap gather timed out") && Catch::Contains("rank(s) 2 did not arrive"));
 }

@@ -7,17 +7,24 @@
 // The phases are what a command's start-up and results do through the star: the
 // rendezvous, the host gather (all_gather_strings of a host name, 8 ranks a host), an
 // all_gather of a fixed block per rank (addresses and keys), and an all_gather_v of a
-// larger per-rank block (validate gathers each rank's JSON results with all_gather_strings,
-// which is one). Every rank checks that every gathered byte is the one its sender put
-// there.
+// larger per-rank block (what the commands gathered to every rank before they had a
+// gather to rank 0), and a gather_v to rank 0 of a per-rank block (per-rank results,
+// JSON). Every rank checks that every gathered byte is the one its sender put there, and
+// a rank other than the root that it got nothing. A barrier separates the phases, so
+// each starts with every rank there.
 //
-//   railbench_rendezvous_sim --ranks N [--block 100] [--results 2048] [--timeout 60]
+//   railbench_rendezvous_sim --ranks N [--block 100] [--results 2048] [--gather 0] [--timeout 60]
 //
-// Prints one line, rank 0's view: "N connect_s hosts_s block_s results_s rss_mib cpu_s"
-// (results_s is "-" when --results is 0; cpu_s is rank 0's user + system time, which
-// tells its own work from waiting for the clients). Exit 0 when every rank saw exact
-// data, 1 otherwise, 2 on bad input.
+// Prints one line, rank 0's view: "N connect_s hosts_s block_s results_s rss_mib cpu_s
+// gather_s block_sent results_sent gather_sent" (a phase given 0 bytes prints "-"; cpu_s is rank 0's
+// user + system time, which tells its own work from waiting for the clients; *_sent are
+// the bytes rank 0 wrote to its sockets in that phase, frames included, from the kernel's
+// TCP_INFO and SIOCOUTQ). Exit 0 when every rank saw exact data, 1 otherwise, 2 on bad input.
+#include <dirent.h>
+#include <linux/sockios.h>
+#include <linux/tcp.h>
 #include <netinet/in.h>
+#include <sys/ioctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -28,6 +35,7 @@
 #include <csignal>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <stdexcept>
 #include <string>
@@ -50,6 +58,7 @@ struct Options {
   int ranks = 0;
   size_t block = 100;     // bytes per rank in the fixed all_gather
   size_t results = 2048;  // bytes per rank in the all_gather_v; 0 skips it
+  size_t gather = 0;      // bytes per rank in the gather_v to rank 0; 0 skips it
   double timeout_s = 60;
 };
 
@@ -64,8 +73,29 @@ std::string host_of(int rank) {
 }
 
 struct Timings {
-  double connect = 0, hosts = 0, block = 0, results = 0;
+  double connect = 0, hosts = 0, block = 0, results = 0, gather = 0;
+  uint64_t block_sent = 0, results_sent = 0, gather_sent = 0;
 };
+
+// Bytes this process has written to its TCP sockets: acknowledged by the peer (TCP_INFO's
+// tcpi_bytes_acked) plus still in the send queue (SIOCOUTQ), so a phase's count depends
+// neither on how fast the clients read nor on retransmissions (which tcpi_bytes_sent counts).
+uint64_t tcp_bytes_written() {
+  uint64_t total = 0;
+  DIR* dir = ::opendir("/proc/self/fd");
+  if (dir == nullptr) return 0;
+  while (const dirent* e = ::readdir(dir)) {
+    const int fd = std::atoi(e->d_name);
+    tcp_info info{};
+    socklen_t len = sizeof(info);
+    if (fd <= 2 || ::getsockopt(fd, IPPROTO_TCP, TCP_INFO, &info, &len) != 0) continue;
+    int queued = 0;
+    if (::ioctl(fd, SIOCOUTQ, &queued) != 0) queued = 0;
+    total += info.tcpi_bytes_acked + static_cast<uint64_t>(queued);
+  }
+  ::closedir(dir);
+  return total;
+}
 
 // Each phase in a function of its own, so its buffers are freed before the next: at
 // 8,192 ranks the clients together hold N x N x block bytes of every gather.
@@ -108,11 +138,40 @@ double results_phase(Bootstrap& b, size_t results) {
   return s;
 }
 
+// The per-rank results gathered to rank 0 only: the root checks every block, the others
+// that they got nothing.
+double gather_phase(Bootstrap& b, size_t bytes) {
+  std::vector<uint8_t> mine(bytes - static_cast<size_t>(b.rank() % 2));
+  for (size_t i = 0; i < mine.size(); ++i) mine[i] = pattern(b.rank(), i, 3);
+  auto t0 = Clock::now();
+  const auto got = b.gather_v(mine);
+  const double s = railbench::seconds_between(t0, Clock::now());
+  if (b.rank() != 0 && !got.empty())
+    throw railbench::BootstrapError(fmt::format("rank {}: got {} blocks of a gather to rank 0", b.rank(), got.size()));
+  for (size_t r = 0; b.rank() == 0 && r < got.size(); ++r) {
+    bool ok = got.size() == static_cast<size_t>(b.size()) && got[r].size() == bytes - r % 2;
+    for (size_t i = 0; ok && i < got[r].size(); ++i) ok = got[r][i] == pattern(static_cast<int>(r), i, 3);
+    if (!ok) throw railbench::BootstrapError(fmt::format("rank 0: rank {}'s gathered block arrived wrong", r));
+  }
+  return s;
+}
+
+// One phase between barriers, with the bytes rank 0 wrote in it (0 on other ranks).
+template <class Phase>
+double measured(Bootstrap& b, uint64_t& sent, Phase phase) {
+  b.barrier();
+  const uint64_t before = b.rank() == 0 ? tcp_bytes_written() : 0;
+  const double s = phase();
+  sent = b.rank() == 0 ? tcp_bytes_written() - before : 0;
+  return s;
+}
+
 // The phases after the rendezvous, on any rank; throws naming the first wrong byte.
 void run_phases(Bootstrap& b, const Options& o, Timings& t) {
   t.hosts = hosts_phase(b);
-  t.block = block_phase(b, o.block);
-  t.results = o.results > 0 ? results_phase(b, o.results) : 0;
+  t.block = measured(b, t.block_sent, [&] { return block_phase(b, o.block); });
+  if (o.results > 0) t.results = measured(b, t.results_sent, [&] { return results_phase(b, o.results); });
+  if (o.gather > 0) t.gather = measured(b, t.gather_sent, [&] { return gather_phase(b, o.gather); });
 }
 
 int rank0(const Options& o, const railbench::TcpRendezvous& where) {
@@ -125,10 +184,13 @@ int rank0(const Options& o, const railbench::TcpRendezvous& where) {
     rusage usage{};
     ::getrusage(RUSAGE_SELF, &usage);
     const std::string results = o.results > 0 ? fmt::format("{:.4f}", t.results) : "-";
+    const std::string gather = o.gather > 0 ? fmt::format("{:.4f}", t.gather) : "-";
+    const std::string results_sent = o.results > 0 ? std::to_string(t.results_sent) : "-";
+    const std::string gather_sent = o.gather > 0 ? std::to_string(t.gather_sent) : "-";
     const double cpu_s =
         usage.ru_utime.tv_sec + usage.ru_stime.tv_sec + (usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6;
-    fmt::print("{} {:.4f} {:.4f} {:.4f} {} {:.1f} {:.3f}\n", o.ranks, t.connect, t.hosts, t.block, results,
-               usage.ru_maxrss / 1024.0, cpu_s);
+    fmt::print("{} {:.4f} {:.4f} {:.4f} {} {:.1f} {:.3f} {} {} {} {}\n", o.ranks, t.connect, t.hosts, t.block, results,
+               usage.ru_maxrss / 1024.0, cpu_s, gather, t.block_sent, results_sent, gather_sent);
     std::fflush(stdout);
     return 0;
   } catch (const std::exception& e) {
@@ -190,10 +252,13 @@ Options parse(int argc, char** argv) {
       o.block = number(k, v, [](const std::string& s) { return std::stoul(s); });
     } else if (k == "--results") {
       o.results = number(k, v, [](const std::string& s) { return std::stoul(s); });
+    } else if (k == "--gather") {
+      o.gather = number(k, v, [](const std::string& s) { return std::stoul(s); });
     } else if (k == "--timeout") {
       o.timeout_s = number(k, v, [](const std::string& s) { return std::stod(s); });
     } else {
-      throw railbench::UsageError(fmt::format("unknown option '{}': give --ranks, --block, --results, --timeout", k));
+      throw railbench::UsageError(
+          fmt::format("unknown option '{}': give --ranks, --block, --results, --gather, --timeout", k));
     }
   }
   if (o.ranks < 2 || o.block == 0 || (argc - 1) % 2 != 0)

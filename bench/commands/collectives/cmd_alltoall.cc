@@ -89,7 +89,8 @@ class AllToAllRunner : public CollectiveRunner {
   uint64_t last_bytes_ = 0;
 };
 
-// Every rank's per-source step times summarized: one entry per (src -> dst) link.
+// Every rank's per-source step times summarized: one entry per (src -> dst) link, on rank 0
+// (the results file and the slowest-links table are its own).
 void AllToAllRunner::end_size(RunContext& ctx, uint64_t bytes, size_t block_bytes, json& entry) {
   json local = json::array();
   for (size_t q = 0; q < from_.size(); ++q) {
@@ -104,7 +105,7 @@ void AllToAllRunner::end_size(RunContext& ctx, uint64_t bytes, size_t block_byte
     local.push_back(json{{"src", q}, {"dst", me_}, {"step_us", to_json(s)}, {"gbps", gbps(link_bytes, s.p50 * 1e-6)}});
   }
   pairs_ = json::array();
-  for (const auto& text : ctx.bootstrap().all_gather_strings(local.dump()))
+  for (const auto& text : ctx.bootstrap().gather_strings(local.dump()))
     for (auto& e : json::parse(text)) pairs_.push_back(std::move(e));
   last_bytes_ = bytes;
   entry["pairs"] = pairs_;

@@ -298,6 +298,7 @@ SendRecvRecord SendRecvBench::run_size(size_t si) {
     }
   }
   SendRecvRecord local{bytes, opt_.verb, mine};
+  // To every rank: each rank's exit code counts the wrong bytes of every pair.
   auto gathered = ctx_.bootstrap().all_gather_strings(to_json(local).at("pairs").dump());
   return SendRecvRecord{bytes, opt_.verb, merge_pairs(gathered)};
 }
