@@ -184,11 +184,10 @@ TEST_CASE("ucx: thousands of batched writes in a row, through Progress, deliver 
 // 20000 sends that each finish inside their own post (tcp's eager path), with no poll
 // between them, once overran the completion ring (pool + 1024) and lost ~2600
 // completions: an operation's slot is now held until poll() hands out its completion.
-// The transport hands a receive to UCX at its next poll(), not inside post_recv (see
-// ucx_transport.cc): messages that arrived before their receives were posted, and
-// receives posted and left unpolled while the sends that match them go out (a ping-pong's
-// order), still match first-in first-out.
-TEST_CASE("ucx: receives posted after their messages arrived, or left unpolled, match in order", "[ucx]") {
+// Messages that arrived before their receives were posted (UCX keeps them as unexpected)
+// and receives posted in a ping-pong's order, each side's receive before its send with no
+// poll between, match first-in first-out.
+TEST_CASE("ucx: messages that arrive before their receives are posted match in order", "[ucx]") {
   for (const auto& prov : kTls) {
     DYNAMIC_SECTION(prov) {
       run_ranks(2, [&](Bootstrap& b) {

@@ -14,13 +14,6 @@
 //   (except the first use of a peer's remote key, unpacked once and cached). A slot is
 //   free again only once poll() has handed out its completion, so the completion ring
 //   (pool + notice slots) can never overrun, however many posts finish before a poll.
-// - A receive is handed to UCX (ucp_tag_recv_nbx) at the start of the next poll(), not
-//   inside post_recv: UCX matches messages only inside ucp_worker_progress (or against
-//   its unexpected queue when a receive is posted), and poll() issues the receives, in
-//   order, before it progresses, so they match exactly what they would have matched at
-//   post time. What it saves is the receive's cost between a ping-pong's wait and its
-//   reply: the reply goes out first, and the receive is posted while it flies, as
-//   ucx_perftest posts its receive after its send.
 // - Endpoints use UCP_ERR_HANDLING_MODE_PEER: a dead peer fails its endpoint (its sends,
 //   writes and reads end with the error), and the error callback also fails the tagged
 //   receives posted for that peer, which UCX ties to the worker, not to the endpoint.
@@ -161,9 +154,9 @@ struct Op {
   uint32_t imm = 0;
   bool notice = false;  // a write-with-imm whose notice goes out once the flush ends
   uint32_t index = 0;
-  bool finished = false;     // its completion is queued for poll()
-  void* req = nullptr;       // a receive still posted (cancelled when its region goes)
-  std::byte* buf = nullptr;  // where that receive lands
+  bool finished = false;           // its completion is queued for poll()
+  void* req = nullptr;             // a receive still posted (cancelled when its region goes)
+  const std::byte* buf = nullptr;  // where that receive lands
 };
 
 struct ImmSlot {
@@ -228,7 +221,6 @@ void ep_failed(void* arg, ucp_ep_h ep, ucs_status_t st);
 
 struct Rail {
   std::shared_ptr<RailCore> core;
-  ucp_worker_h worker = nullptr;     // core's, one load nearer for poll()
   std::vector<ucp_ep_h> eps;         // per peer; nullptr until connected
   std::vector<EpOwner> owners;       // per peer: the error callback's argument
   std::vector<ucs_status_t> failed;  // per peer: UCS_OK while its endpoint works
@@ -306,13 +298,9 @@ class UcxTransport final : public RailTransport<std::unique_ptr<Rail>> {
   void release(Op& op) noexcept { free_.push_back(op.index); }
   void push(const Done& d) noexcept { done_[done_tail_++ & done_mask_] = d; }
   bool fail_at_once(Rail& r, int peer, int rail, OpKind kind, uint64_t wr_id, Status& out) noexcept;
-  [[gnu::noinline]] void fail_receives_of_failed_peers(Rail& r) noexcept;
+  void fail_receives_of_failed_peers(Rail& r) noexcept;
   bool lookup_rkey(Rail& r, int rail, int peer, const RemoteSpan& dst, size_t length, ucp_rkey_h& out) noexcept;
   void post_imm_slot(ImmSlot& slot) noexcept;
-  void issue_recv(Op& op) noexcept;
-  [[gnu::noinline]] void issue_pending_recvs() noexcept;
-  [[gnu::noinline]] void repost_imm_slots() noexcept;
-  [[gnu::noinline]] void post_notices() noexcept;
   void post_notice(Op& op) noexcept;
   bool accepted(void* req, Op& op, const char* what) noexcept;
 
@@ -322,10 +310,9 @@ class UcxTransport final : public RailTransport<std::unique_ptr<Rail>> {
   size_t done_head_ = 0;
   size_t done_tail_ = 0;
   size_t done_mask_ = 0;
-  size_t failed_queued_ = 0;             // failed completions in done_
-  std::vector<ImmSlot*> reposts_;        // notice receives to post again at the next poll()
-  std::vector<uint32_t> notices_;        // write-with-imm ops whose flush ended, notice not yet sent
-  std::vector<uint32_t> pending_recvs_;  // receives posted, handed to UCX at the next poll()
+  size_t failed_queued_ = 0;       // failed completions in done_
+  std::vector<ImmSlot*> reposts_;  // notice receives to post again at the next poll()
+  std::vector<uint32_t> notices_;  // write-with-imm ops whose flush ended, notice not yet sent
   uint64_t next_region_id_ = 1;
   TransportCell cell_ = std::make_shared<UcxTransport*>(this);
 };
@@ -378,7 +365,6 @@ UcxTransport::UcxTransport(const UcxOptions& o, int rank, int world_size)
   caps_.kernel_sockets = o.tls.find("tcp") != std::string::npos;
   free_.reserve(kMaxOps);
   notices_.reserve(kMaxOps);
-  pending_recvs_.reserve(kMaxOps);
   for (uint32_t i = kMaxOps; i-- > 0;) {
     ops_[i].t = this;
     ops_[i].index = i;
@@ -394,7 +380,6 @@ UcxTransport::UcxTransport(const UcxOptions& o, int rank, int world_size)
     auto core = open_rail_core(o, o.devices.empty() ? "auto" : o.devices[static_cast<size_t>(r)]);
     auto rail = std::make_unique<Rail>();
     rail->core = std::move(core);
-    rail->worker = rail->core->worker;
     rail->eps.assign(static_cast<size_t>(world_size), nullptr);
     rail->failed.assign(static_cast<size_t>(world_size), UCS_OK);
     for (int peer = 0; peer < world_size; ++peer) rail->owners.push_back(EpOwner{this, r, peer});
@@ -429,7 +414,6 @@ UcxTransport::~UcxTransport() {
     }
     ucp_worker_destroy(worker);
     rail->core->worker = nullptr;
-    rail->worker = nullptr;
   }
 }
 
@@ -450,8 +434,6 @@ Op* UcxTransport::take_op(int peer, int rail, OpKind kind, uint64_t wr_id) noexc
 }
 
 void UcxTransport::cancel_receives_into(const std::byte* data, size_t length) noexcept {
-  // A receive not yet handed to UCX is handed over first, then cancelled as the others.
-  issue_pending_recvs();
   bool cancelled = false;
   for (auto& op : ops_) {
     if (op.req == nullptr || op.buf < data || op.buf >= data + length) continue;
@@ -595,38 +577,20 @@ Status UcxTransport::post_recv(int peer, int rail, const LocalSpan& dst, uint64_
   if (Status s; fail_at_once(r, peer, rail, OpKind::recv, wr_id, s)) return s;
   Op* op = take_op(peer, rail, OpKind::recv, wr_id);
   if (op == nullptr) return Status::retry;
-  op->buf = dst.mr->at(dst.offset);
-  op->bytes = dst.length;
-  pending_recvs_.push_back(op->index);  // room for every op reserved: never allocates
-  return Status::ok;
-}
-
-// Hands a posted receive to UCX (see the file comment: poll() does this before it
-// progresses). A failure completes the receive with status error, as one that fails later.
-void UcxTransport::issue_recv(Op& op) noexcept {
-  Rail& r = *rails_[static_cast<size_t>(op.rail)];
-  // Its peer failed since the post: the receive fails as the ones UCX held do.
-  if (const ucs_status_t st = r.failed[static_cast<size_t>(op.peer)]; st != UCS_OK) {
-    finish(op, st, 0);
-    return;
-  }
   ucp_request_param_t p{};
   // Always through the callback: UCX 1.13 leaves recv_info unfilled (length 0) when a
   // receive matches an unexpected message at once.
   p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
   p.cb.recv = recv_done;
-  p.user_data = &op;
-  void* req = ucp_tag_recv_nbx(r.worker, op.buf, op.bytes, static_cast<ucp_tag_t>(op.peer), kAllBits, &p);
-  if (UCS_PTR_IS_ERR(req)) {
-    finish(op, UCS_PTR_STATUS(req), 0);
-    return;
+  p.user_data = op;
+  void* req =
+      ucp_tag_recv_nbx(r.core->worker, dst.mr->at(dst.offset), dst.length, static_cast<ucp_tag_t>(peer), kAllBits, &p);
+  if (!accepted(req, *op, "recv")) return Status::error;
+  if (!op->finished) {  // a callback inside ucp_tag_recv_nbx may have finished it already
+    op->req = req;
+    op->buf = dst.mr->at(dst.offset);
   }
-  if (!op.finished) op.req = req;  // a callback inside ucp_tag_recv_nbx may have finished it
-}
-
-void UcxTransport::issue_pending_recvs() noexcept {
-  for (const uint32_t index : pending_recvs_) issue_recv(ops_[index]);
-  pending_recvs_.clear();
+  return Status::ok;
 }
 
 bool UcxTransport::lookup_rkey(Rail& r, int rail, int peer, const RemoteSpan& dst, size_t length,
@@ -754,34 +718,19 @@ Status UcxTransport::post_read(int peer, int rail, const LocalSpan& dst, const R
   return accepted(req, *op, "read") ? Status::ok : Status::error;
 }
 
-void UcxTransport::repost_imm_slots() noexcept {
+size_t UcxTransport::poll(std::span<Completion> out) noexcept {
+  // Notice receives whose completions the last poll handed out are posted again.
   for (ImmSlot* slot : reposts_) post_imm_slot(*slot);
   reposts_.clear();
-}
-
-void UcxTransport::post_notices() noexcept {
-  for (size_t i = 0; i < notices_.size(); ++i) post_notice(ops_[notices_[i]]);
-  notices_.clear();
-}
-
-// An idle poll is a waiting rank's spin: what it costs a turn is time before the message
-// is noticed. So everything but the progress calls is a test and, when there is work,
-// a call (the helpers are not inlined, which keeps this frame small), and an idle poll
-// returns before the completion ring is touched.
-size_t UcxTransport::poll(std::span<Completion> out) noexcept {
-  // Receives posted since the last poll, in post order, before anything can match them.
-  if (!pending_recvs_.empty()) issue_pending_recvs();
-  // Notice receives whose completions the last poll handed out are posted again.
-  if (!reposts_.empty()) repost_imm_slots();
   // One progress call per rail: a second one, to drain, costs a whole pass over UCX's
   // transports, which an 8 B ping-pong pays on every message; the caller polls again.
   for (auto& rail : rails_) {
-    ucp_worker_progress(rail->worker);
+    ucp_worker_progress(rail->core->worker);
     if (rail->receives_to_fail) fail_receives_of_failed_peers(*rail);
   }
   // Notices go out after the flush that orders them, from here rather than the callback.
-  if (!notices_.empty()) post_notices();
-  if (done_head_ == done_tail_) return 0;
+  for (size_t i = 0; i < notices_.size(); ++i) post_notice(ops_[notices_[i]]);
+  notices_.clear();
   size_t n = 0;
   while (n < out.size() && done_head_ != done_tail_) {
     const Done& d = done_[done_head_++ & done_mask_];
