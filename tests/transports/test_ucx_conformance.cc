@@ -184,6 +184,48 @@ TEST_CASE("ucx: thousands of batched writes in a row, through Progress, deliver 
 // 20000 sends that each finish inside their own post (tcp's eager path), with no poll
 // between them, once overran the completion ring (pool + 1024) and lost ~2600
 // completions: an operation's slot is now held until poll() hands out its completion.
+// Messages that arrived before their receives were posted (UCX keeps them as unexpected)
+// and receives posted in a ping-pong's order, each side's receive before its send with no
+// poll between, match first-in first-out.
+TEST_CASE("ucx: messages that arrive before their receives are posted match in order", "[ucx]") {
+  for (const auto& prov : kTls) {
+    DYNAMIC_SECTION(prov) {
+      run_ranks(2, [&](Bootstrap& b) {
+        auto t = open_ucx(prov, b);
+        Progress p(*t, 20);
+        const int peer = 1 - b.rank();
+        std::vector<uint32_t> out(8), in(8, 0);
+        std::iota(out.begin(), out.end(), 100U * static_cast<uint32_t>(b.rank()));
+        auto omr = t->register_memory(out.data(), out.size() * 4, MemoryKind::host);
+        auto imr = t->register_memory(in.data(), in.size() * 4, MemoryKind::host);
+        // Rank 0 sends first; its sends complete in later waits (over tcp they need rank
+        // 1's progress, which the barrier holds up).
+        if (b.rank() == 0)
+          for (size_t i = 0; i < 4; ++i) p.send(peer, 0, LocalSpan{omr.get(), i * 4, 4});
+        b.barrier();
+        if (b.rank() == 1) {
+          // Rank 0's messages arrive unexpected here: drive progress until they are in.
+          for (auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(200);
+               std::chrono::steady_clock::now() < end;)
+            p.poll_once();
+          for (size_t i = 0; i < 4; ++i) p.recv(peer, 0, LocalSpan{imr.get(), i * 4, 4});
+          p.wait_all("receives of messages that arrived first");
+        }
+        // A ping-pong: each side posts its receive and its send without polling between.
+        for (size_t i = 4; i < 8; ++i) {
+          const uint64_t r = p.recv(peer, 0, LocalSpan{imr.get(), i * 4, 4});
+          if (b.rank() == 0) p.send(peer, 0, LocalSpan{omr.get(), i * 4, 4});
+          p.wait(r, "a ping-pong message");
+          if (b.rank() == 1) p.send(peer, 0, LocalSpan{omr.get(), i * 4, 4});
+        }
+        p.wait_all("the ping-pong");
+        for (size_t i = (b.rank() == 1 ? 0 : 4); i < 8; ++i)
+          expect(in[i] == 100U * static_cast<uint32_t>(peer) + i, fmt::format("message {} out of order", i));
+      });
+    }
+  }
+}
+
 TEST_CASE("ucx: posting far more than the queues hold is absorbed by retry", "[ucx]") {
   for (const auto& prov : kTls) {
     DYNAMIC_SECTION(prov) {

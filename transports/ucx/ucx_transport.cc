@@ -44,7 +44,10 @@ namespace {
 constexpr uint64_t kImmBit = uint64_t{1} << 63;
 constexpr uint64_t kAllBits = ~uint64_t{0};
 constexpr size_t kMaxOps = 16384;  // operations in flight, all peers and rails
-constexpr size_t kImmSlots = 64;   // notices pre-posted per rail; UCX keeps the rest unexpected
+// Notices pre-posted per peer and rail; UCX keeps the rest unexpected. Each matches its
+// peer's full tag: a receive with a partial tag mask goes on UCX's wildcard list, which
+// every arriving message then scans (64 of them cost an 8 B ping-pong ~0.13 us a message).
+constexpr size_t kImmSlots = 2;
 constexpr size_t kMaxBatch = 256;
 
 struct ConfigFree {
@@ -162,6 +165,7 @@ struct Op {
 struct ImmSlot {
   UcxTransport* t = nullptr;
   int rail = 0;
+  int peer = 0;  // whose notices it takes
   uint32_t value = 0;
   void* req = nullptr;  // the posted receive, cancelled at teardown
 };
@@ -373,9 +377,10 @@ UcxTransport::UcxTransport(const UcxOptions& o, int rank, int world_size)
   const int n = o.devices.empty() ? o.num_rails : static_cast<int>(o.devices.size());
   // A power of two, so the ring indexes with a mask: a division on every completion
   // is a measurable share of an 8 B ping-pong.
-  done_.resize(std::bit_ceil(kMaxOps + kImmSlots * static_cast<size_t>(n)));
+  const size_t notices = kImmSlots * static_cast<size_t>(world_size) * static_cast<size_t>(n);
+  done_.resize(std::bit_ceil(kMaxOps + notices));
   done_mask_ = done_.size() - 1;
-  reposts_.reserve(kImmSlots * static_cast<size_t>(n));
+  reposts_.reserve(notices);
   for (int r = 0; r < n; ++r) {
     auto core = open_rail_core(o, o.devices.empty() ? "auto" : o.devices[static_cast<size_t>(r)]);
     auto rail = std::make_unique<Rail>();
@@ -383,10 +388,12 @@ UcxTransport::UcxTransport(const UcxOptions& o, int rank, int world_size)
     rail->eps.assign(static_cast<size_t>(world_size), nullptr);
     rail->failed.assign(static_cast<size_t>(world_size), UCS_OK);
     for (int peer = 0; peer < world_size; ++peer) rail->owners.push_back(EpOwner{this, r, peer});
-    rail->imm_slots.resize(kImmSlots);
-    for (auto& s : rail->imm_slots) {
+    rail->imm_slots.resize(kImmSlots * static_cast<size_t>(world_size));
+    for (size_t i = 0; i < rail->imm_slots.size(); ++i) {
+      ImmSlot& s = rail->imm_slots[i];
       s.t = this;
       s.rail = r;
+      s.peer = static_cast<int>(i / kImmSlots);
     }
     rails_.push_back(std::move(rail));
   }
@@ -526,8 +533,8 @@ void UcxTransport::post_imm_slot(ImmSlot& slot) noexcept {
   p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
   p.cb.recv = imm_done;
   p.user_data = &slot;
-  void* req =
-      ucp_tag_recv_nbx(rails_[static_cast<size_t>(slot.rail)]->core->worker, &slot.value, 4, kImmBit, kImmBit, &p);
+  void* req = ucp_tag_recv_nbx(rails_[static_cast<size_t>(slot.rail)]->core->worker, &slot.value, 4,
+                               kImmBit | static_cast<uint64_t>(slot.peer), kAllBits, &p);
   if (UCS_PTR_IS_ERR(req)) {
     set_error("posting a notice receive on rail {}: {}", slot.rail, ucs_status_string(UCS_PTR_STATUS(req)));
     return;
