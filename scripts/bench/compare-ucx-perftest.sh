@@ -9,6 +9,9 @@
 #   TLS="shm" scripts/bench/compare-ucx-perftest.sh        (only some transports)
 #   CASES="tag put" scripts/bench/compare-ucx-perftest.sh  (tag, put, get)
 #   ERR=none scripts/bench/compare-ucx-perftest.sh        (ucx_perftest without -e)
+#   scripts/rxe-vm/run.sh --rails 1 --env TLS=rc_verbs -- scripts/bench/compare-ucx-perftest.sh
+#                                      (rc_verbs on rxe0 inside the soft-RoCE VM: fewer
+#                                       messages, since each costs milliseconds there)
 # railbench's endpoints handle peer failure (UCP_ERR_HANDLING_MODE_PEER, with shared
 # memory's error handling on and a 1 s keepalive), so ucx_perftest runs with -e and the
 # same settings by default (ERR=peer); ERR=none runs it without them: the two runs' perftest
@@ -49,8 +52,17 @@ port=$((20000 + RANDOM % 20000))
 # size  latency-iterations  bandwidth-messages  window
 sizes=("8 1000 8192 128" "65536 200 2048 128" "4194304 40 256 32")
 
+# rc_verbs (soft-RoCE, rxe0): the counts cut to what TCG emulation moves in seconds.
+rc_sizes=("8 100 64 8" "65536 20 128 16" "4194304 4 16 4")
+
 env_for() { # env_for TLS: the UCX environment ucx_perftest runs with
-  if [[ $1 == tcp ]]; then echo "UCX_TLS=tcp UCX_NET_DEVICES=lo $err_env"; else echo "UCX_TLS=$1 $err_env"; fi
+  case $1 in
+    tcp) echo "UCX_TLS=tcp UCX_NET_DEVICES=lo $err_env" ;;
+    # What railbench sets on rxe (transports/ucx/README.md): ud_verbs to wire rc up, and
+    # its destination-GID check off; the shared-memory settings do not apply.
+    rc_verbs) echo "UCX_TLS=rc_verbs,ud_verbs:aux UCX_NET_DEVICES=rxe0:1 UCX_UD_VERBS_ETH_DGID_CHECK=n ${err_env:+UCX_KEEPALIVE_INTERVAL=1s}" ;;
+    *) echo "UCX_TLS=$1 $err_env" ;;
+  esac
 }
 
 perftest() { # perftest TLS OUT ARGS... : server and client on this host
@@ -59,9 +71,16 @@ perftest() { # perftest TLS OUT ARGS... : server and client on this host
   port=$((port + 1))
   env $(env_for "$tls") timeout 300 ucx_perftest -p "$port" "${err_flag[@]}" "$@" >/dev/null 2>&1 &
   local server=$!
-  sleep 0.5
-  env $(env_for "$tls") timeout 300 ucx_perftest localhost -p "$port" "${err_flag[@]}" "$@" >"$out" 2>&1 || {
-    echo "compare-ucx-perftest: ucx_perftest $* over $tls failed:" >&2
+  # The server may take seconds to listen where processes start slowly (the VM): retry.
+  local try rc
+  for try in {1..40}; do
+    sleep 0.5
+    rc=0
+    env $(env_for "$tls") timeout 300 ucx_perftest localhost -p "$port" "${err_flag[@]}" "$@" >"$out" 2>&1 || rc=$?
+    if ((rc == 0)) || ! grep -q "Connection refused" "$out"; then break; fi
+  done
+  ((rc == 0)) || {
+    echo "compare-ucx-perftest: ucx_perftest $* over $tls failed (try $try):" >&2
     cat "$out" >&2
     exit 1
   }
@@ -72,6 +91,7 @@ railbench() { # railbench TLS OUT.json ARGS... : 2 ranks
   local tls=$1 json=$2 rails=()
   shift 2
   [[ $tls == tcp ]] && rails=(--rails lo)
+  [[ $tls == rc_verbs ]] && rails=(--rails rxe0:1)
   rb_mpirun 2 "$rb" sendrecv -t "ucx:$tls" "${rails[@]}" --json "$json" "$@" >/dev/null 2>"$work/railbench.err" || {
     cat "$work/railbench.err" >&2
     exit 1
@@ -82,7 +102,9 @@ echo "# compare-ucx-perftest: UCX $(ucx_info -v | awk '/^# Version/ {print $3}')
   "$(nproc) CPUs, TLS: ${tlss[*]}, cases: ${cases[*]}, ucx_perftest error handling: $err"
 for ((r = 0; r < reps; ++r)); do
   for tls in "${tlss[@]}"; do
-    for c in "${sizes[@]}"; do
+    tls_sizes=("${sizes[@]}")
+    [[ $tls == rc_verbs ]] && tls_sizes=("${rc_sizes[@]}")
+    for c in "${tls_sizes[@]}"; do
       read -r size lat_n bw_n depth <<<"$c"
       for case in "${cases[@]}"; do
         case $case in

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The soft-RoCE cases, run INSIDE the rxe VM (scripts/rxe-vm/run.sh --rails 2), one VM
 # boot per group since a boot costs ~30 s under TCG:
-#   cases.sh verbs|ofi-verbs|bad-input|counters RAILBENCH [VERBS_TESTS]
+#   cases.sh verbs|ofi-verbs|ucx-verbs|bad-input|counters RAILBENCH [VERBS_TESTS]
 # Each case is tests/bench/mpi_case.sh: real processes under a real mpirun, results
 # validated by check_results.py (every pair on every rail, #wrong 0). rxe under TCG
 # moves ~20 MB/s, so sizes and iteration counts are small.
@@ -77,6 +77,21 @@ case $group in
         "$rb" allreduce -t ofi:verbs --rails 2 "${ar[@]}"
     done
     ;;
+  ucx-verbs)
+    # UCX's own verbs transport on the rxe devices, a rail each (transports/ucx/README.md:
+    # what UCX 1.13 needs there). rc_verbs under TCG costs ~4 ms a message, so few of them.
+    rails=(--rails rxe0:1,rxe1:1)
+    run "ucx:rc_verbs sendrecv -np 2, 2 rails" 2 expect-ok "--command sendrecv --check --rails 2" -- \
+      "$rb" sendrecv -t ucx:rc_verbs "${rails[@]}" -b 8 -e 64K -f 8 -n 20 -w 2 --window 8 --bw-iters 2 -c
+    run "ucx:rc_verbs allreduce -np 2, 2 rails" 2 expect-ok "--command allreduce --check --rails 2" -- \
+      "$rb" allreduce -t ucx:rc_verbs "${rails[@]}" "${ar[@]}"
+    # One-sided: puts, each completed by its endpoint's flush.
+    run "ucx:rc_verbs sendrecv --verb write -np 2, 2 rails" 2 expect-ok "--command sendrecv --check --rails 2" -- \
+      "$rb" sendrecv -t ucx:rc_verbs "${rails[@]}" --verb write -b 8 -e 64K -f 8 -n 20 -w 2 --window 8 --bw-iters 2 -c
+    # UCX choosing, on an rxe rail: without the ud_verbs setting its wire-up times out.
+    run "ucx (UCX picks) sendrecv --verb read -np 2 on rxe0" 2 expect-ok "--command sendrecv --check" -- \
+      "$rb" sendrecv -t ucx --rails rxe0:1 --verb read -b 8 -e 64K -f 8 -n 20 -w 2 --window 8 --bw-iters 2 -c
+    ;;
   bad-input)
     run "bad input: a device that does not exist" 2 expect-error "nosuch0.*rxe0.*rxe1" -- \
       "$rb" sendrecv -t verbs --rails nosuch0
@@ -126,7 +141,7 @@ PY
     rm -f "$json"
     ;;
   *)
-    echo "usage: cases.sh verbs|ofi-verbs|bad-input|counters RAILBENCH" >&2
+    echo "usage: cases.sh verbs|ofi-verbs|ucx-verbs|bad-input|counters RAILBENCH" >&2
     exit 2
     ;;
 esac

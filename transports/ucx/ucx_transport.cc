@@ -34,6 +34,7 @@
 
 #include "lib/core/errors.h"
 #include "lib/transport/transport_base.h"
+#include "transports/ucx/ucx_rxe.h"
 #include "transports/ucx/ucx_status.h"
 #include "transports/ucx/ucx_transport.h"
 
@@ -109,8 +110,9 @@ std::shared_ptr<RailCore> open_rail_core(const UcxOptions& o, const std::string&
   ucs_status_t st = ucp_config_read(nullptr, nullptr, &raw);
   if (st != UCS_OK) throw TransportError(fmt::format("ucp_config_read: {}", ucs_status_string(st)));
   std::unique_ptr<ucp_config_t, ConfigFree> config(raw);
-  if (!o.tls.empty() && (st = ucp_config_modify(raw, "TLS", o.tls.c_str())) != UCS_OK)
-    throw UsageError(fmt::format("UCX_TLS={}: {}", o.tls, ucs_status_string(st)));
+  const std::string tls = tls_with_aux(o.tls);  // ucx_rxe.h: rc_verbs needs its auxiliary
+  if (!tls.empty() && (st = ucp_config_modify(raw, "TLS", tls.c_str())) != UCS_OK)
+    throw UsageError(fmt::format("UCX_TLS={}: {}", tls, ucs_status_string(st)));
   if (!o.devices.empty() && (st = ucp_config_modify(raw, "NET_DEVICES", core->device.c_str())) != UCS_OK)
     throw UsageError(fmt::format("UCX_NET_DEVICES={}: {}", core->device, ucs_status_string(st)));
   // Endpoints ask for peer-failure handling, which every transport on them must offer:
@@ -120,6 +122,7 @@ std::shared_ptr<RailCore> open_rail_core(const UcxOptions& o, const std::string&
   if (may_use_shared_memory(o.tls))  // elsewhere UCX warns of an option no transport takes
     set_default(raw, "MM_ERROR_HANDLING", "y", {"POSIX_ERROR_HANDLING", "SYSV_ERROR_HANDLING"});
   set_default(raw, "KEEPALIVE_INTERVAL", "1s");
+  for (const auto& s : rxe_settings(device)) set_default(raw, s.name.c_str(), s.value.c_str(), {s.alias.c_str()});
   ucp_params_t params{};
   params.field_mask = UCP_PARAM_FIELD_FEATURES;
   params.features = UCP_FEATURE_TAG | UCP_FEATURE_RMA;
@@ -779,6 +782,7 @@ void check_options(const UcxOptions& o) {
       const size_t comma = std::min(rest.find(',', pos), rest.size());
       std::string tl = rest.substr(pos, comma - pos);
       if (!tl.empty() && (tl[0] == '^' || tl[0] == '\\')) tl.erase(0, 1);
+      if (const size_t colon = tl.find(':'); colon != std::string::npos) tl.erase(colon);  // "ud_verbs:aux"
       if (!tl.empty() && !tls.count(tl) && !kAliases.count(tl))
         throw UsageError(
             fmt::format("ucx: unknown UCX transport '{}': this host's UCX {} offers {} (and aliases shm, "
