@@ -622,7 +622,7 @@ int KvCacheBench::run() {
                                 ? "per-block"
                                 : to_string(plan_.modes.empty() ? KvMode::contiguous : plan_.modes.front());
   json what_if = print_what_if(ctx_, presets_, plan_.dtype_bytes, opt_.kv_dtype, basis, efficiency[basis],
-                               ctx_.transport().provider());
+                               ctx_.transport().provider(), ctx_.transport().rail_info(0).name);
   what_if["efficiency_by_mode"] = efficiency;
   results.set("what_if", what_if);
   if (common_.check) ctx_.print(fmt::format("# Wrong bytes : {} {}", total_wrong, total_wrong ? "FAILED" : "OK"));

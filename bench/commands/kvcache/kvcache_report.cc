@@ -40,21 +40,24 @@ void print_kv_row(const RunContext& ctx, const KvRecord& r) {
                         r.checked ? fmt::format("{}", r.wrong) : std::string("N/A")));
 }
 
-std::string host_transport_note(const std::string& provider) {
+std::string host_transport_note(const std::string& provider, const std::string& device) {
   const std::string_view p = provider;
   if (p.starts_with("shm")) return "shared memory between processes on this host";
   if (p.starts_with("tcp") || p.starts_with("sockets")) return "the host's TCP stack";
   if (p.starts_with("udp")) return "the host's UDP stack";
-  if (p.starts_with("rxe")) return "soft-RoCE (rxe): the CPU emulating a NIC";
+  // A provider named after its transport (ucx's rc_verbs, libfabric's verbs) says nothing of
+  // the device under it: soft-RoCE is told by the device's name.
+  if (p.starts_with("rxe") || std::string_view(device).starts_with("rxe"))
+    return "soft-RoCE (rxe): the CPU emulating a NIC";
   return "";
 }
 
 json print_what_if(const RunContext& ctx, const std::vector<KvModel>& presets, int dtype_bytes,
-                   const std::string& kv_dtype, const std::string& mode, double efficiency,
-                   const std::string& provider) {
+                   const std::string& kv_dtype, const std::string& mode, double efficiency, const std::string& provider,
+                   const std::string& device) {
   const uint64_t token_counts[] = {4096, 32768, 131072};
   const double rates_gbps[] = {400, 800, 1600};
-  const std::string host = host_transport_note(provider);
+  const std::string host = host_transport_note(provider, device);
   ctx.print("#");
   ctx.print(
       fmt::format("# what-if: one request's KV at line rate, scaled by the {} efficiency measured here ({:.2f} "

@@ -37,14 +37,16 @@ void print_kv_row(const RunContext& ctx, const KvRecord& r);
 
 // What the efficiency was measured through when that is not a NIC (libfabric's shm, tcp,
 // sockets or udp providers, soft-RoCE), in words for the what-if table's header; ""
-// for a hardware NIC. `provider` is Transport::provider() ("shm", "tcp;ofi_rxm", "rxe0").
-std::string host_transport_note(const std::string& provider);
+// for a hardware NIC. `provider` is Transport::provider() ("shm", "tcp;ofi_rxm", "rxe0",
+// ucx's "rc_verbs"); `device` is rail 0's device ("rxe0:1"), which tells soft-RoCE where the
+// provider is named after its transport.
+std::string host_transport_note(const std::string& provider, const std::string& device = "");
 
 // For every preset x {4K, 32K, 128K} tokens x {400, 800, 1600} Gb/s: bytes / (line rate
 // x efficiency). Prints the table and returns it as JSON. `provider` as for
 // host_transport_note: a host transport's efficiency is flagged in the header.
 nlohmann::json print_what_if(const RunContext& ctx, const std::vector<KvModel>& presets, int dtype_bytes,
                              const std::string& kv_dtype, const std::string& mode, double efficiency,
-                             const std::string& provider);
+                             const std::string& provider, const std::string& device = "");
 
 }  // namespace railbench
