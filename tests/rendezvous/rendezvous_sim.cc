@@ -123,36 +123,40 @@ double block_phase(Bootstrap& b, size_t block) {
   return s;
 }
 
+// Rank r's block of a variable-length phase: one byte shorter on odd ranks, as results
+// of different lengths are, filled with the phase's pattern.
+std::vector<uint8_t> uneven_block(int rank, size_t bytes, int phase) {
+  std::vector<uint8_t> block(bytes - static_cast<size_t>(rank % 2));
+  for (size_t i = 0; i < block.size(); ++i) block[i] = pattern(rank, i, phase);
+  return block;
+}
+
 // Ranks' results differ in length, as validate's do: all_gather_v pads to the longest.
 double results_phase(Bootstrap& b, size_t results) {
-  std::vector<uint8_t> res(results - static_cast<size_t>(b.rank() % 2));
-  for (size_t i = 0; i < res.size(); ++i) res[i] = pattern(b.rank(), i, 2);
+  const std::vector<uint8_t> res = uneven_block(b.rank(), results, 2);
   auto t0 = Clock::now();
   const auto got = b.all_gather_v(res);
   const double s = railbench::seconds_between(t0, Clock::now());
-  for (int r = 0; r < b.size(); ++r) {
-    bool ok = got[r].size() == results - static_cast<size_t>(r % 2);
-    for (size_t i = 0; ok && i < got[r].size(); ++i) ok = got[r][i] == pattern(r, i, 2);
-    if (!ok) throw railbench::BootstrapError(fmt::format("rank {}: rank {}'s results arrived wrong", b.rank(), r));
-  }
+  for (int r = 0; r < b.size(); ++r)
+    if (got[r] != uneven_block(r, results, 2))
+      throw railbench::BootstrapError(fmt::format("rank {}: rank {}'s results arrived wrong", b.rank(), r));
   return s;
 }
 
 // The per-rank results gathered to rank 0 only: the root checks every block, the others
 // that they got nothing.
 double gather_phase(Bootstrap& b, size_t bytes) {
-  std::vector<uint8_t> mine(bytes - static_cast<size_t>(b.rank() % 2));
-  for (size_t i = 0; i < mine.size(); ++i) mine[i] = pattern(b.rank(), i, 3);
+  const std::vector<uint8_t> mine = uneven_block(b.rank(), bytes, 3);
   auto t0 = Clock::now();
   const auto got = b.gather_v(mine);
   const double s = railbench::seconds_between(t0, Clock::now());
-  if (b.rank() != 0 && !got.empty())
-    throw railbench::BootstrapError(fmt::format("rank {}: got {} blocks of a gather to rank 0", b.rank(), got.size()));
-  for (size_t r = 0; b.rank() == 0 && r < got.size(); ++r) {
-    bool ok = got.size() == static_cast<size_t>(b.size()) && got[r].size() == bytes - r % 2;
-    for (size_t i = 0; ok && i < got[r].size(); ++i) ok = got[r][i] == pattern(static_cast<int>(r), i, 3);
-    if (!ok) throw railbench::BootstrapError(fmt::format("rank 0: rank {}'s gathered block arrived wrong", r));
-  }
+  const size_t want = b.rank() == 0 ? static_cast<size_t>(b.size()) : 0;
+  if (got.size() != want)
+    throw railbench::BootstrapError(
+        fmt::format("rank {}: got {} blocks of a gather to rank 0, expected {}", b.rank(), got.size(), want));
+  for (size_t r = 0; r < got.size(); ++r)
+    if (got[r] != uneven_block(static_cast<int>(r), bytes, 3))
+      throw railbench::BootstrapError(fmt::format("rank 0: rank {}'s gathered block arrived wrong", r));
   return s;
 }
 

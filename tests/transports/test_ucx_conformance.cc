@@ -181,9 +181,6 @@ TEST_CASE("ucx: thousands of batched writes in a row, through Progress, deliver 
   }
 }
 
-// 20000 sends that each finish inside their own post (tcp's eager path), with no poll
-// between them, once overran the completion ring (pool + 1024) and lost ~2600
-// completions: an operation's slot is now held until poll() hands out its completion.
 // Messages that arrived before their receives were posted (UCX keeps them as unexpected)
 // and receives posted in a ping-pong's order, each side's receive before its send with no
 // poll between, match first-in first-out.
@@ -226,6 +223,9 @@ TEST_CASE("ucx: messages that arrive before their receives are posted match in o
   }
 }
 
+// 20000 sends that each finish inside their own post (tcp's eager path), with no poll
+// between them, once overran the completion ring (pool + 1024) and lost ~2600
+// completions: an operation's slot is now held until poll() hands out its completion.
 TEST_CASE("ucx: posting far more than the queues hold is absorbed by retry", "[ucx]") {
   for (const auto& prov : kTls) {
     DYNAMIC_SECTION(prov) {
