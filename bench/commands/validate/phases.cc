@@ -275,7 +275,7 @@ bool phase_cabling(ValidateState& s) {
 }
 
 // After a transport refused to open: what each rank's port did since the inventory.
-enum class PortSince : int { steady = 0, back_up = 1, down = 2 };
+enum class PortSince : int { steady, back_up, down };
 
 // Waits (until `deadline`) for this rank's port to come back if it is down, and says
 // whether it went down since the inventory at all.
@@ -306,14 +306,13 @@ bool open_rail(ValidateState& s) {
       s.ctx.open_transport();
       break;
     } catch (const AgreedError& e) {
-      const auto ports = s.ctx.bootstrap().all_gather_value(static_cast<int>(wait_for_my_port(s, deadline)));
-      if (std::all_of(ports.begin(), ports.end(), [](int p) { return p == static_cast<int>(PortSince::steady); }))
-        throw;
+      const auto ports = s.ctx.bootstrap().all_gather_value(wait_for_my_port(s, deadline));
+      if (std::all_of(ports.begin(), ports.end(), [](PortSince p) { return p == PortSince::steady; })) throw;
       const bool gave_up = Clock::now() >= deadline;
-      if (!gave_up && std::count(ports.begin(), ports.end(), static_cast<int>(PortSince::down)) == 0) {
+      if (!gave_up && std::count(ports.begin(), ports.end(), PortSince::down) == 0) {
         std::string back;
         for (int r = 0; r < s.ctx.size(); ++r)
-          if (ports[r] != static_cast<int>(PortSince::steady))
+          if (ports[r] != PortSince::steady)
             back += (back.empty() ? "" : ", ") + link_name(s.c, s.L.node_names, {s.L.node_of[r], s.L.slot_of[r]});
         s.ctx.print(
             fmt::format("# transport refused to open while {} went down after the inventory; back up, "
@@ -322,10 +321,10 @@ bool open_rail(ValidateState& s) {
         continue;
       }
       for (int r = 0; r < s.ctx.size(); ++r) {
-        if (ports[r] == static_cast<int>(PortSince::steady)) continue;
+        if (ports[r] == PortSince::steady) continue;
         const int node = s.L.node_of[r], slot = s.L.slot_of[r];
         const std::string why =
-            ports[r] == static_cast<int>(PortSince::down)
+            ports[r] == PortSince::down
                 ? fmt::format("port {} went down after the inventory and stayed down", s.c.rails[slot].nic)
                 : fmt::format("port {} went down after the inventory and kept the transport from opening",
                               s.c.rails[slot].nic);
