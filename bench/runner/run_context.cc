@@ -273,6 +273,7 @@ json RunContext::results_header(json config) const {
                {{"size", size_},
                 {"hosts", num_hosts()},
                 {"bootstrap", bootstrap_.kind()},
+                {"bootstrap_layout", bootstrap_.layout()},
                 {"launcher", bootstrap_.place().launcher},
                 {"ranks", ranks}}},
               {"transport", std::move(transport)}};

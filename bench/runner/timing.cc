@@ -21,7 +21,7 @@ std::vector<double> time_iterations(RunContext& ctx, int warmup, int iters, cons
     if (timeline) timeline->mark(prev, now);
     prev = now;
   }
-  return max_over_ranks(ctx.bootstrap().all_gather_vectors(local));
+  return ctx.bootstrap().all_reduce_max(local);
 }
 
 CollectiveSide collective_side(const std::vector<double>& iter_us, uint64_t bytes, Pattern pattern, int ranks) {

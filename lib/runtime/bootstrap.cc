@@ -31,6 +31,21 @@ std::vector<std::vector<uint8_t>> Bootstrap::all_gather_v(std::span<const uint8_
   return out;
 }
 
+std::vector<double> Bootstrap::all_reduce_max(std::span<const double> mine) {
+  const auto all = all_gather_vectors(mine);
+  std::vector<double> out(mine.begin(), mine.end());
+  for (const auto& theirs : all) {
+    if (theirs.size() != out.size()) {
+      throw BootstrapError(
+          fmt::format("bootstrap all_reduce_max: a rank gave {} values, this rank {}: every rank "
+                      "must give the same count",
+                      theirs.size(), out.size()));
+    }
+    for (size_t i = 0; i < out.size(); ++i) out[i] = std::max(out[i], theirs[i]);
+  }
+  return out;
+}
+
 std::vector<std::string> Bootstrap::all_gather_strings(const std::string& s) {
   auto blocks = all_gather_v(std::span(reinterpret_cast<const uint8_t*>(s.data()), s.size()));
   std::vector<std::string> out;

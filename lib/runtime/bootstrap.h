@@ -28,6 +28,15 @@ class Bootstrap {
   virtual void all_gather(std::span<const std::byte> in, std::span<std::byte> out) = 0;
   virtual void barrier() = 0;
 
+  // The elementwise maximum over ranks of a vector every rank gives, with the same length
+  // on every rank (an iteration's time is its slowest rank's), returned on every rank.
+  // Done as an all-gather unless the bootstrap has a reduction of its own.
+  virtual std::vector<double> all_reduce_max(std::span<const double> mine);
+
+  // How the collectives travel: "star" (through rank 0), "tree", or the bootstrap's kind
+  // where it has one way only (MPI's own algorithms, threads in one process).
+  virtual std::string layout() const { return kind(); }
+
   // Ends every rank of the job after an error that other ranks may not have seen
   // (MPI_Abort under MPI), so nothing is left waiting. Never returns.
   [[noreturn]] virtual void abort(int code) noexcept;
@@ -138,6 +147,9 @@ struct TcpRendezvous {
   std::string job_token;     // shared by every rank of one launch; a hello with another is refused
   bool bind_any = false;     // rank 0 listens on every address instead of root's host only
   std::string bind_address;  // else, when set: rank 0 listens here instead of on root's host
+  // RAILBENCH_BOOTSTRAP_TOPOLOGY: "auto" (a tree from 64 ranks), "star" or "tree"; rank 0's
+  // setting is the one the job takes.
+  std::string topology = "auto";
 };
 
 // Rendezvous over TCP: rank 0 listens on `where.root`, every other rank connects to it.

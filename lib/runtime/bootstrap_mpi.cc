@@ -70,6 +70,16 @@ class MpiBootstrap final : public Bootstrap {
     wait(req, "barrier");
   }
 
+  std::vector<double> all_reduce_max(std::span<const double> mine) override {
+    std::vector<double> out(mine.size());
+    MPI_Request req;
+    check_mpi(MPI_Iallreduce(mine.data(), out.data(), static_cast<int>(mine.size()), MPI_DOUBLE, MPI_MAX,
+                             MPI_COMM_WORLD, &req),
+              "MPI_Iallreduce");
+    wait(req, "all_reduce_max");
+    return out;
+  }
+
   [[noreturn]] void abort(int code) noexcept override {
     MPI_Abort(MPI_COMM_WORLD, code);
     std::_Exit(code);

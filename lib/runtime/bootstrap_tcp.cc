@@ -14,6 +14,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <optional>
 #include <thread>
 #include <utility>
 
@@ -25,6 +26,7 @@
 #include "lib/runtime/rendezvous_frame.h"
 #include "lib/runtime/rendezvous_root.h"
 #include "lib/runtime/rendezvous_socket.h"
+#include "lib/runtime/rendezvous_tree.h"
 
 namespace railbench {
 
@@ -82,6 +84,7 @@ class TcpBootstrap final : public Bootstrap {
     } else {
       connect_to_root(host, port, where.root);
     }
+    asked_topology_ = where.topology;
   }
 
   int rank() const override { return rank_; }
@@ -89,7 +92,9 @@ class TcpBootstrap final : public Bootstrap {
   std::string kind() const override { return "tcp"; }
 
   void all_gather(std::span<const std::byte> in, std::span<std::byte> out) override {
+    set_up_topology();
     auto deadline = Deadline::after(timeout_s_);
+    if (tree_) return tree_->all_gather(in, out, deadline);
     const uint64_t block = in.size();
     if (rank_ == 0) {
       std::memcpy(out.data(), in.data(), block);
@@ -114,10 +119,27 @@ class TcpBootstrap final : public Bootstrap {
     }
   }
 
+  // Through the tree, an all-gather of nothing: empty frames up and down, 2 log2(N) hops.
   void barrier() override {
+    set_up_topology();
+    if (tree_) return tree_->all_gather({}, {}, Deadline::after(timeout_s_));
     std::byte in{0};
     std::vector<std::byte> out(size_);
     all_gather(std::span(&in, 1), out);
+  }
+
+  std::vector<double> all_reduce_max(std::span<const double> mine) override {
+    set_up_topology();
+    if (!tree_) return Bootstrap::all_reduce_max(mine);
+    std::vector<double> values(mine.begin(), mine.end());
+    tree_->all_reduce_max(values, Deadline::after(timeout_s_));
+    return values;
+  }
+
+  // Before the first collective, the layout rank 0 was asked for.
+  std::string layout() const override {
+    if (!topology_set_) return asked_topology_ == "tree" ? "tree" : "star";
+    return tree_ ? "tree" : "star";
   }
 
  protected:
@@ -125,6 +147,7 @@ class TcpBootstrap final : public Bootstrap {
   // out. A root other than 0 (which has no connection but rank 0's) gets the blocks from
   // rank 0 afterwards: their lengths, then their bytes.
   std::vector<std::vector<uint8_t>> gather_blocks(std::span<const uint8_t> in, int root) override {
+    set_up_topology();
     auto deadline = Deadline::after(timeout_s_);
     std::vector<std::vector<uint8_t>> out;
     if (rank_ == 0) {
@@ -248,61 +271,6 @@ class TcpBootstrap final : public Bootstrap {
     }
   }
 
-  // A non-blocking connect that gives up at the deadline or after kConnectAttemptSeconds.
-  static Fd connect_once(const addrinfo* ai, const Deadline& deadline, std::string& error) {
-    Fd fd(::socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, ai->ai_protocol));
-    if (!fd) {
-      error = std::strerror(errno);
-      return {};
-    }
-    if (::connect(fd.get(), ai->ai_addr, ai->ai_addrlen) != 0) {
-      if (errno != EINPROGRESS) {
-        error = std::strerror(errno);
-        return {};
-      }
-      const double wait_s = std::min(deadline.remaining_seconds(), kConnectAttemptSeconds);
-      pollfd p{fd.get(), POLLOUT, 0};
-      int rc = ::poll(&p, 1, static_cast<int>(wait_s * 1000.0));
-      int so_error = 0;
-      socklen_t len = sizeof(so_error);
-      if (rc <= 0) {
-        error = "connect timed out";
-        return {};
-      }
-      ::getsockopt(fd.get(), SOL_SOCKET, SO_ERROR, &so_error, &len);
-      if (so_error != 0) {
-        error = std::strerror(so_error);
-        return {};
-      }
-    }
-    if (connected_to_itself(fd.get())) {
-      // Rank 0 is not listening yet and the kernel picked the root's own port as this
-      // socket's source port: TCP's simultaneous open joins the socket to itself, and
-      // while it lives rank 0 cannot bind its port. Drop it with a reset (linger 0), not
-      // a FIN: a FIN leaves it in TIME_WAIT on that port, which blocks rank 0's bind
-      // for a minute even with SO_REUSEADDR. Then try again.
-      const linger abort{1, 0};
-      ::setsockopt(fd.get(), SOL_SOCKET, SO_LINGER, &abort, sizeof(abort));
-      error = "connection to itself (rank 0 not listening yet)";
-      return {};
-    }
-    set_nodelay(fd.get());
-    return fd;
-  }
-
-  // Whether a connected socket's two ends are the same address and port.
-  static bool connected_to_itself(int fd) {
-    sockaddr_storage local{};
-    sockaddr_storage remote{};
-    socklen_t local_len = sizeof(local);
-    socklen_t remote_len = sizeof(remote);
-    if (::getsockname(fd, reinterpret_cast<sockaddr*>(&local), &local_len) != 0 ||
-        ::getpeername(fd, reinterpret_cast<sockaddr*>(&remote), &remote_len) != 0) {
-      return false;
-    }
-    return local_len == remote_len && std::memcmp(&local, &remote, local_len) == 0;
-  }
-
   // Sends this rank's hello and reads rank 0's answer: true when admitted, false when the
   // connection was closed before an answer (rank 0 sheds its oldest waiting connection
   // under a flood: try again). A refusal is a mistake in the launch: UsageError.
@@ -365,7 +333,7 @@ class TcpBootstrap final : public Bootstrap {
       }
       std::unique_ptr<addrinfo, decltype(&freeaddrinfo)> guard(res, &freeaddrinfo);
       for (auto* ai = res; ai && !deadline.passed(); ai = ai->ai_next) {
-        Fd fd = connect_once(ai, deadline, last_error);
+        Fd fd = connect_before(ai, deadline, kConnectAttemptSeconds, last_error);
         if (fd && join(fd.get(), deadline, root, last_error)) {
           root_ = std::move(fd);
           return;
@@ -379,11 +347,99 @@ class TcpBootstrap final : public Bootstrap {
                     rank_, root, timeout_s_, last_error));
   }
 
+  // Rank 0 picks the layout and tells every rank (a `topology` frame), so ranks launched
+  // with different settings cannot disagree. For the tree, every parent other than rank 0
+  // listens and rank 0, having gathered those addresses, hands each rank its parent's.
+  // Done in the first collective, not the constructor: every rank calls that one, and by
+  // then its owner has set the liveness probe that names a rank that never came.
+  void set_up_topology() {
+    using rendezvous::Topology;
+    if (topology_set_) return;
+    topology_set_ = true;
+    const std::string& asked = asked_topology_;
+    auto deadline = Deadline::after(timeout_s_);
+    Topology topology = Topology::star;
+    if (rank_ == 0) {
+      const bool tree = asked == "tree" || (asked != "star" && size_ >= rendezvous::kTreeFromRanks);
+      topology = tree && size_ > 2 ? Topology::tree : Topology::star;
+      const std::byte wire{static_cast<uint8_t>(topology)};
+      for (int r = 1; r < size_; ++r)
+        send_frame(peers_[r].get(), Kind::topology, token_, std::span(&wire, 1), deadline, fmt::format("rank {}", r));
+    } else {
+      std::byte wire{};
+      size_t got = 0;
+      naming_suspects([&] { got = recv_frame(Kind::topology, std::span(&wire, 1), deadline, "topology"); });
+      topology = static_cast<Topology>(wire);
+      if (got != 1 || (topology != Topology::star && topology != Topology::tree))
+        throw BootstrapError(fmt::format("rank {}: rank 0 named bootstrap topology {}, not star or tree", rank_,
+                                         static_cast<int>(wire)));
+    }
+    if (topology == Topology::tree) join_tree(deadline);
+  }
+
+  void join_tree(const Deadline& deadline) {
+    using namespace rendezvous;
+    const std::vector<int> children = tree_children(rank_, size_);
+    if (rank_ == 0) {
+      const auto addresses = gather_blocks({}, 0);
+      for (int r = 1; r < size_; ++r) {
+        const int parent = tree_parent(r);
+        const auto& address = parent == 0 ? std::vector<uint8_t>{} : addresses[parent];
+        send_frame(peers_[r].get(), Kind::parent, token_, std::as_bytes(std::span(address)), deadline,
+                   fmt::format("rank {}", r));
+      }
+      std::vector<int> fds;
+      for (int c : children) fds.push_back(peers_[c].get());
+      tree_.emplace(rank_, size_, token_, -1, std::move(fds), std::vector<Fd>{});
+    } else {
+      std::string address;
+      Fd listener = children.empty() ? Fd{} : listen_for_children(root_.get(), address);
+      gather_blocks({reinterpret_cast<const uint8_t*>(address.data()), address.size()}, 0);
+      std::vector<std::byte> parent_address(kMaxAddressBytes);
+      naming_suspects([&] { parent_address.resize(recv_frame(Kind::parent, parent_address, deadline, "tree")); });
+      std::vector<Fd> owned;
+      int parent_fd = root_.get();
+      if (tree_parent(rank_) != 0) {
+        owned.push_back(connect_to_parent({reinterpret_cast<const char*>(parent_address.data()), parent_address.size()},
+                                          rank_, size_, token_, deadline));
+        parent_fd = owned.back().get();
+      }
+      std::vector<Fd> links = accept_children(listener.get(), rank_, size_, children, token_, deadline);
+      if (tree_parent(rank_) != 0) await_welcome(parent_fd, rank_, token_, deadline);
+      std::vector<int> fds;
+      for (auto& fd : links) {
+        fds.push_back(fd.get());
+        owned.push_back(std::move(fd));
+      }
+      tree_.emplace(rank_, size_, token_, parent_fd, std::move(fds), std::move(owned));
+    }
+    tree_->set_suspects([this] { return suspects(); });
+  }
+
+  // A non-root rank: one frame of `kind` from rank 0 of at most out.size() bytes; returns
+  // its length.
+  size_t recv_frame(Kind kind, std::span<std::byte> out, const Deadline& deadline, const char* what) {
+    std::array<std::byte, kHeaderBytes> bytes{};
+    recv_all(root_.get(), bytes.data(), bytes.size(), deadline, kRootPeer);
+    const Header h = decode_header(bytes);
+    const uint64_t length = std::min<uint64_t>(h.length, out.size());
+    if (Verdict v = check_header(h, token_, kind, length); !v)
+      throw BootstrapError(fmt::format("bootstrap {}: rank 0 sent {}", what, v.why));
+    recv_all(root_.get(), out.data(), length, deadline, kRootPeer);
+    return length;
+  }
+
+  // An "ip:port" a parent listens on: far longer than any IPv6 text.
+  static constexpr size_t kMaxAddressBytes = 128;
+
   int rank_;
   int size_;
-  uint64_t token_;         // digest of the job token, in every frame
-  Fd root_;                // non-root ranks
-  std::vector<Fd> peers_;  // rank 0: one connection per other rank
+  uint64_t token_;                             // digest of the job token, in every frame
+  Fd root_;                                    // non-root ranks
+  std::vector<Fd> peers_;                      // rank 0: one connection per other rank
+  std::optional<rendezvous::TreeLinks> tree_;  // the collectives' links when rank 0 chose the tree
+  std::string asked_topology_;                 // RAILBENCH_BOOTSTRAP_TOPOLOGY (rank 0's counts)
+  bool topology_set_ = false;
 };
 
 }  // namespace

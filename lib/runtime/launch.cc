@@ -126,6 +126,13 @@ void apply_common(Reader& r, LaunchInfo& info, const std::string& default_token)
     else
       info.rendezvous.bind_address = bind;
   }
+  if (const char* topology = r.get("RAILBENCH_BOOTSTRAP_TOPOLOGY")) {
+    const std::string t = topology;
+    if (t != "auto" && t != "star" && t != "tree")
+      r.fail(fmt::format("RAILBENCH_BOOTSTRAP_TOPOLOGY={} is not a topology", t),
+             "set it to auto (a tree from 64 ranks), star (every collective through rank 0) or tree");
+    info.rendezvous.topology = t;
+  }
 }
 
 bool detect_railbench(const EnvLookup& env, LaunchInfo& info) {

@@ -26,6 +26,8 @@ const char* kind_name(uint16_t kind) {
     case Kind::gather: return "gather block";
     case Kind::result: return "gather result";
     case Kind::block: return "block for the root";
+    case Kind::topology: return "topology";
+    case Kind::parent: return "tree parent";
   }
   return "unknown frame";
 }

@@ -17,8 +17,9 @@
 namespace railbench::rendezvous {
 
 inline constexpr uint32_t kMagic = 0x7261696c;  // "rail"
-// 1 was the unframed hello {magic, rank, size}; 2 had no gather to the root (`block`).
-inline constexpr uint16_t kVersion = 3;
+// 1 was the unframed hello {magic, rank, size}; 2 had no gather to the root (`block`); 3
+// had no tree (`topology`, `parent`).
+inline constexpr uint16_t kVersion = 4;
 inline constexpr size_t kHeaderBytes = 24;
 inline constexpr size_t kHelloBytes = 8;    // rank, world size
 inline constexpr size_t kRefusalBytes = 4;  // a Refusal code
@@ -31,8 +32,20 @@ inline constexpr int kListenBacklog = 128;    // the kernel's queue of unaccepte
 inline constexpr int kLoggedRefusals = 10;    // refusals printed one by one; the rest are counted
 
 // gather: an all_gather's block to rank 0; result: rank 0's answer to it (or the blocks of
-// a gather forwarded to its root); block: a gather's block to rank 0, any length.
-enum class Kind : uint16_t { hello = 1, welcome = 2, refused = 3, gather = 4, result = 5, block = 6 };
+// a gather forwarded to its root); block: a gather's block to rank 0, any length;
+// topology: rank 0's choice of star or tree (1 byte); parent: rank 0 to a rank, the
+// address of its parent in the tree (empty when that is rank 0). In the tree, `gather`
+// and `result` also travel between a rank and its parent.
+enum class Kind : uint16_t {
+  hello = 1,
+  welcome = 2,
+  refused = 3,
+  gather = 4,
+  result = 5,
+  block = 6,
+  topology = 7,
+  parent = 8
+};
 
 // Why rank 0 turned a railbench rank away (the payload of a `refused` frame).
 enum class Refusal : uint32_t {

@@ -1,6 +1,7 @@
 #include "lib/runtime/rendezvous_socket.h"
 
 #include <arpa/inet.h>
+#include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
@@ -77,6 +78,64 @@ void recv_all(int fd, void* data, size_t len, const Deadline& deadline, const st
   if (!recv_exact(fd, data, len, deadline, peer)) {
     throw BootstrapError(fmt::format("bootstrap: {} closed the connection (did it exit with an error?)", peer));
   }
+}
+
+namespace {
+
+// Whether a connected socket's two ends are the same address and port.
+bool connected_to_itself(int fd) {
+  sockaddr_storage local{};
+  sockaddr_storage remote{};
+  socklen_t local_len = sizeof(local);
+  socklen_t remote_len = sizeof(remote);
+  if (::getsockname(fd, reinterpret_cast<sockaddr*>(&local), &local_len) != 0 ||
+      ::getpeername(fd, reinterpret_cast<sockaddr*>(&remote), &remote_len) != 0) {
+    return false;
+  }
+  return local_len == remote_len && std::memcmp(&local, &remote, local_len) == 0;
+}
+
+}  // namespace
+
+Fd connect_before(const addrinfo* ai, const Deadline& deadline, double attempt_s, std::string& error) {
+  Fd fd(::socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, ai->ai_protocol));
+  if (!fd) {
+    error = std::strerror(errno);
+    return {};
+  }
+  if (::connect(fd.get(), ai->ai_addr, ai->ai_addrlen) != 0) {
+    if (errno != EINPROGRESS) {
+      error = std::strerror(errno);
+      return {};
+    }
+    const double wait_s = std::min(deadline.remaining_seconds(), attempt_s);
+    pollfd p{fd.get(), POLLOUT, 0};
+    int rc = ::poll(&p, 1, static_cast<int>(wait_s * 1000.0));
+    int so_error = 0;
+    socklen_t len = sizeof(so_error);
+    if (rc <= 0) {
+      error = "connect timed out";
+      return {};
+    }
+    ::getsockopt(fd.get(), SOL_SOCKET, SO_ERROR, &so_error, &len);
+    if (so_error != 0) {
+      error = std::strerror(so_error);
+      return {};
+    }
+  }
+  if (connected_to_itself(fd.get())) {
+    // Rank 0 is not listening yet and the kernel picked the root's own port as this
+    // socket's source port: TCP's simultaneous open joins the socket to itself, and
+    // while it lives rank 0 cannot bind its port. Drop it with a reset (linger 0), not
+    // a FIN: a FIN leaves it in TIME_WAIT on that port, which blocks rank 0's bind
+    // for a minute even with SO_REUSEADDR. Then try again.
+    const linger abort{1, 0};
+    ::setsockopt(fd.get(), SOL_SOCKET, SO_LINGER, &abort, sizeof(abort));
+    error = "connection to itself (rank 0 not listening yet)";
+    return {};
+  }
+  set_nodelay(fd.get());
+  return fd;
 }
 
 void send_frame(int fd, Kind kind, uint64_t token, std::span<const std::byte> payload, const Deadline& deadline,

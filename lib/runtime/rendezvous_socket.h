@@ -3,6 +3,7 @@
 // (lib/runtime/rendezvous_frame.h) on top of them.
 #pragma once
 
+#include <netdb.h>
 #include <sys/socket.h>
 
 #include <cstddef>
@@ -42,6 +43,12 @@ void send_all(int fd, const void* data, size_t len, const Deadline& deadline, co
 bool recv_exact(int fd, void* data, size_t len, const Deadline& deadline, const std::string& peer);
 // Throws BootstrapError when the peer closed the connection.
 void recv_all(int fd, void* data, size_t len, const Deadline& deadline, const std::string& peer);
+
+// A non-blocking connect that gives up at the deadline or after attempt_s, so an address
+// that drops SYNs does not use up the whole deadline. An empty Fd and `error` set when it
+// fails, and when the socket connected to itself (TCP's simultaneous open: the kernel
+// picked the listening port as the source while nothing listened there yet).
+Fd connect_before(const addrinfo* ai, const Deadline& deadline, double attempt_s, std::string& error);
 
 // One frame: header, then payload.
 void send_frame(int fd, Kind kind, uint64_t token, std::span<const std::byte> payload, const Deadline& deadline,

@@ -36,6 +36,17 @@ the bytes it wrote to its sockets (measured: the kernel's TCP_INFO), the all_gat
 measured only where the clients' copies fit in 2 GiB, and beside them the bytes rank 0
 sends in an all-gather through the star, a ring and a recursive-doubling tree (the
 model in gather_main).
+
+  scripts/bench/scale.py --sim build/tests/railbench_rendezvous_sim --topology compare
+                         [--sizes 256,1024,4096,8192] [--block 100] [--results 2048]
+
+With --topology compare it runs each N twice, the bootstrap's collectives through rank
+0's star and through the binomial tree (RAILBENCH_BOOTSTRAP_TOPOLOGY), and prints per
+layout rank 0's time and bytes written for the all_gather of --block bytes, the
+all_gather_v of --results bytes, one barrier and an all_reduce_max of 64 values, with
+star/tree ratios. All the tree's forwarding runs in the one client process here, so its
+times are this host's, not a cluster's; the bytes are the wire's. --topology star or tree
+gives the other modes that layout (default auto: the tree from 64 ranks).
 """
 import argparse
 import math
@@ -115,9 +126,9 @@ LINK_BYTES_PER_S = 12.5e9
 SIM_RESULTS_CAP = 2 << 30
 
 
-def sim_run(sim, n, block, results):
-    out = subprocess.run([sim, "--ranks", str(n), "--block", str(block), "--results", str(results)],
-                         capture_output=True, text=True, timeout=600)
+def sim_run(sim, n, block, results, topology="auto"):
+    out = subprocess.run([sim, "--ranks", str(n), "--block", str(block), "--results", str(results),
+                          "--topology", topology], capture_output=True, text=True, timeout=600)
     if out.returncode != 0:
         raise RuntimeError(f"N={n}: exit {out.returncode}: {out.stderr.strip()[-300:]}")
     fields = out.stdout.split()
@@ -136,13 +147,13 @@ def project(n, block, results, t_msg):
 def sim_main(a):
     sizes = [int(x) for x in a.sizes.split(",")]
     names = ["connect", "hosts", "block", "results"]
-    print(f"# rank 0's TCP rendezvous star, simulated clients ({a.sim}); {os.cpu_count()} cores; "
-          f"block {a.block} B, results {a.results} B a rank; median of {a.reps}")
+    print(f"# rank 0's TCP rendezvous, simulated clients ({a.sim}); {os.cpu_count()} cores; "
+          f"block {a.block} B, results {a.results} B a rank; layout {a.topology}; median of {a.reps}")
     print(f"# {'N':>5} {'connect s':>10} {'hosts s':>8} {'block s':>8} {'results s':>10} {'rank0 MiB':>10} {'rank0 cpu s':>12}")
     series = {k: [] for k in names}
     for n in sizes:
         results = a.results if n * n * a.results <= SIM_RESULTS_CAP else 0
-        runs = [sim_run(a.sim, n, a.block, results) for _ in range(a.reps)]
+        runs = [sim_run(a.sim, n, a.block, results, a.topology) for _ in range(a.reps)]
         cells = []
         for i, k in enumerate(names):
             vals = [r[0][i] for r in runs if r[0][i] is not None]
@@ -186,7 +197,8 @@ def gather_main(a):
             runs = []
             for _ in range(a.reps):
                 out = subprocess.run([a.sim, "--ranks", str(n), "--block", "8", "--results", str(results),
-                                      "--gather", str(b)], capture_output=True, text=True, timeout=900)
+                                      "--gather", str(b), "--topology", a.topology],
+                                     capture_output=True, text=True, timeout=900)
                 if out.returncode != 0:
                     raise RuntimeError(f"N={n} B={b}: exit {out.returncode}: {out.stderr.strip()[-300:]}")
                 f = out.stdout.split()
@@ -202,6 +214,40 @@ def gather_main(a):
                   f"{(n - 1) * b / 1e6:>13.2f} {star / LINK_BYTES_PER_S:>12.2f}", flush=True)
 
 
+def topology_main(a):
+    """The star against the tree, measured on the same clients."""
+    sizes = [int(x) for x in a.sizes.split(",")]
+    print(f"# the bootstrap's collectives, star vs tree, simulated clients ({a.sim}); {os.cpu_count()} cores; "
+          f"block {a.block} B, results {a.results} B a rank; median of {a.reps}; MB = 1e6 B written by rank 0")
+    print(f"# {'N':>5} {'layout':>6} {'block s':>8} {'block MB':>9} {'results s':>10} {'results MB':>11} "
+          f"{'barrier ms':>11} {'max ms':>8} {'rank0 cpu s':>12}")
+    for n in sizes:
+        results = a.results if n * n * a.results <= SIM_RESULTS_CAP else 0
+        row = {}
+        for layout in ("star", "tree"):
+            runs = []
+            for _ in range(a.reps):
+                out = subprocess.run([a.sim, "--ranks", str(n), "--block", str(a.block), "--results", str(results),
+                                      "--topology", layout], capture_output=True, text=True, timeout=900)
+                if out.returncode != 0:
+                    raise RuntimeError(f"N={n} {layout}: exit {out.returncode}: {out.stderr.strip()[-300:]}")
+                f = out.stdout.split()
+                if f[13] != layout:
+                    raise RuntimeError(f"N={n}: asked for the {layout}, the bootstrap took the {f[13]}")
+                runs.append([float(f[3]), int(f[8]) / 1e6, None if f[4] == "-" else float(f[4]),
+                             None if f[9] == "-" else int(f[9]) / 1e6, float(f[11]) * 1e3,
+                             None if f[12] == "-" else float(f[12]) * 1e3,
+                             float(f[6])])
+            med = [statistics.median(r[i] for r in runs) if runs[0][i] is not None else None for i in range(7)]
+            row[layout] = med
+            cells = [f"{v:.3f}" if v is not None else "-" for v in med]
+            print(f"  {n:>5} {layout:>6} {cells[0]:>8} {cells[1]:>9} {cells[2]:>10} {cells[3]:>11} {cells[4]:>11} "
+                  f"{cells[5]:>8} {cells[6]:>12}", flush=True)
+        ratio = [f"{s / t:.1f}" if s is not None and t else "-" for s, t in zip(row["star"], row["tree"])]
+        print(f"  {n:>5} {'ratio':>6} {ratio[0]:>8} {ratio[1]:>9} {ratio[2]:>10} {ratio[3]:>11} {ratio[4]:>11} "
+              f"{ratio[5]:>8} {ratio[6]:>12}   (star / tree)", flush=True)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("railbench", nargs="?")
@@ -210,6 +256,8 @@ def main():
     ap.add_argument("--results", type=int, default=2048)
     ap.add_argument("--gather", help="with --sim: bytes a rank (a list), gather to rank 0 vs all_gather_v")
     ap.add_argument("--sizes", default="8,16,32,64")
+    ap.add_argument("--topology", default="auto", choices=["auto", "star", "tree", "compare"],
+                    help="with --sim: the bootstrap's layout, or compare for star vs tree")
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--transport", default="ofi:tcp")
     a = ap.parse_args()
@@ -217,6 +265,10 @@ def main():
         if a.sizes == "8,16,32,64":
             a.sizes = "256,512,1024,2048,4096,8192"
         a.reps = a.reps if a.reps != 3 else 1
+        if a.topology == "compare":
+            if a.sizes == "256,512,1024,2048,4096,8192":
+                a.sizes = "256,1024,4096,8192"
+            return topology_main(a)
         if a.gather:
             if a.sizes == "256,512,1024,2048,4096,8192":
                 a.sizes = "1024,4096,8192"

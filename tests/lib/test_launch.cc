@@ -226,3 +226,15 @@ TEST_CASE("RAILBENCH_BIND: any, or one address", "[launch]") {
   CHECK_FALSE(detect(srun_task(0)).rendezvous.bind_any);
   CHECK(detect(srun_task(0)).rendezvous.bind_address.empty());
 }
+
+TEST_CASE("RAILBENCH_BOOTSTRAP_TOPOLOGY: auto, star or tree", "[launch]") {
+  auto vars = srun_task(0);
+  CHECK(detect(vars).rendezvous.topology == "auto");
+  vars["RAILBENCH_BOOTSTRAP_TOPOLOGY"] = "star";
+  CHECK(detect(vars).rendezvous.topology == "star");
+  vars["RAILBENCH_BOOTSTRAP_TOPOLOGY"] = "tree";
+  CHECK(detect(vars).rendezvous.topology == "tree");
+  vars["RAILBENCH_BOOTSTRAP_TOPOLOGY"] = "ring";
+  CHECK_THROWS_WITH(detect(vars), Catch::Contains("RAILBENCH_BOOTSTRAP_TOPOLOGY=ring is not a topology") &&
+                                      Catch::Contains("auto") && Catch::Contains("star"));
+}

@@ -1,10 +1,12 @@
 // Rank 0's TCP rendezvous against N ranks without N processes (tests/README.md; figures in scripts/bench/README.md).
 // Rank 0 is a process of its own, forked before anything else, running the real
-// TcpBootstrap; the other N-1 ranks are threads of this process, each one a real
-// TcpBootstrap client (make_tcp_bootstrap) on its own socket. So every frame on the wire
-// is the real protocol, and rank 0's time and peak RSS are its own, not the clients'.
+// TcpBootstrap; the other N-1 ranks are threads of this process (and of one more process
+// per 4,096 ranks beyond the first, for the open-file limit), each one a real TcpBootstrap
+// client (make_tcp_bootstrap) on its own socket. So every frame on the wire is the real
+// protocol, the tree's included (a parent's forwarding runs in the clients' threads),
+// and rank 0's time and peak RSS are its own, not the clients'.
 //
-// The phases are what a command's start-up and results do through the star: the
+// The phases are what a command's start-up and results do through the bootstrap: the
 // rendezvous, the host gather (all_gather_strings of a host name, 8 ranks a host), an
 // all_gather of a fixed block per rank (addresses and keys), and an all_gather_v of a
 // larger per-rank block (what the commands gathered to every rank before they had a
@@ -13,10 +15,15 @@
 // a rank other than the root that it got nothing. A barrier separates the phases, so
 // each starts with every rank there.
 //
+// Last, 20 barriers and an all_reduce_max of 64 values (checked on every rank), the
+// per-iteration exchanges of a benchmark ("-" where the star's copies would not fit).
+//
 //   railbench_rendezvous_sim --ranks N [--block 100] [--results 2048] [--gather 0] [--timeout 60]
+//                            [--topology auto|star|tree]
 //
 // Prints one line, rank 0's view: "N connect_s hosts_s block_s results_s rss_mib cpu_s
-// gather_s block_sent results_sent gather_sent" (a phase given 0 bytes prints "-"; cpu_s is rank 0's
+// gather_s block_sent results_sent gather_sent barrier_s max_s layout" (barrier_s is one
+// barrier's mean; layout the bootstrap's, star or tree; a phase given 0 bytes prints "-"; cpu_s is rank 0's
 // user + system time, which tells its own work from waiting for the clients; *_sent are
 // the bytes rank 0 wrote to its sockets in that phase, frames included, from the kernel's
 // TCP_INFO and SIOCOUTQ). Exit 0 when every rank saw exact data, 1 otherwise, 2 on bad input.
@@ -60,6 +67,7 @@ struct Options {
   size_t results = 2048;  // bytes per rank in the all_gather_v; 0 skips it
   size_t gather = 0;      // bytes per rank in the gather_v to rank 0; 0 skips it
   double timeout_s = 60;
+  std::string topology = "auto";
 };
 
 // What rank r puts at byte i of a phase's block: differs by rank, byte and phase, so a
@@ -73,7 +81,7 @@ std::string host_of(int rank) {
 }
 
 struct Timings {
-  double connect = 0, hosts = 0, block = 0, results = 0, gather = 0;
+  double connect = 0, hosts = 0, block = 0, results = 0, gather = 0, barrier = 0, max = 0;
   uint64_t block_sent = 0, results_sent = 0, gather_sent = 0;
 };
 
@@ -160,6 +168,43 @@ double gather_phase(Bootstrap& b, size_t bytes) {
   return s;
 }
 
+// 20 barriers: one barrier's mean time.
+double barrier_phase(Bootstrap& b) {
+  constexpr int kBarriers = 20;
+  const auto t0 = Clock::now();
+  for (int i = 0; i < kBarriers; ++i) b.barrier();
+  return railbench::seconds_between(t0, Clock::now()) / kBarriers;
+}
+
+// Value i of rank r's vector; the maximum over ranks of value i is at rank (i * 37) % N,
+// so a reduction that drops or mixes up any rank's contribution is caught.
+double max_value(int rank, int ranks, size_t i) {
+  const int top = static_cast<int>((i * 37) % static_cast<size_t>(ranks));
+  return rank == top ? 1e6 + static_cast<double>(i) : static_cast<double>((rank * 131 + i * 7) % 1000);
+}
+
+constexpr size_t kValues = 64;
+
+// Through the star, all_reduce_max is an all-gather: every client thread holds N x 64
+// values, N x N x 512 bytes in this one process (34 GB at 8,192): left out past 2 GiB.
+bool max_fits(const Bootstrap& b) {
+  const auto n = static_cast<uint64_t>(b.size());
+  return b.layout() != "star" || n * n * kValues * sizeof(double) <= (uint64_t{2} << 30);
+}
+
+double max_phase(Bootstrap& b) {
+  std::vector<double> mine(kValues);
+  for (size_t i = 0; i < kValues; ++i) mine[i] = max_value(b.rank(), b.size(), i);
+  const auto t0 = Clock::now();
+  const auto got = b.all_reduce_max(mine);
+  const double s = railbench::seconds_between(t0, Clock::now());
+  for (size_t i = 0; i < kValues; ++i) {
+    if (got.size() != kValues || got[i] != 1e6 + static_cast<double>(i))
+      throw std::runtime_error(fmt::format("rank {}: all_reduce_max value {} is wrong", b.rank(), i));
+  }
+  return s;
+}
+
 // One phase between barriers, with the bytes rank 0 wrote in it (0 on other ranks).
 template <class Phase>
 double measured(Bootstrap& b, uint64_t& sent, Phase phase) {
@@ -176,6 +221,8 @@ void run_phases(Bootstrap& b, const Options& o, Timings& t) {
   t.block = measured(b, t.block_sent, [&] { return block_phase(b, o.block); });
   if (o.results > 0) t.results = measured(b, t.results_sent, [&] { return results_phase(b, o.results); });
   if (o.gather > 0) t.gather = measured(b, t.gather_sent, [&] { return gather_phase(b, o.gather); });
+  t.barrier = barrier_phase(b);
+  t.max = max_fits(b) ? max_phase(b) : -1;
 }
 
 int rank0(const Options& o, const railbench::TcpRendezvous& where) {
@@ -193,8 +240,10 @@ int rank0(const Options& o, const railbench::TcpRendezvous& where) {
     const std::string gather_sent = o.gather > 0 ? std::to_string(t.gather_sent) : "-";
     const double cpu_s =
         usage.ru_utime.tv_sec + usage.ru_stime.tv_sec + (usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6;
-    fmt::print("{} {:.4f} {:.4f} {:.4f} {} {:.1f} {:.3f} {} {} {} {}\n", o.ranks, t.connect, t.hosts, t.block, results,
-               usage.ru_maxrss / 1024.0, cpu_s, gather, t.block_sent, results_sent, gather_sent);
+    const std::string max = t.max >= 0 ? fmt::format("{:.6f}", t.max) : "-";
+    fmt::print("{} {:.4f} {:.4f} {:.4f} {} {:.1f} {:.3f} {} {} {} {} {:.6f} {} {}\n", o.ranks, t.connect, t.hosts,
+               t.block, results, usage.ru_maxrss / 1024.0, cpu_s, gather, t.block_sent, results_sent, gather_sent,
+               t.barrier, max, b->layout());
     std::fflush(stdout);
     return 0;
   } catch (const std::exception& e) {
@@ -204,11 +253,11 @@ int rank0(const Options& o, const railbench::TcpRendezvous& where) {
 }
 
 // N-1 client ranks as threads; the count of those that failed (each says why).
-int clients(const Options& o, const railbench::TcpRendezvous& where) {
+int clients(const Options& o, const railbench::TcpRendezvous& where, int first, int last) {
   std::atomic<int> failed{0};
   std::vector<std::thread> threads;
-  threads.reserve(o.ranks - 1);
-  for (int r = 1; r < o.ranks; ++r) {
+  threads.reserve(static_cast<size_t>(last - first));
+  for (int r = first; r < last; ++r) {
     threads.emplace_back([&, r] {
       try {
         auto b = railbench::make_tcp_bootstrap(r, o.ranks, where, o.timeout_s);
@@ -258,11 +307,15 @@ Options parse(int argc, char** argv) {
       o.results = number(k, v, [](const std::string& s) { return std::stoul(s); });
     } else if (k == "--gather") {
       o.gather = number(k, v, [](const std::string& s) { return std::stoul(s); });
+    } else if (k == "--topology") {
+      if (v != "auto" && v != "star" && v != "tree")
+        throw railbench::UsageError(fmt::format("--topology '{}' is not auto, star or tree", v));
+      o.topology = v;
     } else if (k == "--timeout") {
       o.timeout_s = number(k, v, [](const std::string& s) { return std::stod(s); });
     } else {
       throw railbench::UsageError(
-          fmt::format("unknown option '{}': give --ranks, --block, --results, --gather, --timeout", k));
+          fmt::format("unknown option '{}': give --ranks, --block, --results, --gather, --timeout, --topology", k));
     }
   }
   if (o.ranks < 2 || o.block == 0 || (argc - 1) % 2 != 0)
@@ -281,23 +334,43 @@ int main(int argc, char** argv) {
     fmt::print(stderr, "railbench_rendezvous_sim: {}\n", e.what());
     return 2;
   }
-  const railbench::TcpRendezvous where{fmt::format("127.0.0.1:{}", free_port()), "rendezvous-sim", false, ""};
+  const railbench::TcpRendezvous where{fmt::format("127.0.0.1:{}", free_port()), "rendezvous-sim", false, "",
+                                       o.topology};
   const pid_t pid = ::fork();
   if (pid < 0) {
     fmt::print(stderr, "railbench_rendezvous_sim: fork failed: {}\n", std::strerror(errno));
     return 1;
   }
   if (pid == 0) std::_Exit(rank0(o, where));
-  // This process holds a socket per client rank: raise its open-file limit as rank 0 does.
+  // The client ranks' process holds a socket per client rank, and through the tree both
+  // ends of every tree link and the parents' listeners too (about 3 N): past 4,096 ranks
+  // the clients are split over processes of 4,096 ranks each, so none needs more than an
+  // ordinary open-file limit, raised as rank 0 raises its own.
+  constexpr int kRanksPerProcess = 4096;
   try {
-    railbench::rendezvous::ensure_open_files(o.ranks);
+    railbench::rendezvous::ensure_open_files(3 * std::min(o.ranks, kRanksPerProcess));
   } catch (const std::exception& e) {
     fmt::print(stderr, "railbench_rendezvous_sim: {}\n", e.what());
     ::kill(pid, SIGTERM);
     ::waitpid(pid, nullptr, 0);
     return 2;
   }
-  const int failed = clients(o, where);
+  std::vector<pid_t> others;
+  int first = 1;
+  while (o.ranks - first > kRanksPerProcess) {
+    const int last = first + kRanksPerProcess;
+    const pid_t child = ::fork();
+    if (child == 0) std::_Exit(std::min(clients(o, where, first, last), 100));
+    others.push_back(child);
+    first = last;
+  }
+  int failed = clients(o, where, first, o.ranks);
+  for (pid_t child : others) {
+    int child_status = 0;
+    ::waitpid(child, &child_status, 0);
+    if (!WIFEXITED(child_status) || WEXITSTATUS(child_status) != 0)
+      failed += WIFEXITED(child_status) ? WEXITSTATUS(child_status) : 1;
+  }
   int status = 0;
   ::waitpid(pid, &status, 0);
   const bool root_ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;

@@ -27,7 +27,7 @@ import sys
 import tempfile
 import time
 
-MAGIC, VERSION = 0x7261696C, 3  # lib/runtime/rendezvous_frame.h kMagic, kVersion
+MAGIC, VERSION = 0x7261696C, 4  # lib/runtime/rendezvous_frame.h kMagic, kVersion
 HELLO, REFUSED = 1, 3
 WRONG_TOKEN = 1
 BOUND_KIB = 8 * 1024  # rank 0's VmHWM may grow by at most 8 MiB while strangers come
