@@ -43,6 +43,9 @@ class ResultsRun {
   void set_array(const std::string& key, size_t count, std::function<nlohmann::json(size_t)> element) {
     file_.set_array(key, count, std::move(element));
   }
+  void set_with_arrays(const std::string& key, nlohmann::json value, StreamedArrays arrays) {
+    file_.set_with_arrays(key, std::move(value), std::move(arrays));
+  }
   const nlohmann::json& doc() const { return file_.doc(); }
 
   // Fabric counters around one measurement (bench/runner/fabric_counters.h): begin

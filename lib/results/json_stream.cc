@@ -55,48 +55,66 @@ class ChunkWriter {
   int err_ = 0;
 };
 
-void put_array(ChunkWriter& w, const StreamedArray& a) {
+void put_array(ChunkWriter& w, const StreamedArray& a, size_t indent) {
   if (a.count == 0) return w.put("[]");
+  const std::string first = "\n" + std::string(indent + 2, ' '), next = "," + first;
   w.put("[");
   for (size_t i = 0; i < a.count; ++i) {
-    w.put(i == 0 ? "\n    " : ",\n    ");
-    w.put_indented(a.element(i).dump(2), 4);
+    w.put(i == 0 ? first : next);
+    w.put_indented(a.element(i).dump(2), indent + 2);
   }
-  w.put("\n  ]");
+  w.put("\n" + std::string(indent, ' ') + "]");
+}
+
+// A member name as a JSON pointer writes it (RFC 6901: ~ is ~0, / is ~1).
+std::string pointer_token(const std::string& key) {
+  std::string out;
+  for (const char c : key) out += c == '~' ? "~0" : c == '/' ? "~1" : std::string(1, c);
+  return out;
+}
+
+// Whether a streamed array sits strictly inside the value at `at`.
+bool streamed_below(const StreamedArrays& streamed, const std::string& at) {
+  const std::string prefix = at + "/";
+  const auto it = streamed.lower_bound(prefix);
+  return it != streamed.end() && it->first.compare(0, prefix.size(), prefix) == 0;
+}
+
+// The value at pointer `at`, nested `indent` spaces deep, as dump(2) prints it there;
+// only the containers that hold a streamed array are walked, member by member.
+void put_value(ChunkWriter& w, const nlohmann::json& v, const std::string& at, size_t indent,
+               const StreamedArrays& streamed) {
+  if (const auto s = streamed.find(at); s != streamed.end()) return put_array(w, s->second, indent);
+  if (v.empty() || !v.is_structured() || !streamed_below(streamed, at)) return w.put_indented(v.dump(2), indent);
+  const std::string first = "\n" + std::string(indent + 2, ' '), next = "," + first;
+  w.put(v.is_object() ? "{" : "[");
+  size_t i = 0;
+  for (auto it = v.begin(); it != v.end(); ++it, ++i) {
+    w.put(i == 0 ? first : next);
+    if (v.is_object()) {
+      w.put(nlohmann::json(it.key()).dump() + ": ");
+      put_value(w, it.value(), at + "/" + pointer_token(it.key()), indent + 2, streamed);
+    } else {
+      put_value(w, it.value(), at + "/" + std::to_string(i), indent + 2, streamed);
+    }
+  }
+  w.put("\n" + std::string(indent, ' ') + (v.is_object() ? "}" : "]"));
 }
 
 }  // namespace
 
-bool write_json_streamed(int fd, const nlohmann::json& doc, const std::map<std::string, StreamedArray>& streamed) {
-  if (!doc.is_object() || doc.empty()) {
-    ChunkWriter w(fd);
-    w.put(doc.dump(2) + '\n');
-    return w.flush();
-  }
+bool write_json_streamed(int fd, const nlohmann::json& doc, const StreamedArrays& streamed) {
   ChunkWriter w(fd);
-  w.put("{");
-  bool first = true;
-  // The members in the document's own (sorted) order, each as dump(2) nests it.
-  for (auto it = doc.begin(); it != doc.end(); ++it) {
-    w.put(first ? "\n  " : ",\n  ");
-    first = false;
-    w.put(nlohmann::json(it.key()).dump());
-    w.put(": ");
-    const auto s = streamed.find(it.key());
-    if (s != streamed.end())
-      put_array(w, s->second);
-    else
-      w.put_indented(it.value().dump(2), 2);
-  }
-  w.put("\n}\n");
+  put_value(w, doc, "", 0, streamed);
+  w.put("\n");
   return w.flush();
 }
 
-nlohmann::json with_streamed(nlohmann::json doc, const std::map<std::string, StreamedArray>& streamed) {
-  for (const auto& [key, a] : streamed) {
+nlohmann::json with_streamed(nlohmann::json doc, const StreamedArrays& streamed) {
+  for (const auto& [at, a] : streamed) {
     nlohmann::json arr = nlohmann::json::array();
     for (size_t i = 0; i < a.count; ++i) arr.push_back(a.element(i));
-    doc[key] = std::move(arr);
+    doc[nlohmann::json::json_pointer(at)] = std::move(arr);
   }
   return doc;
 }

@@ -12,19 +12,21 @@
 
 namespace railbench {
 
-// A top-level array held by its owner, not as JSON: `count` elements, element(i) the i-th.
+// An array held by its owner, not as JSON: `count` elements, element(i) the i-th.
 struct StreamedArray {
   size_t count = 0;
   std::function<nlohmann::json(size_t)> element;
 };
+// By where each sits in the document, as a JSON pointer: "/rail_pairs", "/rails/0/bw_gbs".
+using StreamedArrays = std::map<std::string, StreamedArray>;
 
-// Writes `doc` to `fd` as the bytes of doc.dump(2) + '\n', with each top-level member named
-// in `streamed` written from its elements in place of the value `doc` holds for it.
-// Returns false with errno set when a write fails.
-bool write_json_streamed(int fd, const nlohmann::json& doc, const std::map<std::string, StreamedArray>& streamed);
+// Writes `doc` to `fd` as the bytes of doc.dump(2) + '\n', with each array of `streamed`
+// written from its elements in place of the value `doc` holds at its pointer. Returns
+// false with errno set when a write fails.
+bool write_json_streamed(int fd, const nlohmann::json& doc, const StreamedArrays& streamed);
 
-// doc with each streamed member's elements put in: the document as one JSON value
+// doc with each streamed array's elements put in: the document as one JSON value
 // (small documents only: the signal handlers' copy).
-nlohmann::json with_streamed(nlohmann::json doc, const std::map<std::string, StreamedArray>& streamed);
+nlohmann::json with_streamed(nlohmann::json doc, const StreamedArrays& streamed);
 
 }  // namespace railbench

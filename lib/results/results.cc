@@ -214,15 +214,29 @@ void ResultsFile::add(json size_result) {
 }
 
 void ResultsFile::set(const std::string& key, json value) {
-  streamed_.erase(key);
+  forget_streamed(key);
   doc_[key] = std::move(value);
   write();
 }
 
 void ResultsFile::set_array(const std::string& key, size_t count, std::function<json(size_t)> element) {
-  doc_[key] = json::array();
-  streamed_[key] = StreamedArray{count, std::move(element)};
+  set_with_arrays(key, json::array(), {{"/" + key, StreamedArray{count, std::move(element)}}});
+}
+
+void ResultsFile::set_with_arrays(const std::string& key, json value, StreamedArrays arrays) {
+  forget_streamed(key);
+  doc_[key] = std::move(value);
+  for (auto& [at, a] : arrays) {
+    doc_[json::json_pointer(at)] = json::array();
+    streamed_[at] = std::move(a);
+  }
   if (!rewrite_can_wait()) write();
+}
+
+void ResultsFile::forget_streamed(const std::string& key) {
+  const std::string at = "/" + key;
+  for (auto it = streamed_.lower_bound(at); it != streamed_.end() && it->first.compare(0, at.size(), at) == 0;)
+    it = (it->first.size() == at.size() || it->first[at.size()] == '/') ? streamed_.erase(it) : std::next(it);
 }
 
 bool ResultsFile::rewrite_can_wait() const {
@@ -396,11 +410,14 @@ void ResultsFile::publish_for_signals(const std::string& pending_tmp) {
   // a signal leaves says failed without them, and the note says so.
   constexpr size_t kSignalCopyElements = 100000;
   size_t elements = 0;
-  std::string left_out;
-  for (const auto& [key, a] : streamed_) {
+  std::map<std::string, size_t> by_member;  // "rail_pairs" -> its records, "rails" -> its rows
+  for (const auto& [at, a] : streamed_) {
     elements += a.count;
-    left_out += fmt::format("{}{} {}", left_out.empty() ? "" : ", ", a.count, key);
+    by_member[at.substr(1, at.find('/', 1) - 1)] += a.count;
   }
+  std::string left_out;
+  for (const auto& [member, count] : by_member)
+    left_out += fmt::format("{}{} {}", left_out.empty() ? "" : ", ", count, member);
   const bool whole = elements <= kSignalCopyElements;
   json failed = whole ? with_streamed(doc_, streamed_) : doc_;
   failed["status"] = "failed";
@@ -411,8 +428,8 @@ void ResultsFile::publish_for_signals(const std::string& pending_tmp) {
   d->compact = punch_holes(failed.dump() + '\n');
   d->note = whole ? fmt::format("; the results so far are in '{}', marked failed", path_)
                   : fmt::format(
-                        "; the results so far are in '{}', marked failed, without its {} records (too many "
-                        "to keep a second copy for a signal)",
+                        "; the results so far are in '{}', marked failed, without its {} (too many to keep a "
+                        "second copy for a signal)",
                         path_, left_out);
   published_doc_ = d.get();
   publish_signal_document(std::move(d));

@@ -69,6 +69,10 @@ class ResultsFile {
   // A file that took over a second to write is rewritten at most every tenth of the run:
   // the later calls only note what to write next (finish() always writes).
   void set_array(const std::string& key, size_t count, std::function<nlohmann::json(size_t)> element);
+  // Sets a top-level field whose large arrays (each at its JSON pointer in `arrays`, such
+  // as "/rails/0/bw_gbs") are made as set_array's are; `value` holds anything there (an
+  // empty array is put in its place). Rewrites the file as set_array does.
+  void set_with_arrays(const std::string& key, nlohmann::json value, StreamedArrays arrays);
   // Marks the run complete, or failed with `error` (results so far are kept). Only the
   // first verdict counts: after a failed write, a later finish() changes nothing.
   void finish(bool complete, const std::string& error = "");
@@ -96,8 +100,9 @@ class ResultsFile {
   // That document: owned by lib/signals, valid while published_.
   const SignalDocument* published_doc_ = nullptr;
   nlohmann::json doc_;
-  std::map<std::string, StreamedArray> streamed_;  // set_array's members, by key
-  double last_write_s_ = 0;                        // how long the last JSON write took
+  StreamedArrays streamed_;  // set_array's and set_with_arrays' arrays, by JSON pointer
+  void forget_streamed(const std::string& key);
+  double last_write_s_ = 0;  // how long the last JSON write took
   std::chrono::steady_clock::time_point last_write_end_{};
   struct Sidecar {
     std::string path, option;

@@ -33,7 +33,7 @@ struct Options {
   std::string out;
   int nodes = 1024, rails = 8;
   bool counters = false;  // each side's NIC counters, as a run without --no-counters keeps them
-  bool dom = false;       // rail_pairs as one JSON value (ResultsFile::set), as validate wrote them before set_array
+  bool dom = false;       // rail_pairs and rails as JSON values (ResultsFile::set), as validate wrote them before
   long fail_every = 0;    // every K-th pair test did not finish (0: none)
 };
 
@@ -161,7 +161,13 @@ int main(int argc, char** argv) {
   });
   step("write rails (matrices)", [&] {
     const auto stats = railbench::link_stats(c, o.nodes, pairs);
-    file.set("rails", railbench::rail_matrices(c, names, pairs, stats));
+    if (o.dom) {
+      file.set("rails", railbench::rail_matrices(c, names, pairs, stats));
+      return;
+    }
+    auto rails =
+        railbench::rail_matrices_streamed(c, names, std::make_shared<const std::vector<PairResult>>(pairs), stats);
+    file.set_with_arrays("rails", std::move(rails.rails), std::move(rails.matrices));
   });
   step("write the verdict (finish)", [&] { file.finish(true); });
   const auto bytes = std::filesystem::file_size(o.out);

@@ -51,11 +51,12 @@ std::string temp_path(const char* name) {
 
 TEST_CASE("a streamed array is written as the bytes dump(2) writes the document with it") {
   for (const size_t count : {size_t{0}, size_t{1}, size_t{50}}) {
-    const json doc{{"a", 1},
-                   {"rail_pairs", json::array()},
-                   {"rails", {{{"bw_gbs", {{nullptr, 1.5}, {2.25, nullptr}}}}}},
-                   {"z", "last"}};
-    const std::map<std::string, StreamedArray> streamed{{"rail_pairs", {count, record}}};
+    const json doc = json::parse(R"({"a": 1, "rail_pairs": [], "z": "last",
+        "rails": [{"bw_gbs": [], "lat/us": [], "nodes": ["gpu1", "gpu2"]}, {"bw_gbs": [[null, 1.5], [2.25, null]]}]})");
+    // A top-level array, and matrices inside an array of objects (validate's rails).
+    auto row = [](size_t i) { return json::array({i * 0.5, nullptr, "x/~y"}); };
+    const StreamedArrays streamed{
+        {"/rail_pairs", {count, record}}, {"/rails/0/bw_gbs", {count, row}}, {"/rails/0/lat~1us", {count, row}}};
     const std::string path = temp_path("stream.json");
     {
       FILE* f = std::fopen(path.c_str(), "w");
