@@ -3,8 +3,8 @@
 makes for N nodes x R rails with every rail pair test (build/tests/railbench_results_scale:
 validate's PairResult, link_stats, rail_matrices and lib/results' ResultsFile, figures
 seeded noise), its size, the write's seconds and peak RSS, then the seconds and peak RSS
-(`/usr/bin/time`'s %e and %M) of each reader: report, compare (the file against itself)
-and export --pairs.
+(`/usr/bin/time`'s %e and %M) of each reader: report, compare (the file against itself),
+export and export --pairs.
 
   scripts/bench/results-scale.py BUILD_DIR [--sizes 256x8,1024x8] [--counters] [--keep DIR]
 """
@@ -50,6 +50,7 @@ def main():
             print(p.stdout, end="")
             for name, args in (("report", [rb, "report", su, "-o", os.path.join(work, "r.html")]),
                                ("compare", [rb, "compare", su, su]),
+                               ("export", [rb, "export", su, "-o", os.path.join(work, "m.prom")]),
                                ("export --pairs", [rb, "export", su, "--pairs", "-o", os.path.join(work, "m.prom")])):
                 s, mb = timed(args)
                 print("%-34s %8.2f s  peak RSS %8.0f MB" % ("read: " + name, s, mb))

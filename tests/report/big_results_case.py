@@ -4,7 +4,8 @@
   1. railbench_results_scale writes a NODES x 8 file with every rail pair test through
      validate's own writer (streamed: ResultsFile::set_array), a pair in 997 failed;
      Python's json reads it: every record with validate's fields, each figure in its
-     rail's matrix, each failed pair null there and named in the rail's errors;
+     rail's matrix, each failed pair null there and named in the rail's errors; the
+     synthetic file (make_synthetic_su.py --rail-pairs validate) lays records out alike;
   2. railbench export --pairs: one series per ordered pair and rail that was measured,
      each the matrix's figure in bytes per second;
   3. railbench compare (the file against itself): every link's band is what its pair
@@ -70,6 +71,24 @@ for q in pairs:
             e["a"] == m["nodes"][a] and e["b"] == m["nodes"][b] for e in m["errors"])
 check(mismatch == 0, "each record's figures are its rail's matrix cells (%d differ)" % mismatch)
 check(doc["status"] == "complete", "the file ends complete")
+
+# make_synthetic_su.py --rail-pairs validate lays each record out as validate's writer does.
+syn = os.path.join(work, "syn.json")
+subprocess.run([sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)), "make_synthetic_su.py"), syn,
+                "--nodes", "16", "--rail-pairs", "validate"], check=True)
+
+
+def first_record(path):
+    """The first rail_pairs record's text, its values blanked: the layout alone."""
+    with open(path) as f:
+        text = f.read(1 << 20)
+    rec = text[text.index('"rail_pairs": [') + 15:]
+    rec = rec[:rec.index("}") + 1]
+    return re.sub(r': ("[^"]*"|[-0-9.e+]+|true|false)', ": V", rec)
+
+
+check(first_record(syn) == first_record(su), "make_synthetic_su.py --rail-pairs validate writes validate's layout")
+check(len(json.load(open(syn))["rail_pairs"]) == 16 * 15 // 2 * 8, "... and every pair test")
 
 # ---- 2. export ----
 p, secs = run(rb, "export", su, "--pairs")
