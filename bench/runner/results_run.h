@@ -39,6 +39,13 @@ class ResultsRun {
   void add(nlohmann::json entry) { file_.add(std::move(entry)); }
   // A top-level field ("what_if", "burn_in", ...); rewrites the file.
   void set(const std::string& key, nlohmann::json value) { file_.set(key, std::move(value)); }
+  // A top-level array made one element at a time as the file is written (ResultsFile::set_array).
+  void set_array(const std::string& key, size_t count, std::function<nlohmann::json(size_t)> element) {
+    file_.set_array(key, count, std::move(element));
+  }
+  void set_with_arrays(const std::string& key, nlohmann::json value, StreamedArrays arrays) {
+    file_.set_with_arrays(key, std::move(value), std::move(arrays));
+  }
   const nlohmann::json& doc() const { return file_.doc(); }
 
   // Fabric counters around one measurement (bench/runner/fabric_counters.h): begin

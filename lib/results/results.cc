@@ -214,8 +214,37 @@ void ResultsFile::add(json size_result) {
 }
 
 void ResultsFile::set(const std::string& key, json value) {
+  forget_streamed(key);
   doc_[key] = std::move(value);
   write();
+}
+
+void ResultsFile::set_array(const std::string& key, size_t count, std::function<json(size_t)> element) {
+  set_with_arrays(key, json::array(), {{"/" + key, StreamedArray{count, std::move(element)}}});
+}
+
+void ResultsFile::set_with_arrays(const std::string& key, json value, StreamedArrays arrays) {
+  forget_streamed(key);
+  doc_[key] = std::move(value);
+  for (auto& [at, a] : arrays) {
+    doc_[json::json_pointer(at)] = json::array();
+    streamed_[at] = std::move(a);
+  }
+  if (!rewrite_can_wait()) write();
+}
+
+void ResultsFile::forget_streamed(const std::string& key) {
+  const std::string at = "/" + key;
+  for (auto it = streamed_.lower_bound(at); it != streamed_.end() && it->first.compare(0, at.size(), at) == 0;)
+    it = (it->first.size() == at.size() || it->first[at.size()] == '/') ? streamed_.erase(it) : std::next(it);
+}
+
+bool ResultsFile::rewrite_can_wait() const {
+  // Rewritten once per pair-test round, a 1,024 x 8 file (1,023 rounds, GBs each) would
+  // be written for hours; spaced ten write times apart, writing takes a tenth of the run.
+  constexpr double kSlowWriteS = 1.0, kSpacing = 10.0;
+  const double since = std::chrono::duration<double>(std::chrono::steady_clock::now() - last_write_end_).count();
+  return !finished_ && last_write_s_ >= kSlowWriteS && since < kSpacing * last_write_s_;
 }
 
 void ResultsFile::finish(bool complete, const std::string& error) {
@@ -277,11 +306,18 @@ void ResultsFile::write() {
   }
 }
 
+std::function<bool(int)> ResultsFile::document_writer() const {
+  if (!streamed_.empty()) return [this](int fd) { return write_json_streamed(fd, doc_, streamed_); };
+  auto text = std::make_shared<const std::string>(doc_.dump(2) + '\n');
+  return [text](int fd) { return write_all(fd, *text); };
+}
+
 void ResultsFile::write_json() {
   if (path_.empty()) return;
+  const auto start = std::chrono::steady_clock::now();
   // Checked at every rewrite, not once: rename must never replace a device node.
   direct_ = is_special_file(path_);
-  const std::string text = doc_.dump(2) + '\n';
+  const auto text = document_writer();
   if (!direct_) {
     // Published before the rename: a signal from here on writes this document, which
     // holds all a reader has seen (the one before may lack the newest results), and
@@ -298,9 +334,11 @@ void ResultsFile::write_json() {
     publish_signal_document(nullptr);  // the verdict is written; a late signal leaves it
     published_ = false;
   }
+  last_write_end_ = std::chrono::steady_clock::now();
+  last_write_s_ = std::chrono::duration<double>(last_write_end_ - start).count();
 }
 
-void ResultsFile::write_renamed(const std::string& text, std::string tmp) {
+void ResultsFile::write_renamed(const std::function<bool(int)>& body, std::string tmp) {
   // Write beside the target and rename: a reader never sees half a file, and a crash
   // mid-write leaves the previous complete version. A fresh random name, created
   // exclusively and never through a symlink, so nothing planted there is followed.
@@ -311,7 +349,7 @@ void ResultsFile::write_renamed(const std::string& text, std::string tmp) {
     if (fd < 0 && errno != EEXIST) break;
   }
   if (fd < 0) fail_write(errno, fmt::format("creating a temporary file beside '{}'", path_));
-  bool ok = write_all(fd, text);
+  bool ok = body(fd);
   int err = ok ? 0 : errno;
   if (::close(fd) != 0 && ok) {
     ok = false;
@@ -327,7 +365,7 @@ void ResultsFile::write_renamed(const std::string& text, std::string tmp) {
   }
 }
 
-void ResultsFile::write_direct(const std::string& text) const {
+void ResultsFile::write_direct(const std::function<bool(int)>& body) const {
   // Non-blocking open: a fifo without a reader fails (ENXIO) instead of hanging.
   const int fd = ::open(path_.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0) {
@@ -337,7 +375,7 @@ void ResultsFile::write_direct(const std::string& text) const {
   }
   const int flags = ::fcntl(fd, F_GETFL);
   if (flags >= 0) ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
-  const bool ok = write_all(fd, text);
+  const bool ok = body(fd);
   const int err = errno;
   ::close(fd);
   if (!ok) throw IoError(fmt::format("writing the results to '{}' failed ({})", path_, errno_text(err)));
@@ -367,14 +405,32 @@ void ResultsFile::publish_for_signals(const std::string& pending_tmp) {
   d->rename = !direct_;
   d->tmp_path = fmt::format("{}.tmp.{}", path_, random_suffix());
   d->pending_tmp = pending_tmp;
-  json failed = doc_;
+  // The handlers need the whole text ready (twice: indented and compact). Up to this many
+  // streamed elements (about 40 MB of pair records) it holds them; past it, the document
+  // a signal leaves says failed without them, and the note says so.
+  constexpr size_t kSignalCopyElements = 100000;
+  size_t elements = 0;
+  std::map<std::string, size_t> by_member;  // "rail_pairs" -> its records, "rails" -> its rows
+  for (const auto& [at, a] : streamed_) {
+    elements += a.count;
+    by_member[at.substr(1, at.find('/', 1) - 1)] += a.count;
+  }
+  std::string left_out;
+  for (const auto& [member, count] : by_member)
+    left_out += fmt::format("{}{} {}", left_out.empty() ? "" : ", ", count, member);
+  const bool whole = elements <= kSignalCopyElements;
+  json failed = whole ? with_streamed(doc_, streamed_) : doc_;
   failed["status"] = "failed";
   failed["error"] = kErrorSentinel;
   failed["finished_at"] = kTimeSentinel;
   failed["updated_at"] = kTimeSentinel;
   d->pretty = punch_holes(failed.dump(2) + '\n');
   d->compact = punch_holes(failed.dump() + '\n');
-  d->note = fmt::format("; the results so far are in '{}', marked failed", path_);
+  d->note = whole ? fmt::format("; the results so far are in '{}', marked failed", path_)
+                  : fmt::format(
+                        "; the results so far are in '{}', marked failed, without its {} (too many to keep a "
+                        "second copy for a signal)",
+                        path_, left_out);
   published_doc_ = d.get();
   publish_signal_document(std::move(d));
   published_ = true;

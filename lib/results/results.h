@@ -5,14 +5,17 @@
 // (lib/runtime/signals.h), so a run ended by a signal still says so.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "lib/core/stats.h"
+#include "lib/results/json_stream.h"
 #include "lib/results/schema.h"
 #include "lib/runtime/signals.h"
 
@@ -59,6 +62,17 @@ class ResultsFile {
   void add(nlohmann::json size_result);
   // Sets a top-level field (e.g. "channels") and rewrites the file.
   void set(const std::string& key, nlohmann::json value);
+  // Sets a top-level array too large to hold as JSON (validate's 4 M pair records at
+  // 1,024 x 8) and rewrites the file: `count` elements, made one at a time by `element`
+  // while the file is written, the same bytes as set(key, the array). doc() holds it as
+  // an empty array. `element` must stay valid until `key` is set again or the run ends.
+  // A file that took over a second to write is rewritten at most every tenth of the run:
+  // the later calls only note what to write next (finish() always writes).
+  void set_array(const std::string& key, size_t count, std::function<nlohmann::json(size_t)> element);
+  // Sets a top-level field whose large arrays (each at its JSON pointer in `arrays`, such
+  // as "/rails/0/bw_gbs") are made as set_array's are; `value` holds anything there (an
+  // empty array is put in its place). Rewrites the file as set_array does.
+  void set_with_arrays(const std::string& key, nlohmann::json value, StreamedArrays arrays);
   // Marks the run complete, or failed with `error` (results so far are kept). Only the
   // first verdict counts: after a failed write, a later finish() changes nothing.
   void finish(bool complete, const std::string& error = "");
@@ -70,8 +84,12 @@ class ResultsFile {
   // "" when written (or nothing to write), else what went wrong with the first that failed.
   std::string write_sidecars();
   // `tmp`: the temporary's name, already published for the signal handlers.
-  void write_renamed(const std::string& text, std::string tmp);
-  void write_direct(const std::string& text) const;
+  void write_renamed(const std::function<bool(int)>& body, std::string tmp);
+  void write_direct(const std::function<bool(int)>& body) const;
+  // Writes the document to a file descriptor: its text, or streamed (json_stream.h).
+  std::function<bool(int)> document_writer() const;
+  // A large file's rewrite that can wait (set_array's note).
+  bool rewrite_can_wait() const;
   [[noreturn]] void fail_write(int err, const std::string& what);
   void publish_for_signals(const std::string& pending_tmp);
 
@@ -82,6 +100,10 @@ class ResultsFile {
   // That document: owned by lib/signals, valid while published_.
   const SignalDocument* published_doc_ = nullptr;
   nlohmann::json doc_;
+  StreamedArrays streamed_;  // set_array's and set_with_arrays' arrays, by JSON pointer
+  void forget_streamed(const std::string& key);
+  double last_write_s_ = 0;  // how long the last JSON write took
+  std::chrono::steady_clock::time_point last_write_end_{};
   struct Sidecar {
     std::string path, option;
     std::function<std::string(const nlohmann::json&)> render;

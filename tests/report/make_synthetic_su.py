@@ -13,7 +13,7 @@ pair test that never finished (the third- and second-last nodes on the last rail
   make_synthetic_su.py OUT.json [--nodes 32] [--rails 8] [--healthy]
                        [--bad-rail 5] [--bad-node INDEX]
                        [--leaf-layout rail|nodes-per-leaf|leaf-per-node|none] [--nodes-per-leaf 32]
-                       [--rail-pairs auto|yes|no]
+                       [--rail-pairs auto|yes|no|validate]
 
 --leaf-layout says what the file tells about leaves: `rail` (what validate writes today:
 one "leaf" per rail), `nodes-per-leaf` (each rail's "leaves": [{"leaf", "nodes"}], the
@@ -21,6 +21,9 @@ nodes in blocks of --nodes-per-leaf), `leaf-per-node` (each rail's "node_leaves"
 name per node, parallel to "nodes") or `none` (no leaf at all).
 --rail-pairs: the per-pair records (`rail_pairs`) repeat the matrices; `auto` writes them
 up to 64 nodes only, so a 1,024-node file stays about 200 MB and is written in seconds.
+`validate` writes every one at any size as validate's writer does: each record with all
+its fields (keys sorted, full-precision figures), indented as in validate's file, made as
+they are written (a 1,024 x 8 file's 4 M records would take GBs as Python objects).
 
 A 1,024-node file is generated fast because its figures come from small tables: a pair's
 bandwidth is the slower of its two ends (each end's own figure is seeded noise), and its
@@ -135,6 +138,31 @@ def pair_records(nodes, R, ends, fl):
     return out
 
 
+# One rail pair test as validate's writer lays it out (nlohmann's dump(2), keys sorted, a
+# record inside the top-level array): bench/commands/validate/verdict.cc to_json(PairResult).
+VALIDATE_PAIR = ('{\n      "bidir": %r,\n      "bw_ab": %r,\n      "bw_ba": %r,\n      "bw_spread": %r,\n'
+                 '      "error": %s,\n      "lat_p50": %r,\n      "lat_p99": %r,\n      "lat_p999": %r,\n'
+                 '      "node_a": %d,\n      "node_b": %d,\n      "ok": %s,\n      "phase": "rail",\n'
+                 '      "rail_a": %d,\n      "rail_b": %d,\n      "test_s": %r\n    }')
+
+
+def validate_pair_texts(nodes, R, ends, fl, tables):
+    """Every rail pair test's record as validate writes it, one text at a time."""
+    broken = fl[2]
+    _, t50, t99, t999, _ = tables
+    for r in range(R):
+        e = ends[r]
+        for x in range(len(nodes)):
+            for y in range(x + 1, len(nodes)):
+                if broken and (r, x, y) == broken:
+                    yield VALIDATE_PAIR % (0.0, 0.0, 0.0, 0.0, json.dumps("pair test did not finish within 30 s"),
+                                           0.0, 0.0, 0.0, x, y, "false", r, r, 0.0)
+                    continue
+                v = min(e[x], e[y])
+                yield VALIDATE_PAIR % (round(2 * v - 0.2, 2), v, v, 0.02, '""', float(t50[x + y]), float(t99[x + y]),
+                                       float(t999[x + y]), x, y, "true", r, r, 1.5)
+
+
 def findings_of(nodes, fl):
     bad, flappy, broken, slow_port = fl
     out = []
@@ -188,7 +216,7 @@ def main():
     ap.add_argument("--bad-node", type=int, default=None, help="its node (0-based; default the middle one)")
     ap.add_argument("--leaf-layout", choices=["rail", "nodes-per-leaf", "leaf-per-node", "none"], default="rail")
     ap.add_argument("--nodes-per-leaf", type=int, default=32)
-    ap.add_argument("--rail-pairs", choices=["auto", "yes", "no"], default="auto")
+    ap.add_argument("--rail-pairs", choices=["auto", "yes", "no", "validate"], default="auto")
     ap.add_argument("--seed", type=int, default=15)
     a = ap.parse_args()
     n, R = a.nodes, a.rails
@@ -233,7 +261,7 @@ def main():
                   "ranks": [{"rank": x * R + s, "host": nodes[x], "local_rank": s} for x in range(n) for s in range(R)]},
         "transport": {"name": "verbs", "provider": "mlx5", "rails": 1},
         "results": [], "inventory": inventory_of(nodes, R, fl[3]),
-        "rail_pairs": pair_records(nodes, R, ends, fl) if pairs else [],
+        "rail_pairs": "@PAIRS@" if a.rail_pairs == "validate" else pair_records(nodes, R, ends, fl) if pairs else [],
         "cross_rail_pairs": [], "retest_pairs": retests,
         "rails": "@RAILS@",
         "collectives": [
@@ -246,6 +274,14 @@ def main():
     # The rails are JSON text already (a 1,024-node rail as Python lists would take GBs).
     head, tail = json.dumps(doc).split('"@RAILS@"')
     with open(a.out, "w") as f:
+        if a.rail_pairs == "validate":
+            before, head = head.split('"@PAIRS@"')
+            f.write(before + "[")
+            first = True
+            for text in validate_pair_texts(nodes, R, ends, fl, tables):
+                f.write(("\n    " if first else ",\n    ") + text)
+                first = False
+            f.write("\n  ]")
         f.write(head + "[")
         for i, text in enumerate(rails):
             f.write(("," if i else "") + text)

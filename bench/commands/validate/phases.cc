@@ -343,12 +343,22 @@ bool open_rail(ValidateState& s) {
   return true;
 }
 
+// The rails' matrices into the results, made row by row as the file is written from a copy
+// of the pair results the file keeps (4 M at 1,024 x 8; as JSON values GBs).
+void set_rail_matrices(ValidateState& s) {
+  auto rails = rail_matrices_streamed(s.c, s.L.node_names,
+                                      std::make_shared<const std::vector<PairResult>>(s.rail_results), s.stats);
+  s.results.set_with_arrays("rails", std::move(rails.rails), std::move(rails.matrices));
+}
+
 // One pass of phase 2: every node pair on every rail, all rails at once. `first`: the
 // run's own pass, whose results the later phases and the verdict read and which go to
 // the file round by round; a burn-in's later passes only feed its windows.
 std::vector<PairResult> rail_pass(ValidateState& s, PairRunner& runner, bool first, const std::string& window) {
   const auto rounds = circle_schedule(s.nodes);
-  std::vector<PairResult> out;
+  // Shared with the results file, which makes each record's JSON only as it writes it:
+  // 4 M records at 1,024 x 8 would take GBs as JSON values.
+  auto out = std::make_shared<std::vector<PairResult>>();
   const Clock::time_point start = Clock::now();
   for (size_t k = 0; k < rounds.size(); ++k) {
     if (first) {
@@ -364,14 +374,14 @@ std::vector<PairResult> rail_pass(ValidateState& s, PairRunner& runner, bool fir
     const bool leader = s.my_node < partner;
     PairResult key{PairPhase::rail, std::min(s.my_node, partner), std::max(s.my_node, partner), s.my_slot, s.my_slot};
     auto got = runner.exchange(runner.run(key, partner >= 0 ? s.L.rank_of[partner][s.my_slot] : -1, leader));
-    out.insert(out.end(), got.begin(), got.end());
-    if (first) s.results.set("rail_pairs", out);
+    out->insert(out->end(), got.begin(), got.end());
+    if (first) s.results.set_array("rail_pairs", out->size(), [out](size_t i) { return json((*out)[i]); });
   }
   if (first) {
     s.rounds_done = rounds.size();
     s.rail_spent_s = std::chrono::duration<double>(Clock::now() - start).count();
   }
-  return out;
+  return *out;
 }
 
 // Phase 2, once or (burn-in) in windows until rank 0's clock or count says stop.
@@ -400,7 +410,7 @@ void phase_rail_checks(ValidateState& s, PairRunner& runner) {
       });
   const auto rounds = circle_schedule(s.nodes);
   s.stats = link_stats(s.c, s.nodes, s.rail_results);
-  s.results.set("rails", rail_matrices(s.c, s.L.node_names, s.rail_results, s.stats));
+  set_rail_matrices(s);
   s.ctx.print(fmt::format(
       "# phase 2 rail checks: {} rounds, {} pair tests, {} failed to complete", rounds.size(), s.rail_results.size(),
       std::count_if(s.rail_results.begin(), s.rail_results.end(), [](const auto& p) { return !p.ok; })));
@@ -706,7 +716,7 @@ int finish(ValidateState& s) {
     tested.insert(tested.end(), s.cross_results.begin(), s.cross_results.end());
     tested.insert(tested.end(), s.retest_results.begin(), s.retest_results.end());
     judge_counters(s.c, s.L.node_names, link_counters(s.rails, s.nodes, tested), s.findings);
-    s.results.set("rails", rail_matrices(s.c, s.L.node_names, s.rail_results, s.stats));
+    set_rail_matrices(s);
   }
   s.ctx.status().clear();
   if (s.run.burn_in.on() && s.burn_in.windows() > 0) {

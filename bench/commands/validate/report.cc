@@ -52,6 +52,48 @@ std::vector<Finding> judge_inventory(const SuConfig& c, const std::vector<std::s
   return out;
 }
 
+namespace {
+
+// A rail's entry without its matrices and errors: what it is, its nodes and link figures.
+json rail_entry(const SuConfig& c, const std::vector<std::string>& node_names, int r,
+                const std::vector<std::vector<LinkStats>>& stats) {
+  json links = json::array();
+  for (const auto& l : stats[r]) {
+    links.push_back(json{{"node", node_names[l.link.node]},
+                         {"pairs", l.pairs},
+                         {"failed", l.failed},
+                         {"tx_gbs", l.tx},
+                         {"rx_gbs", l.rx},
+                         {"bidir_gbs", l.bidir},
+                         {"lat_p50_us", l.lat_p50},
+                         {"lat_p99_us", l.lat_p99},
+                         {"bw_spread", l.spread},
+                         {"link_downs", l.total_downs()},
+                         {"carrier_changes", l.carrier_changes},
+                         {"link_downed", l.link_downed}});
+  }
+  json entry{{"rail", r},
+             {"nic", c.rails[r].nic},
+             {"leaf", c.rails[r].leaf},
+             {"line_rate_gbps", c.rails[r].line_rate_gbps},
+             {"nodes", node_names},
+             {"links", links},
+             {"errors", json::array()}};
+  // A rail over several leaves: each node's, parallel to "nodes" (the report groups by it).
+  if (!c.rails[r].node_leaf.empty()) {
+    json leaves = json::array();
+    for (const auto& name : node_names) leaves.push_back(c.rails[r].leaf_of(name));
+    entry["node_leaves"] = std::move(leaves);
+  }
+  return entry;
+}
+
+json pair_error(const std::vector<std::string>& node_names, const PairResult& p) {
+  return json{{"a", node_names[p.node_a]}, {"b", node_names[p.node_b]}, {"error", p.error}};
+}
+
+}  // namespace
+
 json rail_matrices(const SuConfig& c, const std::vector<std::string>& node_names, const std::vector<PairResult>& rail,
                    const std::vector<std::vector<LinkStats>>& stats) {
   const size_t n = node_names.size();
@@ -59,12 +101,12 @@ json rail_matrices(const SuConfig& c, const std::vector<std::string>& node_names
   for (int r = 0; r < c.num_rails(); ++r) {
     auto empty = [&] { return std::vector<std::vector<json>>(n, std::vector<json>(n, nullptr)); };
     auto bw = empty(), bidir = empty(), p50 = empty(), p99 = empty(), p999 = empty();
-    json errors = json::array();
+    json entry = rail_entry(c, node_names, r, stats);
     for (const auto& p : rail) {
       if (p.rail_a != r || p.rail_b != r) continue;
       const int a = p.node_a, b = p.node_b;
       if (!p.ok) {
-        errors.push_back(json{{"a", node_names[a]}, {"b", node_names[b]}, {"error", p.error}});
+        entry["errors"].push_back(pair_error(node_names, p));
         continue;
       }
       bw[a][b] = p.bw_ab, bw[b][a] = p.bw_ba;
@@ -73,40 +115,71 @@ json rail_matrices(const SuConfig& c, const std::vector<std::string>& node_names
       p99[a][b] = p99[b][a] = p.lat_p99;
       p999[a][b] = p999[b][a] = p.lat_p999;
     }
-    json links = json::array();
-    for (const auto& l : stats[r]) {
-      links.push_back(json{{"node", node_names[l.link.node]},
-                           {"pairs", l.pairs},
-                           {"failed", l.failed},
-                           {"tx_gbs", l.tx},
-                           {"rx_gbs", l.rx},
-                           {"bidir_gbs", l.bidir},
-                           {"lat_p50_us", l.lat_p50},
-                           {"lat_p99_us", l.lat_p99},
-                           {"bw_spread", l.spread},
-                           {"link_downs", l.total_downs()},
-                           {"carrier_changes", l.carrier_changes},
-                           {"link_downed", l.link_downed}});
-    }
-    json entry{{"rail", r},
-               {"nic", c.rails[r].nic},
-               {"leaf", c.rails[r].leaf},
-               {"line_rate_gbps", c.rails[r].line_rate_gbps},
-               {"nodes", node_names},
-               {"bw_gbs", bw},
-               {"bidir_gbs", bidir},
-               {"lat_p50_us", p50},
-               {"lat_p99_us", p99},
-               {"lat_p999_us", p999},
-               {"links", links},
-               {"errors", errors}};
-    // A rail over several leaves: each node's, parallel to "nodes" (the report groups by it).
-    if (!c.rails[r].node_leaf.empty()) {
-      json leaves = json::array();
-      for (const auto& name : node_names) leaves.push_back(c.rails[r].leaf_of(name));
-      entry["node_leaves"] = std::move(leaves);
-    }
+    entry["bw_gbs"] = bw, entry["bidir_gbs"] = bidir, entry["lat_p50_us"] = p50;
+    entry["lat_p99_us"] = p99, entry["lat_p999_us"] = p999;
     out.push_back(std::move(entry));
+  }
+  return out;
+}
+
+namespace {
+
+// Each rail's n x n cells as the index of the pair test that measured them (-1: none).
+struct PairIndex {
+  std::shared_ptr<const std::vector<PairResult>> pairs;
+  size_t n = 0;
+  std::vector<std::vector<int32_t>> cells;  // [rail][a * n + b]
+};
+
+using PairFigure = double (*)(const PairResult& p, bool a_to_b);
+constexpr std::pair<const char*, PairFigure> kMatrixFigures[] = {
+    {"bw_gbs", [](const PairResult& p, bool ab) { return ab ? p.bw_ab : p.bw_ba; }},
+    {"bidir_gbs", [](const PairResult& p, bool) { return p.bidir; }},
+    {"lat_p50_us", [](const PairResult& p, bool) { return p.lat_p50; }},
+    {"lat_p99_us", [](const PairResult& p, bool) { return p.lat_p99; }},
+    {"lat_p999_us", [](const PairResult& p, bool) { return p.lat_p999; }},
+};
+
+}  // namespace
+
+StreamedRails rail_matrices_streamed(const SuConfig& c, const std::vector<std::string>& node_names,
+                                     std::shared_ptr<const std::vector<PairResult>> rail,
+                                     const std::vector<std::vector<LinkStats>>& stats) {
+  const size_t n = node_names.size();
+  StreamedRails out{json::array(), {}};
+  for (int r = 0; r < c.num_rails(); ++r) out.rails.push_back(rail_entry(c, node_names, r, stats));
+  auto index = std::make_shared<PairIndex>();
+  index->pairs = rail;
+  index->n = n;
+  index->cells.assign(c.num_rails(), std::vector<int32_t>(n * n, -1));
+  for (size_t k = 0; k < rail->size(); ++k) {
+    const PairResult& p = (*rail)[k];
+    if (p.rail_a != p.rail_b || p.rail_a < 0 || p.rail_a >= c.num_rails()) continue;
+    auto& cells = index->cells[p.rail_a];
+    if (!p.ok) {
+      out.rails[p.rail_a]["errors"].push_back(pair_error(node_names, p));
+      continue;
+    }
+    cells[p.node_a * n + p.node_b] = cells[p.node_b * n + p.node_a] = static_cast<int32_t>(k);
+  }
+  for (int r = 0; r < c.num_rails(); ++r) {
+    for (const auto& [key, figure] : kMatrixFigures) {
+      out.rails[r][key] = json::array();
+      out.matrices[fmt::format("/rails/{}/{}", r, key)] =
+          StreamedArray{n, [index, r, figure = figure](size_t a) {
+                          json row = json::array();
+                          for (size_t b = 0; b < index->n; ++b) {
+                            const int32_t k = index->cells[r][a * index->n + b];
+                            if (k < 0) {
+                              row.push_back(nullptr);
+                              continue;
+                            }
+                            const PairResult& p = (*index->pairs)[k];
+                            row.push_back(figure(p, static_cast<size_t>(p.node_a) == a));
+                          }
+                          return row;
+                        }};
+    }
   }
   return out;
 }

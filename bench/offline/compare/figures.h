@@ -3,7 +3,9 @@
 // and the subject that matches it with the same figure of another run.
 #pragma once
 
+#include <map>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -61,5 +63,31 @@ void validate_figures(const nlohmann::json& doc, double k, std::vector<Figure>& 
 // The figures whose metric is one of `metrics` (all when it is empty). Throws
 // UsageError for a name that no figure has, listing those there are.
 std::vector<Figure> only_metrics(std::vector<Figure> figures, const std::vector<std::string>& metrics);
+
+// Of a validate file's rail_pairs, the records validate_figures reads a value from: for
+// each link and figure, the pair test with its lowest and the one with its highest value
+// (the first of equals). A 1,024 x 8 file's 4 M records as JSON values take GBs; these
+// are at most 8 per link and give the same figures. add() each record in file order.
+class ValidatePairKeeper {
+ public:
+  void add(const nlohmann::json& pair);
+  // The records kept, in file order.
+  nlohmann::json kept() const;
+
+ private:
+  static constexpr size_t kNone = static_cast<size_t>(-1);
+  struct Side {
+    size_t id = kNone;
+    double value = 0;
+  };
+  struct Slot {
+    Side lo, hi;
+  };
+  void release(size_t id);
+  size_t next_id_ = 0;
+  std::map<std::tuple<int, int, int>, Slot> slots_;  // rail, node, figure
+  std::map<size_t, int> refs_;                       // record -> slots holding it
+  std::map<size_t, nlohmann::json> records_;         // the records held, by their place in the file
+};
 
 }  // namespace railbench::compare

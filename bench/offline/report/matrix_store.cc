@@ -138,7 +138,7 @@ class MatrixSax {
 // it give up, and the SAX parse above reads the text and names the error.
 class SplitParser {
  public:
-  SplitParser(const std::string& text, MatrixStore& store) : s_(text), store_(store) {}
+  SplitParser(std::string_view text, MatrixStore& store) : s_(text), store_(store) {}
 
   bool parse(Json& doc) {
     Json out = Json::object();
@@ -267,20 +267,20 @@ class SplitParser {
     return true;
   }
 
-  const std::string& s_;
+  std::string_view s_;
   MatrixStore& store_;
   size_t at_ = 0;
 };
 
 }  // namespace
 
-void parse_with_matrices(const std::string& text, nlohmann::json& doc, MatrixStore& store) {
+void parse_with_matrices(std::string_view text, nlohmann::json& doc, MatrixStore& store) {
   MatrixStore fast;
   if (SplitParser(text, fast).parse(doc)) {
     store = std::move(fast);
     return;
   }
   MatrixSax sax(doc, store);
-  Json::sax_parse(text, &sax);
+  Json::sax_parse(text.begin(), text.end(), &sax);
 }
 }  // namespace railbench::report

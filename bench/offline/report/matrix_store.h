@@ -6,6 +6,7 @@
 #include <cmath>
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -32,6 +33,6 @@ struct MatrixStore {
 // Parses results text into `doc`, the rails' matrices into `store`, and leaves out
 // "rail_pairs" (the pair records the matrices repeat; the report reads none of them).
 // Throws nlohmann::json::parse_error as json::parse does.
-void parse_with_matrices(const std::string& text, nlohmann::json& doc, MatrixStore& store);
+void parse_with_matrices(std::string_view text, nlohmann::json& doc, MatrixStore& store);
 
 }  // namespace railbench::report

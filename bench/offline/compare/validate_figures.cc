@@ -1,0 +1,147 @@
+// validate's figures: tx, rx, lat p50 and p99 per link (node x rail), each banded by what
+// its partners measured (its rail_pairs records) and by its rail's spread. A 1,024 x 8
+// file holds 4 M pair records, so they are read once into each link's lowest and highest
+// value, and the loader keeps only the records that hold one (ValidatePairKeeper).
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+
+#include <fmt/format.h>
+
+#include "bench/offline/compare/figures.h"
+
+namespace railbench::compare {
+
+using nlohmann::json;
+
+namespace {
+
+double num(const json& j, const char* key) {
+  return j.at(key).get<double>();
+}
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+// Scaled MAD: the standard deviation of normal data, unmoved by one bad link.
+double scaled_mad(const std::vector<double>& v) {
+  const double med = median(v);
+  std::vector<double> d;
+  for (double x : v) d.push_back(std::fabs(x - med));
+  return 1.4826 * median(d);
+}
+
+// One link metric: its figure is the median over its partners (bench/validate); its
+// band spans what its partners measured and k scaled MADs of the rail's links around
+// it, whichever is wider.
+struct LinkMetric {
+  const char* link_key;  // in rails[].links
+  const char* metric;
+  const char* unit;
+  bool higher_better;
+  // The link's value in one of its pair tests, `a_side` when it was node_a.
+  double (*of_pair)(const json& pair, bool a_side);
+};
+
+const LinkMetric kLinkMetrics[] = {
+    {"tx_gbs", "tx", "GB/s", true, [](const json& p, bool a) { return num(p, a ? "bw_ab" : "bw_ba"); }},
+    {"rx_gbs", "rx", "GB/s", true, [](const json& p, bool a) { return num(p, a ? "bw_ba" : "bw_ab"); }},
+    {"lat_p50_us", "lat p50", "us", false, [](const json& p, bool) { return num(p, "lat_p50"); }},
+    {"lat_p99_us", "lat p99", "us", false, [](const json& p, bool) { return num(p, "lat_p99"); }},
+};
+constexpr int kMetrics = static_cast<int>(std::size(kLinkMetrics));
+
+bool measured(const json& link) {
+  return link.at("pairs").get<int>() - link.at("failed").get<int>() > 0;
+}
+
+// Calls f(rail, node, metric, value) for both ends of a finished rail pair test.
+template <class F>
+void each_value(const json& p, F&& f) {
+  if (p.at("phase") != "rail" || !p.at("ok").get<bool>()) return;
+  const int r = p.at("rail_a").get<int>();
+  for (const bool a : {true, false}) {
+    const int node = p.at(a ? "node_a" : "node_b").get<int>();
+    for (int m = 0; m < kMetrics; ++m) f(r, node, m, kLinkMetrics[m].of_pair(p, a));
+  }
+}
+
+struct Bound {
+  double lo = std::numeric_limits<double>::infinity(), hi = -std::numeric_limits<double>::infinity();
+};
+using LinkKey = std::tuple<int, int, int>;  // rail, node, metric
+
+}  // namespace
+
+void validate_figures(const json& doc, double k, std::vector<Figure>& out) {
+  if (!doc.contains("rails")) return;  // --inventory-only, or no traffic ran
+  std::map<LinkKey, Bound> bounds;
+  if (doc.contains("rail_pairs"))
+    for (const auto& p : doc.at("rail_pairs")) {
+      each_value(p, [&](int r, int node, int m, double v) {
+        Bound& b = bounds[{r, node, m}];
+        b.lo = std::min(b.lo, v), b.hi = std::max(b.hi, v);
+      });
+    }
+  for (const auto& rail : doc.at("rails")) {
+    const int r = rail.at("rail").get<int>();
+    for (int mi = 0; mi < kMetrics; ++mi) {
+      const LinkMetric& m = kLinkMetrics[mi];
+      std::vector<double> rail_values;
+      for (const auto& l : rail.at("links"))
+        if (measured(l)) rail_values.push_back(num(l, m.link_key));
+      const double spread = k * scaled_mad(rail_values);
+      for (size_t n = 0; n < rail.at("links").size(); ++n) {
+        const json& l = rail.at("links")[n];
+        if (!measured(l)) continue;
+        const double v = num(l, m.link_key);
+        Figure f{fmt::format("{} rail{}", l.at("node").get<std::string>(), r),
+                 m.metric,
+                 m.unit,
+                 m.higher_better,
+                 v,
+                 v - spread,
+                 v + spread};
+        if (const auto it = bounds.find({r, static_cast<int>(n), mi}); it != bounds.end())
+          f.lo = std::min(f.lo, it->second.lo), f.hi = std::max(f.hi, it->second.hi);
+        out.push_back(f);
+      }
+    }
+  }
+}
+
+void ValidatePairKeeper::add(const json& pair) {
+  const size_t id = next_id_++;
+  bool held = false;
+  each_value(pair, [&](int r, int node, int m, double v) {
+    Slot& s = slots_[{r, node, m}];
+    for (Side* side : {&s.lo, &s.hi}) {
+      const bool better = side == &s.lo ? v < side->value : v > side->value;
+      if (side->id != kNone && !better) continue;
+      if (side->id != kNone) release(side->id);
+      side->id = id, side->value = v;
+      ++refs_[id];
+      held = true;
+    }
+  });
+  if (held) records_.emplace(id, pair);
+}
+
+void ValidatePairKeeper::release(size_t id) {
+  if (--refs_[id] > 0) return;
+  refs_.erase(id);
+  records_.erase(id);
+}
+
+json ValidatePairKeeper::kept() const {
+  json out = json::array();
+  for (const auto& [id, p] : records_) out.push_back(p);
+  return out;
+}
+
+}  // namespace railbench::compare
