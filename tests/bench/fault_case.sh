@@ -62,7 +62,7 @@ finish() {
   return $rc
 }
 
-# Waits until all 4 ranks run and have got past setup (a second into the sweep).
+# Waits until all 4 ranks run; prints the pid of rank $1.
 pid_of_rank() {
   local rank=$1 i
   for ((i = 0; i < 300; ++i)); do
@@ -89,7 +89,16 @@ case $mode in
       start 4 allreduce -t ofi:tcp --rails lo -b 1K -e 64K -n 1000000 -w 1 --timeout 5 --json "$work/r.json"
     fi
     victim=$(pid_of_rank 2) || { show; echo "FAIL: rank 2 never started"; exit 1; }
-    sleep 3  # past setup, inside the timed iterations
+    # Rank 0 writes the results file once every rank has connected (MPI_Init, which
+    # waits for a stopped rank without a deadline, is behind them then): a fixed sleep
+    # stopped rank 2 inside MPI_Init where setup is slow (under ASan, on a loaded host).
+    for ((i = 0; i < 600; ++i)); do
+      [[ -s $work/r.json ]] && break
+      kill -0 "$mpirun_pid" 2>/dev/null || break
+      sleep 0.1
+    done
+    [[ -s $work/r.json ]] || { show; echo "FAIL: no results file within 60 s: setup never finished"; exit 1; }
+    sleep 1  # inside the timed iterations
     if [[ $mode == stop ]]; then kill -STOP "$victim"; else kill -KILL "$victim"; fi
     finish 60
     rc=$?
