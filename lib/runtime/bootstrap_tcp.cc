@@ -64,7 +64,7 @@ std::pair<std::string, std::string> split_host_port(const std::string& root) {
 class TcpBootstrap final : public Bootstrap {
  public:
   TcpBootstrap(int rank, int size, const TcpRendezvous& where, double timeout_s)
-      : rank_(rank), size_(size), token_(token_digest(where.job_token)) {
+      : rank_(rank), size_(size), token_(token_digest(where.job_token)), asked_topology_(where.topology) {
     timeout_s_ = timeout_s;
     if (size < 1 || rank < 0 || rank >= size) {
       throw UsageError(
@@ -84,7 +84,6 @@ class TcpBootstrap final : public Bootstrap {
     } else {
       connect_to_root(host, port, where.root);
     }
-    asked_topology_ = where.topology;
   }
 
   int rank() const override { return rank_; }
@@ -94,12 +93,12 @@ class TcpBootstrap final : public Bootstrap {
   void all_gather(std::span<const std::byte> in, std::span<std::byte> out) override {
     set_up_topology();
     auto deadline = Deadline::after(timeout_s_);
-    if (tree_) return tree_->all_gather(in, out, deadline);
+    if (tree_) return over_tree([&] { tree_->all_gather(in, out, deadline); });
     const uint64_t block = in.size();
     if (rank_ == 0) {
       std::memcpy(out.data(), in.data(), block);
       from_every_rank("all_gather", deadline, [&](int r, const std::string& peer) {
-        const Header h = recv_header(r, deadline, peer);
+        const Header h = recv_header(peers_[r].get(), deadline, peer);
         if (Verdict v = check_header(h, token_, Kind::gather, block); !v) {
           if (v.fault == Fault::length) {
             throw BootstrapError(
@@ -122,7 +121,7 @@ class TcpBootstrap final : public Bootstrap {
   // Through the tree, an all-gather of nothing: empty frames up and down, 2 log2(N) hops.
   void barrier() override {
     set_up_topology();
-    if (tree_) return tree_->all_gather({}, {}, Deadline::after(timeout_s_));
+    if (tree_) return over_tree([&] { tree_->all_gather({}, {}, Deadline::after(timeout_s_)); });
     std::byte in{0};
     std::vector<std::byte> out(size_);
     all_gather(std::span(&in, 1), out);
@@ -132,7 +131,7 @@ class TcpBootstrap final : public Bootstrap {
     set_up_topology();
     if (!tree_) return Bootstrap::all_reduce_max(mine);
     std::vector<double> values(mine.begin(), mine.end());
-    tree_->all_reduce_max(values, Deadline::after(timeout_s_));
+    over_tree([&] { tree_->all_reduce_max(values, Deadline::after(timeout_s_)); });
     return values;
   }
 
@@ -154,7 +153,7 @@ class TcpBootstrap final : public Bootstrap {
       out.resize(size_);
       out[0].assign(in.begin(), in.end());
       from_every_rank("gather", deadline, [&](int r, const std::string& peer) {
-        const Header h = recv_header(r, deadline, peer);
+        const Header h = recv_header(peers_[r].get(), deadline, peer);
         if (h.length > kMaxGatherBlock) {
           throw BootstrapError(
               fmt::format("bootstrap gather: rank {} announced a block of {} bytes, over the {} a "
@@ -209,20 +208,10 @@ class TcpBootstrap final : public Bootstrap {
     }
   }
 
-  Header recv_header(int r, const Deadline& deadline, const std::string& peer) {
-    std::array<std::byte, kHeaderBytes> bytes{};
-    recv_all(peers_[r].get(), bytes.data(), bytes.size(), deadline, peer);
-    return decode_header(bytes);
-  }
-
   // A non-root rank: one result frame of exactly out.size() bytes from rank 0.
   void recv_result(std::span<std::byte> out, const Deadline& deadline, const char* what) {
-    std::array<std::byte, kHeaderBytes> bytes{};
-    recv_all(root_.get(), bytes.data(), bytes.size(), deadline, kRootPeer);
-    if (Verdict v = check_header(decode_header(bytes), token_, Kind::result, out.size()); !v) {
+    if (Verdict v = rendezvous::recv_frame(root_.get(), Kind::result, token_, out, deadline, kRootPeer); !v)
       throw BootstrapError(fmt::format("bootstrap {}: rank 0 sent {}", what, v.why));
-    }
-    recv_all(root_.get(), out.data(), out.size(), deadline, kRootPeer);
   }
 
   // Rank 0 to a gather's root other than itself: every block's length, then the blocks.
@@ -268,6 +257,24 @@ class TcpBootstrap final : public Bootstrap {
       const std::string culprits = suspects();
       if (culprits.empty()) throw;
       throw TimeoutError(fmt::format("rank {}: {}; {}", rank_, culprits, e.what()));
+    }
+  }
+
+  // Runs a collective over the tree. A wait that timed out, or a link that closed, names
+  // only a neighbour, which may be a whole subtree away from the rank that stopped or
+  // died: what the liveness probe finds follows the error.
+  template <class Step>
+  void over_tree(Step step) {
+    try {
+      step();
+    } catch (const TimeoutError& e) {
+      const std::string culprits = suspects();
+      if (culprits.empty()) throw;
+      throw TimeoutError(fmt::format("{}; {}", e.what(), culprits));
+    } catch (const BootstrapError& e) {
+      const std::string culprits = suspects();
+      if (culprits.empty()) throw;
+      throw BootstrapError(fmt::format("rank {}: {}; {}", rank_, e.what(), culprits));
     }
   }
 
@@ -368,7 +375,7 @@ class TcpBootstrap final : public Bootstrap {
     } else {
       std::byte wire{};
       size_t got = 0;
-      naming_suspects([&] { got = recv_frame(Kind::topology, std::span(&wire, 1), deadline, "topology"); });
+      naming_suspects([&] { got = recv_from_root(Kind::topology, std::span(&wire, 1), deadline, "topology"); });
       topology = static_cast<Topology>(wire);
       if (got != 1 || (topology != Topology::star && topology != Topology::tree))
         throw BootstrapError(fmt::format("rank {}: rank 0 named bootstrap topology {}, not star or tree", rank_,
@@ -396,7 +403,7 @@ class TcpBootstrap final : public Bootstrap {
       Fd listener = children.empty() ? Fd{} : listen_for_children(root_.get(), address);
       gather_blocks({reinterpret_cast<const uint8_t*>(address.data()), address.size()}, 0);
       std::vector<std::byte> parent_address(kMaxAddressBytes);
-      naming_suspects([&] { parent_address.resize(recv_frame(Kind::parent, parent_address, deadline, "tree")); });
+      naming_suspects([&] { parent_address.resize(recv_from_root(Kind::parent, parent_address, deadline, "tree")); });
       std::vector<Fd> owned;
       int parent_fd = root_.get();
       if (tree_parent(rank_) != 0) {
@@ -413,15 +420,12 @@ class TcpBootstrap final : public Bootstrap {
       }
       tree_.emplace(rank_, size_, token_, parent_fd, std::move(fds), std::move(owned));
     }
-    tree_->set_suspects([this] { return suspects(); });
   }
 
   // A non-root rank: one frame of `kind` from rank 0 of at most out.size() bytes; returns
   // its length.
-  size_t recv_frame(Kind kind, std::span<std::byte> out, const Deadline& deadline, const char* what) {
-    std::array<std::byte, kHeaderBytes> bytes{};
-    recv_all(root_.get(), bytes.data(), bytes.size(), deadline, kRootPeer);
-    const Header h = decode_header(bytes);
+  size_t recv_from_root(Kind kind, std::span<std::byte> out, const Deadline& deadline, const char* what) {
+    const Header h = recv_header(root_.get(), deadline, kRootPeer);
     const uint64_t length = std::min<uint64_t>(h.length, out.size());
     if (Verdict v = check_header(h, token_, kind, length); !v)
       throw BootstrapError(fmt::format("bootstrap {}: rank 0 sent {}", what, v.why));

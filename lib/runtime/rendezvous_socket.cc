@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <cstring>
 
@@ -136,6 +137,19 @@ Fd connect_before(const addrinfo* ai, const Deadline& deadline, double attempt_s
   }
   set_nodelay(fd.get());
   return fd;
+}
+
+Header recv_header(int fd, const Deadline& deadline, const std::string& peer) {
+  std::array<std::byte, kHeaderBytes> bytes{};
+  recv_all(fd, bytes.data(), bytes.size(), deadline, peer);
+  return decode_header(bytes);
+}
+
+Verdict recv_frame(int fd, Kind kind, uint64_t token, std::span<std::byte> payload, const Deadline& deadline,
+                   const std::string& peer) {
+  Verdict v = check_header(recv_header(fd, deadline, peer), token, kind, payload.size());
+  if (v) recv_all(fd, payload.data(), payload.size(), deadline, peer);
+  return v;
 }
 
 void send_frame(int fd, Kind kind, uint64_t token, std::span<const std::byte> payload, const Deadline& deadline,

@@ -50,6 +50,14 @@ void recv_all(int fd, void* data, size_t len, const Deadline& deadline, const st
 // picked the listening port as the source while nothing listened there yet).
 Fd connect_before(const addrinfo* ai, const Deadline& deadline, double attempt_s, std::string& error);
 
+// A frame's header, read whole (BootstrapError when the peer closed first).
+Header recv_header(int fd, const Deadline& deadline, const std::string& peer);
+// A frame of `kind` whose payload is exactly payload.size() bytes, read into `payload`.
+// Anything else is returned as the Verdict, its payload unread (the caller's error names
+// the collective and the sender).
+Verdict recv_frame(int fd, Kind kind, uint64_t token, std::span<std::byte> payload, const Deadline& deadline,
+                   const std::string& peer);
+
 // One frame: header, then payload.
 void send_frame(int fd, Kind kind, uint64_t token, std::span<const std::byte> payload, const Deadline& deadline,
                 const std::string& peer);

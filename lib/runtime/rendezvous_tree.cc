@@ -71,17 +71,7 @@ std::string TreeLinks::parent_name() const {
 }
 
 void TreeLinks::timed_out(const char* what, const std::string& waiting_for) const {
-  const std::string culprits = suspects_ ? suspects_() : "";
-  throw TimeoutError(fmt::format("rank {}: bootstrap {} timed out waiting for {}{}", rank_, what, waiting_for,
-                                 culprits.empty() ? "" : "; " + culprits));
-}
-
-void TreeLinks::lost(const BootstrapError& e) const {
-  // A closed link names only the neighbour, which may be a whole subtree away from the
-  // rank that died: the liveness probe names it.
-  const std::string culprits = suspects_ ? suspects_() : "";
-  if (culprits.empty()) throw e;
-  throw BootstrapError(fmt::format("rank {}: {}; {}", rank_, e.what(), culprits));
+  throw TimeoutError(fmt::format("rank {}: bootstrap {} timed out waiting for {}", rank_, what, waiting_for));
 }
 
 void TreeLinks::from_children(const char* what, const Deadline& deadline, const std::function<size_t(int)>& length,
@@ -109,16 +99,12 @@ void TreeLinks::from_children(const char* what, const Deadline& deadline, const 
       const size_t i = which[k];
       const int child = children_[i];
       const std::string peer = child_name(child);
-      std::array<std::byte, kHeaderBytes> bytes{};
       try {
-        recv_all(child_fds_[i], bytes.data(), bytes.size(), deadline, peer);
-        if (Verdict v = check_header(decode_header(bytes), token_, Kind::gather, length(child)); !v)
+        const std::span<std::byte> payload(into(child), length(child));
+        if (Verdict v = recv_frame(child_fds_[i], Kind::gather, token_, payload, deadline, peer); !v)
           throw BootstrapError(fmt::format("bootstrap {}: {} sent {}", what, peer, v.why));
-        recv_all(child_fds_[i], into(child), length(child), deadline, peer);
       } catch (const TimeoutError&) {
         timed_out(what, peer);
-      } catch (const BootstrapError& e) {
-        lost(e);
       }
       done[i] = true;
       --remaining;
@@ -131,15 +117,10 @@ void TreeLinks::via_parent(const char* what, std::span<const std::byte> up, std:
   const std::string peer = parent_name();
   try {
     send_frame(parent_fd_, Kind::gather, token_, up, deadline, peer);
-    std::array<std::byte, kHeaderBytes> bytes{};
-    recv_all(parent_fd_, bytes.data(), bytes.size(), deadline, peer);
-    if (Verdict v = check_header(decode_header(bytes), token_, Kind::result, down.size()); !v)
+    if (Verdict v = recv_frame(parent_fd_, Kind::result, token_, down, deadline, peer); !v)
       throw BootstrapError(fmt::format("bootstrap {}: {} sent {}", what, peer, v.why));
-    recv_all(parent_fd_, down.data(), down.size(), deadline, peer);
   } catch (const TimeoutError&) {
     timed_out(what, peer);
-  } catch (const BootstrapError& e) {
-    lost(e);
   }
 }
 
@@ -228,9 +209,7 @@ Fd connect_to_parent(const std::string& address, int rank, int size, uint64_t to
 
 void await_welcome(int fd, int rank, uint64_t token, const Deadline& deadline) {
   const std::string peer = fmt::format("rank {} (rank {}'s parent in the bootstrap tree)", tree_parent(rank), rank);
-  std::array<std::byte, kHeaderBytes> bytes{};
-  recv_all(fd, bytes.data(), bytes.size(), deadline, peer);
-  if (Verdict v = check_header(decode_header(bytes), token, Kind::welcome, 0); !v)
+  if (Verdict v = recv_frame(fd, Kind::welcome, token, {}, deadline, peer); !v)
     throw BootstrapError(fmt::format("rank {}: {} answered its hello with {}", rank, peer, v.why));
 }
 

@@ -18,7 +18,6 @@
 #include <vector>
 
 #include "lib/core/clock.h"
-#include "lib/core/errors.h"
 #include "lib/runtime/rendezvous_socket.h"
 
 namespace railbench::rendezvous {
@@ -46,9 +45,6 @@ class TreeLinks {
   // The elementwise maximum of every rank's values (the same count on every rank).
   void all_reduce_max(std::span<double> values, const Deadline& deadline);
 
-  // A description of the failed wait for the errors of the caller: "" unless set.
-  void set_suspects(std::function<std::string()> suspects) { suspects_ = std::move(suspects); }
-
  private:
   // Receives one frame of kind `gather` from every child, in whatever order they are
   // ready; `into(child)` says where child's `length(child)` bytes go.
@@ -60,7 +56,6 @@ class TreeLinks {
   std::string child_name(int child) const;
   std::string parent_name() const;
   [[noreturn]] void timed_out(const char* what, const std::string& waiting_for) const;
-  [[noreturn]] void lost(const BootstrapError& e) const;
 
   int rank_;
   int size_;
@@ -69,7 +64,6 @@ class TreeLinks {
   std::vector<int> children_;  // ranks, as tree_children
   std::vector<int> child_fds_;
   std::vector<Fd> owned_;
-  std::function<std::string()> suspects_;
 };
 
 // Setup, in the order the bootstrap runs it on a rank other than 0 whose tree parent is
