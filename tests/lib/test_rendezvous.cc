@@ -21,6 +21,8 @@
 #include "lib/core/errors.h"
 #include "lib/runtime/bootstrap.h"
 #include "lib/runtime/rendezvous_frame.h"
+#include "lib/runtime/rendezvous_socket.h"
+#include "lib/runtime/rendezvous_tree.h"
 #include "tests/support/free_port.h"
 
 using namespace railbench;
@@ -303,4 +305,57 @@ TEST_CASE("rendezvous: rank 0 binds the root's address, not every address", "[bo
   const int addr_port = railbench::testing::free_tcp_port();
   CHECK(pair({fmt::format("192.0.2.1:{}", addr_port), "", false, "127.0.0.1"}, {fmt::format("127.0.0.1:{}", addr_port)})
             .empty());
+}
+
+TEST_CASE("a parent in the bootstrap tree admits only its own children", "[bootstrap]") {
+  // A listener on loopback, as listen_for_children makes one.
+  Fd listener(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+  sockaddr_in sa{};
+  sa.sin_family = AF_INET;
+  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(sa);
+  REQUIRE(::bind(listener.get(), reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) == 0);
+  REQUIRE(::listen(listener.get(), 16) == 0);
+  REQUIRE(::getsockname(listener.get(), reinterpret_cast<sockaddr*>(&sa), &len) == 0);
+  const int port = ntohs(sa.sin_port);
+  // Rank 4 of 8: its children are 6 and 5. Before them: a stranger's bytes, another job's
+  // hello, a rank that is not 4's child, and a child of another world size.
+  std::vector<Fd> admitted;
+  std::string error;
+  std::thread parent([&] {
+    try {
+      admitted = accept_children(listener.get(), 4, 8, tree_children(4, 8), token_digest("job-A"), Deadline::after(10));
+    } catch (const Error& e) {
+      error = e.what();
+    }
+  });
+  const std::string http = "GET / HTTP/1.0\r\nHost: railbench\r\n\r\n";
+  Client stranger(port);
+  stranger.send(http.data(), http.size());
+  Client other_job(port);
+  other_job.send(hello_frame("job-B", 6, 8));
+  Client not_a_child(port);
+  not_a_child.send(hello_frame("job-A", 7, 8));
+  Client other_world(port);
+  other_world.send(hello_frame("job-A", 5, 9));
+  Client six(port);
+  six.send(hello_frame("job-A", 6, 8));
+  Client five(port);
+  five.send(hello_frame("job-A", 5, 8));
+  parent.join();
+  CHECK(error.empty());
+  REQUIRE(admitted.size() == 2);
+  CHECK((admitted[0] && admitted[1]));
+  for (Client* c : {&stranger, &other_job, &not_a_child, &other_world}) {
+    const auto a = c->read_until_closed(2.0);
+    CHECK(a.closed);
+    CHECK(a.bytes.empty());
+  }
+  for (Client* c : {&six, &five}) {
+    const auto a = c->read_until_closed(0.3);
+    CHECK_FALSE(a.closed);
+    REQUIRE(a.bytes.size() == kHeaderBytes);
+    const Header h = decode_header(std::span<const std::byte, kHeaderBytes>(a.bytes.data(), kHeaderBytes));
+    CHECK(check_header(h, token_digest("job-A"), Kind::welcome, 0));
+  }
 }
