@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "lib/core/config_path.h"
+#include "lib/core/errno_text.h"
 #include "lib/core/errors.h"
 
 namespace railbench {
@@ -53,13 +54,6 @@ struct Visiting {
 // "compare: a.json", or "a.json" for a reader that names no option.
 std::string subject(const std::string& path, const std::string& who) {
   return who.empty() ? path : fmt::format("{}: {}", who, path);
-}
-
-// strerror with a lower-case first letter, to sit inside a sentence.
-std::string errno_text(int err) {
-  std::string s = std::strerror(err);
-  if (!s.empty()) s[0] = static_cast<char>(std::tolower(static_cast<unsigned char>(s[0])));
-  return s;
 }
 
 }  // namespace

@@ -14,6 +14,7 @@
 
 #include <fmt/format.h>
 
+#include "lib/core/errno_text.h"
 #include "lib/core/errors.h"
 #include "lib/core/version.h"
 #include "lib/runtime/signals.h"
@@ -55,13 +56,6 @@ std::string now_iso8601() {
 }  // namespace
 
 namespace {
-
-// strerror with a lower-case first letter, to sit inside a sentence: "no space left on device".
-std::string errno_text(int err) {
-  std::string s = std::strerror(err);
-  if (!s.empty()) s[0] = static_cast<char>(std::tolower(static_cast<unsigned char>(s[0])));
-  return s;
-}
 
 std::string directory_of(const std::string& path) {
   const auto slash = path.rfind('/');

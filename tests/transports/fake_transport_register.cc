@@ -26,7 +26,7 @@ std::unique_ptr<Transport> make_fake(const TransportSpec& spec, const TransportJ
   return make_loopback_transport(std::make_shared<LoopbackFabric>(1, o), job.rank);
 }
 
-const bool registered = register_transport(TransportEntry{
+const bool fake_transport_register_registered = register_transport(TransportEntry{
     .name = "fake",
     .order = 90,
     .forms = {"fake"},

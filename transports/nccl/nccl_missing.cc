@@ -6,7 +6,7 @@ namespace railbench::nccl {
 
 namespace {
 
-const bool registered = register_transport(TransportEntry{
+const bool nccl_missing_registered = register_transport(TransportEntry{
     .name = "nccl",
     .order = 30,
     .missing_note = "needs a build with CUDA and NCCL found",

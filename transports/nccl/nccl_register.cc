@@ -20,7 +20,7 @@ std::unique_ptr<Transport> make(const TransportSpec& spec, const TransportJob& j
   return make_transport(NcclOptions{spec.gpu < 0 ? 0 : spec.gpu}, job.rank, job.world_size);
 }
 
-const bool registered = register_transport(TransportEntry{
+const bool nccl_register_registered = register_transport(TransportEntry{
     .name = "nccl",
     .order = 30,
     .forms = {"nccl"},

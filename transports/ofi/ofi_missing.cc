@@ -6,7 +6,7 @@ namespace railbench::ofi {
 
 namespace {
 
-const bool registered = register_transport(TransportEntry{
+const bool ofi_missing_registered = register_transport(TransportEntry{
     .name = "ofi",
     .order = 10,
     .missing_note = "needs a build with libfabric found (libfabric-dev)",

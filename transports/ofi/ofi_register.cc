@@ -29,7 +29,7 @@ std::unique_ptr<Transport> make(const TransportSpec& spec, const TransportJob& j
   return make_transport(o, job.rank, job.world_size);
 }
 
-const bool registered = register_transport(TransportEntry{
+const bool ofi_register_registered = register_transport(TransportEntry{
     .name = "ofi",
     .order = 10,
     .forms = {"ofi", "ofi:tcp", "ofi:shm", "ofi:verbs", "ofi:efa"},

@@ -6,7 +6,7 @@ namespace railbench::ucx {
 
 namespace {
 
-const bool registered = register_transport(TransportEntry{
+const bool ucx_missing_registered = register_transport(TransportEntry{
     .name = "ucx",
     .order = 40,
     .missing_note = "needs a build with UCX found (libucx-dev, pkg-config ucx)",

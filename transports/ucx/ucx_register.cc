@@ -28,7 +28,7 @@ std::unique_ptr<Transport> make(const TransportSpec& spec, const TransportJob& j
   return make_transport(o, job.rank, job.world_size);
 }
 
-const bool registered = register_transport(TransportEntry{
+const bool ucx_register_registered = register_transport(TransportEntry{
     .name = "ucx",
     .order = 40,
     .forms = {"ucx", "ucx:shm", "ucx:tcp", "ucx:rc_verbs", "ucx:rc_x", "ucx:dc_x"},

@@ -9,7 +9,7 @@ namespace railbench::verbs {
 
 namespace {
 
-const bool registered = register_transport(TransportEntry{
+const bool verbs_missing_registered = register_transport(TransportEntry{
     .name = "verbs",
     .order = 20,
     .options = transport_options(),

@@ -49,7 +49,7 @@ std::unique_ptr<Transport> make(const TransportSpec& spec, const TransportJob& j
   return make_transport(o, job.rank, job.world_size);
 }
 
-const bool registered = register_transport(TransportEntry{
+const bool verbs_register_registered = register_transport(TransportEntry{
     .name = "verbs",
     .order = 20,
     .forms = {"verbs"},

@@ -46,7 +46,7 @@ const CollectiveSpec kAllGather{
     },
 };
 
-const bool registered = register_collective(kAllGather);
+const bool cmd_allgather_registered = register_collective(kAllGather);
 
 }  // namespace
 }  // namespace railbench

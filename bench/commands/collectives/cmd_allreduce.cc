@@ -52,7 +52,7 @@ const CollectiveSpec kAllReduce{
     },
 };
 
-const bool registered = register_collective(kAllReduce);
+const bool cmd_allreduce_registered = register_collective(kAllReduce);
 
 }  // namespace
 }  // namespace railbench

@@ -172,7 +172,7 @@ const CollectiveSpec kAllToAll{
     },
 };
 
-const bool registered = register_collective(kAllToAll);
+const bool cmd_alltoall_registered = register_collective(kAllToAll);
 
 }  // namespace
 }  // namespace railbench

@@ -50,7 +50,7 @@ const CollectiveSpec kReduceScatter{
     },
 };
 
-const bool registered = register_collective(kReduceScatter);
+const bool cmd_reducescatter_registered = register_collective(kReduceScatter);
 
 }  // namespace
 }  // namespace railbench

@@ -10,7 +10,7 @@
 namespace railbench {
 namespace {
 
-const bool registered = [] {
+const bool collective_kinds_registered = [] {
   for (const char* name : {"allreduce", "allgather", "reducescatter"})
     register_result_kind(
         {name, collective_csv, compare::collective_figures, report::collective_section, collective_metrics});

@@ -473,7 +473,7 @@ int CongestionBench::run() {
   return 0;
 }
 
-const bool registered = register_subcommand(Subcommand{
+const bool cmd_congestion_registered = register_subcommand(Subcommand{
     "congestion", "Victim latency and bandwidth alone and under aggressors (GPCNeT's congestion impact)", 12,
     [](CLI::App& sub, CommonOptions& common) {
       auto opt = std::make_shared<CongestionOptions>();

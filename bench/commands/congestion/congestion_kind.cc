@@ -6,7 +6,7 @@
 namespace railbench {
 namespace {
 
-const bool registered = register_result_kind({"congestion", congestion_csv, nullptr, nullptr});
+const bool congestion_kind_registered = register_result_kind({"congestion", congestion_csv, nullptr, nullptr});
 
 }  // namespace
 }  // namespace railbench

@@ -126,7 +126,7 @@ int run_info() {
   return 0;
 }
 
-const bool registered =
+const bool cmd_info_registered =
     register_subcommand(Subcommand{"info", "What this build contains and which providers and devices this host has", 70,
                                    [](CLI::App&, CommonOptions&) {
                                      return SubcommandRun{[] { return std::optional<int>(run_info()); }, {}};

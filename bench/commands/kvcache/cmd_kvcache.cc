@@ -722,7 +722,7 @@ void add_kvcache_options(CLI::App& sub, KvCacheOptions& kv) {
                  "ITERS% of the runs; turns --stragglers on");
 }
 
-const bool registered = register_subcommand(Subcommand{
+const bool cmd_kvcache_registered = register_subcommand(Subcommand{
     "kvcache", "KV-cache transfer of prefill/decode disaggregation: paged blocks per mode vs one contiguous write", 55,
     [](CLI::App& sub, CommonOptions& common) {
       auto opt = std::make_shared<KvCacheOptions>();

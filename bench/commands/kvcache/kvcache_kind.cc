@@ -41,7 +41,7 @@ CsvTable kvcache_rails_csv(const nlohmann::json& doc) {
   return t;
 }
 
-const bool registered =
+const bool kvcache_kind_registered =
     register_result_kind({"kvcache", kvcache_rails_csv, compare::kvcache_figures, report::kvcache_section});
 
 }  // namespace

@@ -388,7 +388,7 @@ int SendRecvBench::run() {
   return total_wrong ? 1 : 0;
 }
 
-const bool registered = register_subcommand(Subcommand{
+const bool cmd_sendrecv_registered = register_subcommand(Subcommand{
     "sendrecv", "Point-to-point latency and bandwidth between every pair of ranks", 10,
     [](CLI::App& sub, CommonOptions& common) {
       auto opt = std::make_shared<SendRecvOptions>();

@@ -8,7 +8,7 @@
 namespace railbench {
 namespace {
 
-const bool registered = register_result_kind(
+const bool sendrecv_kind_registered = register_result_kind(
     {"sendrecv", sendrecv_csv, compare::sendrecv_figures, report::sendrecv_section, sendrecv_metrics});
 
 }  // namespace

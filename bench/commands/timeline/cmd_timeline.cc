@@ -58,7 +58,7 @@ int run_timeline(const TimelineArgs& args) {
   return 0;
 }
 
-const bool registered = register_subcommand(Subcommand{
+const bool cmd_timeline_registered = register_subcommand(Subcommand{
     "timeline", "A --timeline file's peak 1 ms vs 1 s vs 5 min figures per link, and its buckets as CSV", 66,
     [](CLI::App& sub, CommonOptions&) {
       auto args = std::make_shared<TimelineArgs>();

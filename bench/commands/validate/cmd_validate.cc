@@ -118,7 +118,7 @@ std::optional<int> before_bootstrap(const ValidateOptions& opt) {
   return std::nullopt;
 }
 
-const bool registered = register_subcommand(Subcommand{
+const bool cmd_validate_registered = register_subcommand(Subcommand{
     "validate", "Acceptance test of a scalable unit against its config: names the bad node, rail or link", 60,
     [](CLI::App& sub, CommonOptions& common) {
       auto opt = std::make_shared<ValidateOptions>();

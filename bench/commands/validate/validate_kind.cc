@@ -9,7 +9,7 @@
 namespace railbench {
 namespace {
 
-const bool registered = register_result_kind(
+const bool validate_kind_registered = register_result_kind(
     {"validate", validate_csv, compare::validate_figures, report::validate_section, validate_metrics});
 
 }  // namespace

@@ -468,7 +468,7 @@ void add_workload_options(CLI::App& sub, WorkloadOptions& o) {
                  "more than ITERS% of the steps");
 }
 
-const bool registered = register_subcommand(
+const bool cmd_workload_registered = register_subcommand(
     Subcommand{"workload", "A training step's traffic (TP, PP, DP, EP) on the fabric: step time, exposed communication",
                57, [](CLI::App& sub, CommonOptions& common) {
                  auto opt = std::make_shared<WorkloadOptions>();

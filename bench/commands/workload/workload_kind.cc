@@ -7,7 +7,7 @@
 namespace railbench {
 namespace {
 
-const bool registered =
+const bool workload_kind_registered =
     register_result_kind({"workload", workload_csv, compare::workload_figures, report::workload_section});
 
 }  // namespace

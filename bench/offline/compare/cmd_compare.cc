@@ -47,7 +47,7 @@ int run_compare(const CompareOptions& opt) {
   return d.count(compare::Verdict::regression) > 0 ? 1 : 0;
 }
 
-const bool registered = register_subcommand(Subcommand{
+const bool cmd_compare_registered = register_subcommand(Subcommand{
     "compare", "Compare two results files: regressions beyond the threshold and the runs' noise (exit 1)", 75,
     [](CLI::App& sub, CommonOptions&) {
       auto opt = std::make_shared<CompareOptions>();

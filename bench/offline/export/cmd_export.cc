@@ -37,7 +37,7 @@ int run_export(const ExportOptions& opt) {
   return 0;
 }
 
-const bool registered = register_subcommand(Subcommand{
+const bool cmd_export_registered = register_subcommand(Subcommand{
     "export", "A results file as Prometheus / OpenMetrics metrics (node_exporter textfile collector)", 76,
     [](CLI::App& sub, CommonOptions&) {
       auto opt = std::make_shared<ExportOptions>();

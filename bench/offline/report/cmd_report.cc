@@ -101,7 +101,7 @@ int run_report(const ReportArgs& args) {
   return 0;
 }
 
-const bool registered = register_subcommand(Subcommand{
+const bool cmd_report_registered = register_subcommand(Subcommand{
     "report", "Results files (--json) as one self-contained HTML page: charts, heatmaps, findings, baselines", 65,
     [](CLI::App& sub, CommonOptions&) {
       auto args = std::make_shared<ReportArgs>();
