@@ -1,36 +1,70 @@
 #!/usr/bin/env bash
-# Installs every Debian package railbench needs to build, test and benchmark.
+# Installs the Debian packages railbench needs for one purpose:
+#   scripts/install-deps.sh [--for run|build|deb|test|all]     (default: all)
+#   run    what running a built railbench needs: Open MPI's mpirun, the NICs' user-space
+#          drivers, the transports' libraries
+#   build  run, plus the compiler, CMake, Ninja and the transports' headers (quickstart.sh)
+#   deb    build, plus what cpack's DEB generator uses (dpkg-shlibdeps, file): the .deb's build
+#   test   build, plus what only the test suite uses: Catch2, clang-format, the soft-RoCE VM
+#          (QEMU), the local Slurm, headless Chromium, Prometheus' promtool, perftest, ...
+#   all    test (today the same set; scripts/test.sh and CI take it)
 # Idempotent: packages already present are left alone, and apt-get runs only when
-# something is missing, so repeated runs (quickstart, test.sh, CI) cost a second.
+# something is missing, so repeated runs cost a second.
 set -euo pipefail
 
-packages=(
-  build-essential cmake ninja-build pkg-config git clang-format
-  libfabric-dev libfabric-bin
-  libucx-dev ucx-utils
-  libibverbs-dev librdmacm-dev ibverbs-providers ibverbs-utils rdma-core perftest
-  openmpi-bin libopenmpi-dev
-  libcli11-dev nlohmann-json3-dev libfmt-dev catch2
-  python3 iproute2 procps
-)
-# The install test: cpack's DEB generator (dpkg-shlibdeps for Depends, file to find the
-# binaries) and mount (a tmpfs over the source tree's configs/).
-packages+=(dpkg-dev file mount)
-# The local Slurm cluster of the slurm tests (scripts/slurm-local: slurmctld, slurmd,
-# srun/sbatch, munge; the pmix plugin is in slurm-wlm-basic-plugins) and the k8s
-# manifest check (python3-yaml).
-packages+=(slurm-wlm munge python3-yaml)
-# lib/hostlist's oracle test and the drain list's README commands: ClusterShell's nodeset.
-packages+=(clustershell python3-clustershell)
-# The report tests open every generated page in headless Chromium (tests/report: ~23
-# packages, ~390 MB installed, about 40 s on a fresh Debian 12).
-packages+=(chromium)
-# The soft-RoCE VM test bed (scripts/rxe-vm) needs these too.
-packages+=(qemu-system-x86 busybox-static cpio kmod xz-utils)
-# The progress-line tests run railbench on a real terminal: a tmux pane.
-packages+=(tmux)
-# The export test checks every metrics file with Prometheus' promtool.
-packages+=(prometheus)
+usage() { echo "usage: scripts/install-deps.sh [--for run|build|deb|test|all]" >&2; }
+purpose=all
+while (($#)); do
+  case $1 in
+    --for)
+      (($# >= 2)) || { usage; exit 2; }
+      purpose=$2
+      shift 2
+      ;;
+    --for=*) purpose=${1#--for=}; shift ;;
+    -h | --help) usage; exit 0 ;;
+    *) echo "install-deps: unknown argument '$1'" >&2; usage; exit 2 ;;
+  esac
+done
+case $purpose in
+  run | build | deb | test | all) ;;
+  *) echo "install-deps: --for '$purpose' is not one of run, build, deb, test, all" >&2; exit 2 ;;
+esac
+
+# run: mpirun launches the ranks; libfabric's, UCX's and verbs' libraries with the NICs'
+# providers (mlx5, efa, rxe, ...); fi_info for `railbench info`'s provider list.
+packages=(openmpi-bin libfabric1 libfabric-bin libucx0 libibverbs1 librdmacm1 ibverbs-providers
+  libfmt9 python3 iproute2 procps)
+if [[ $purpose != run ]]; then
+  packages+=(build-essential cmake ninja-build pkg-config git
+    libfabric-dev libucx-dev libibverbs-dev librdmacm-dev libopenmpi-dev
+    libcli11-dev nlohmann-json3-dev libfmt-dev)
+fi
+if [[ $purpose != run && $purpose != build ]]; then
+  # cpack's DEB generator: dpkg-shlibdeps for Depends, file to find the binaries; mount
+  # for the install test (a tmpfs over the source tree's configs/).
+  packages+=(dpkg-dev file mount)
+fi
+if [[ $purpose == test || $purpose == all ]]; then
+  packages+=(catch2 clang-format)
+  # The comparisons against peers: perftest (ib_*), ucx_perftest, rdma-core's tools.
+  packages+=(ucx-utils ibverbs-utils rdma-core perftest)
+  # The local Slurm cluster of the slurm tests (scripts/slurm-local: slurmctld, slurmd,
+  # srun/sbatch, munge; the pmix plugin is in slurm-wlm-basic-plugins) and the k8s
+  # manifest check (python3-yaml).
+  packages+=(slurm-wlm munge python3-yaml)
+  # lib/hostlist's oracle test and the drain list's README commands: ClusterShell's nodeset.
+  packages+=(clustershell python3-clustershell)
+  # The report tests open every generated page in headless Chromium (tests/report: ~23
+  # packages, ~390 MB installed, about 40 s on a fresh Debian 12).
+  packages+=(chromium)
+  # The soft-RoCE VM test bed (scripts/rxe-vm) needs these too.
+  packages+=(qemu-system-x86 busybox-static cpio kmod xz-utils)
+  # The progress-line tests run railbench on a real terminal: a tmux pane.
+  packages+=(tmux)
+  # The export test checks every metrics file with Prometheus' promtool.
+  packages+=(prometheus)
+fi
 
 missing=()
 for p in "${packages[@]}"; do
@@ -40,7 +74,7 @@ for p in "${packages[@]}"; do
 done
 
 if ((${#missing[@]} == 0)); then
-  echo "install-deps: all ${#packages[@]} packages present"
+  echo "install-deps: all ${#packages[@]} packages for '$purpose' present"
   exit 0
 fi
 
@@ -53,7 +87,7 @@ if [[ $(id -u) -ne 0 ]]; then
   sudo="sudo"
 fi
 
-echo "install-deps: installing ${missing[*]}"
+echo "install-deps: installing for '$purpose': ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
 $sudo apt-get update -qq
 $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" </dev/null

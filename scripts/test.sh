@@ -10,14 +10,31 @@
 # local run) unless RAILBENCH_SANITIZERS=1; RAILBENCH_SANITIZERS=0 always leaves it out.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-"$root/scripts/install-deps.sh"
-"$root/scripts/build.sh" -DRAILBENCH_WERROR=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo
+# Each stage's wall time, printed at the end (tests/README.md, "Time").
+stages=()
+stage_start=$SECONDS
+stage_done() {
+  stages+=("$1 $((SECONDS - stage_start)) s")
+  stage_start=$SECONDS
+}
+"$root/scripts/install-deps.sh" --for test
+stage_done install
+# Tests ON: a build directory that quickstart.sh made has them off. A unity build: a
+# fresh build in a third of the time (tests/README.md, "Time").
+"$root/scripts/build.sh" -DRAILBENCH_WERROR=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRAILBENCH_BUILD_TESTS=ON \
+  -DCMAKE_UNITY_BUILD=ON
+stage_done build
 sanitizers=${RAILBENCH_SANITIZERS:-$((($# == 0)))}
 rc=0
-# Serial: the machine may have 2 cores, and mpirun cases oversubscribe them already.
-(cd "${RAILBENCH_BUILD_DIR:-$root/build}" && ctest --output-on-failure --timeout 900 "$@") || rc=1
+# Several tests at once where they do not share a verdict's timing, the rest alone
+# (scripts/lib/ctest.sh, tests/README.md "How the suite shares the cores").
+source "$root/scripts/lib/ctest.sh"
+rb_ctest "${RAILBENCH_BUILD_DIR:-$root/build}" "$@" || rc=1
+stage_done suite
 # After the main suite, and whatever it said: a sanitizer report is a finding of its own.
 if [[ $sanitizers != 0 ]]; then
   RAILBENCH_SANITIZE_BUILD_PREFIX=${RAILBENCH_BUILD_DIR:-$root/build} "$root/scripts/dev/sanitize.sh" || rc=1
+  stage_done sanitizers
 fi
+echo "test.sh: $(IFS=,; echo "${stages[*]}" | sed 's/,/, /g'); $SECONDS s in all; exit $rc"
 exit $rc

@@ -20,6 +20,7 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 prefix=${RAILBENCH_SANITIZE_BUILD_PREFIX:-$root/build}
 jobs=$(nproc)
 ((jobs > 2)) || jobs=2
+source "$root/scripts/lib/ctest.sh"
 
 # What each variant runs. ASan's mpi subset: the ring collective over tcp and the
 # pairwise exchange over shm, sendrecv's write with immediate, kvcache's transfer and
@@ -64,8 +65,10 @@ configure_and_build() {  # configure_and_build DIR SANITIZERS TARGETS...
     "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1" "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O1 -g1" \
     -DRAILBENCH_SANITIZE="$sanitizers" -DRAILBENCH_WITH_CUDA=OFF -DRAILBENCH_WITH_NCCL=OFF \
     -DRAILBENCH_WITH_UCX=OFF -DRAILBENCH_WITH_VERBS=OFF \
-    -DRAILBENCH_RXE_TESTS=OFF >/dev/null
+    -DRAILBENCH_RXE_TESTS=OFF -DCMAKE_UNITY_BUILD=ON >/dev/null
+  local start=$SECONDS
   cmake --build "$dir" --parallel "$jobs" --target "$@"
+  echo "sanitize.sh: built $dir in $((SECONDS - start)) s"
 }
 
 # Every sanitizer report is a file in <build>/sanitizer-reports (tests/sanitizers/defaults.cc):
@@ -87,7 +90,7 @@ run_address() {
   local dir=$prefix-asan rc=0 names
   configure_and_build "$dir" address,undefined "${asan_targets[@]}"
   clear_reports "$dir"
-  ctest --test-dir "$dir" --output-on-failure --timeout 900 -L '^unit$' || rc=1
+  rb_ctest "$dir" -L '^unit$' || rc=1
   # Under mpirun the leak suppressions name MPI_Init's frame, below Open MPI's and PMIx's
   # own, which have no frame pointers: only the full unwinder reaches it
   # (tests/sanitizers/lsan.supp). It costs the 7 cases a few seconds in 50.
@@ -95,13 +98,12 @@ run_address() {
   [[ $full == 1 ]] && cases+=("${asan_mpi_full[@]}")
   names=$(printf '|^mpirun: %s$' "${cases[@]}")
   if [[ $full == 1 ]]; then
-    ASAN_OPTIONS=detect_leaks=0 ctest --test-dir "$dir" --output-on-failure --timeout 900 -L '^robustness$' \
+    ASAN_OPTIONS=detect_leaks=0 rb_ctest "$dir" -L '^robustness$' \
       -LE '^(unit|netns|slurm|install|gpu|transport)$' -E "$asan_skip" || rc=1
   else
-    ASAN_OPTIONS=fast_unwind_on_malloc=0 ctest --test-dir "$dir" --output-on-failure --timeout 900 \
-      -R "^$asan_fault\$" || rc=1
+    ASAN_OPTIONS=fast_unwind_on_malloc=0 rb_ctest "$dir" -R "^$asan_fault\$" || rc=1
   fi
-  ASAN_OPTIONS=fast_unwind_on_malloc=0 ctest --test-dir "$dir" --output-on-failure --timeout 900 -R "${names:1}" || rc=1
+  ASAN_OPTIONS=fast_unwind_on_malloc=0 rb_ctest "$dir" -R "${names:1}" || rc=1
   check_reports "$dir" || rc=1
   return $rc
 }
@@ -127,5 +129,9 @@ for v in "${variants[@]}"; do
   exit 2
 done
 rc=0
-for v in "${variants[@]}"; do "run_$v" || rc=1; done
+for v in "${variants[@]}"; do
+  start=$SECONDS
+  "run_$v" || rc=1
+  echo "sanitize.sh: $v: $((SECONDS - start)) s, build included"
+done
 exit $rc

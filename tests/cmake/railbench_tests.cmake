@@ -11,8 +11,49 @@
 set(RAILBENCH_TESTS_SOURCE_DIR ${CMAKE_CURRENT_SOURCE_DIR})
 set(RAILBENCH_TESTS_BINARY_DIR ${CMAKE_CURRENT_BINARY_DIR})
 
+# How the suite shares the cores (scripts/test.sh runs ctest with -j and the resource spec
+# that tests/cmake/resources.sh writes: 2 slots of `cores` per core). A test whose verdict
+# is a time, a rate or a deadline runs alone (RUN_SERIAL): by its labels, or by a pattern
+# of its name for the timing verdicts inside the mpi label. The others take slots: ranks
+# that move data busy-poll, so an mpirun or transport case takes 2 (two at once on 2
+# cores); a unit case, a refusal or a style check takes 1.
+set(RAILBENCH_ALONE_LABELS netns rxe slurm robustness compare congestion stragglers bisection tenants timeline
+                           burn-in progress)
+set(RAILBENCH_ALONE_NAMES "--serve" "--stragglers" "--find-max-rate")
+set(RAILBENCH_ONE_SLOT_LABELS unit bad-input style)
+
+# railbench_schedule(<name> <labels>): RUN_SERIAL or the test's share of the cores, as above.
+function(railbench_schedule name labels)
+  get_test_property("${name}" RUN_SERIAL serial)
+  get_test_property("${name}" RESOURCE_GROUPS groups)
+  if(serial OR groups)  # the test's own PROPERTIES chose
+    return()
+  endif()
+  foreach(label IN LISTS labels)
+    if(label IN_LIST RAILBENCH_ALONE_LABELS)
+      set_tests_properties("${name}" PROPERTIES RUN_SERIAL TRUE)
+      return()
+    endif()
+  endforeach()
+  foreach(pattern IN LISTS RAILBENCH_ALONE_NAMES)
+    string(FIND "${name}" "${pattern}" at)
+    if(at GREATER -1)
+      set_tests_properties("${name}" PROPERTIES RUN_SERIAL TRUE)
+      return()
+    endif()
+  endforeach()
+  set(slots 2)
+  foreach(label IN LISTS labels)
+    if(label IN_LIST RAILBENCH_ONE_SLOT_LABELS)
+      set(slots 1)
+    endif()
+  endforeach()
+  set_tests_properties("${name}" PROPERTIES RESOURCE_GROUPS "cores:${slots}")
+endfunction()
+
 # railbench_test(<name> [LABELS l...] [TIMEOUT s] [PROPERTIES p v...] COMMAND cmd args...)
-# One ctest test: a command with its labels, timeout and any other test properties.
+# One ctest test: a command with its labels, timeout and any other test properties, and
+# its place in the schedule (railbench_schedule).
 function(railbench_test name)
   cmake_parse_arguments(PARSE_ARGV 1 arg "" "TIMEOUT" "LABELS;PROPERTIES;COMMAND")
   if(NOT arg_COMMAND)
@@ -29,6 +70,7 @@ function(railbench_test name)
   if(arg_PROPERTIES)
     set_tests_properties("${name}" PROPERTIES ${arg_PROPERTIES})
   endif()
+  railbench_schedule("${name}" "${arg_LABELS}")
 endfunction()
 
 # railbench_test_binary(<target> <sources>...): a Catch2 test binary with the shared
@@ -44,8 +86,14 @@ endfunction()
 # POST_BUILD step, which CMake allows only there).
 function(railbench_discover target)
   cmake_parse_arguments(PARSE_ARGV 1 arg "" "PREFIX;TIMEOUT" "LABELS")
+  # A unit case takes one slot of the cores; a transport case (ranks as threads that
+  # busy-poll a real provider) two (railbench_schedule).
+  set(slots 2)
+  if(unit IN_LIST arg_LABELS)
+    set(slots 1)
+  endif()
   catch_discover_tests(${target} TEST_PREFIX "${arg_PREFIX}" WORKING_DIRECTORY ${RAILBENCH_TESTS_BINARY_DIR}
-                       PROPERTIES LABELS "${arg_LABELS}" TIMEOUT ${arg_TIMEOUT})
+                       PROPERTIES LABELS "${arg_LABELS}" TIMEOUT ${arg_TIMEOUT} RESOURCE_GROUPS "cores:${slots}")
 endfunction()
 
 # railbench_mpi_test(<name> <np> <mode> <check> <railbench args>...): "mpirun: <name>",
