@@ -2,8 +2,8 @@
 # kvcache --serve --find-max-rate under a real mpirun (ofi:shm, a small KV geometry so a
 # search takes seconds), with a hard deadline each:
 #   serve_search.sh repeat NP RAILBENCH
-#     three searches in a row on the same system agree: their max rates within 15% of
-#     their median, each at most its measured capacity, each probe judged on enough
+#     three searches in a row on the same system agree: their max rates' spread (max - min)
+#     within 15% of their median, each at most its measured capacity, each probe judged on enough
 #     requests (and every miss says why).
 #   serve_search.sh overload NP RAILBENCH
 #     a --rate run far above capacity, with an SLO loose enough that its percentile is
@@ -40,18 +40,18 @@ print("PASS")
 PY
   exit
 fi
-# The system searched: 512 us of prefill compute a request (4 us x 128 tokens, serial on the
-# prefill rank), so its capacity, about 1,950 req/s a prefill rank, is the schedule's and
-# not how much of this shared host's cores the ranks get (which swings 2x in a minute
-# here); the transfer itself carries several times that. What is tested is the search:
-# its capacity probe, its probes' length and judging, its bisection.
+# The system searched: 2 ms of prefill compute a request (16 us x 128 tokens, serial on the
+# prefill rank), so its capacity, about 490 req/s, is the schedule's and not how much of
+# this shared host's cores the ranks get (which swings 2x in a minute here); the transfer
+# itself carries 1,000-27,000 req/s of these requests on this host, busy or not. What is
+# tested is the search: its capacity probe, its probes' length and judging, its bisection.
 # Each search: a capacity probe, then 5 probes of a 0.5 s warm-up and a judged window of at
-# least 1.5 s and 300 requests: about 15 s each here.
+# least 3 s and 300 requests: about 25 s each here.
 for i in 1 2 3; do
   start=$(date +%s)
-  rb_mpirun_deadline 60 "$np" "$rb" kvcache --serve --find-max-rate "${geometry[@]}" --prefill-us-per-token 4 \
-    --slo "p99:${SLO:-1s}" \
-    --probe-warmup 0.5 --probe-duration ${DUR:-3} --probe-requests 300 --seed "$i" --json "$work/r$i.json" \
+  rb_mpirun_deadline 60 "$np" "$rb" kvcache --serve --find-max-rate "${geometry[@]}" --prefill-us-per-token 16 \
+    --slo p99:1s \
+    --probe-warmup 0.5 --probe-duration 3 --probe-requests 300 --seed "$i" --json "$work/r$i.json" \
     >"$work/out$i" 2>&1
   rc=$?
   grep -E "^# (capacity|find-max-rate|max rate|probe [0-9]+:|verdict)|^#  +[0-9]" "$work/out$i"
@@ -71,13 +71,13 @@ for doc in runs:
     assert 1 <= len(m["curve"]) <= 5, len(m["curve"])
     for p, e in zip(m["curve"], doc["results"]):
         assert p["requests"] >= 300, f"probe at {p['rate']:.0f} req/s judged only {p['requests']} requests"
-        assert e["window_s"] >= 1.5 and e["warmup_requests"] > 0, e
+        assert e["window_s"] >= 2.9 and e["warmup_requests"] > 0, e
         assert p["met"] == (p["why"] == ""), p
         assert p["rate"] < m["capacity_rps"]
 print("max rates", [round(r) for r in rates], "capacities", [round(c) for c in caps])
 med = statistics.median(rates)
 spread = (max(rates) - min(rates)) / med
 print(f"spread {100 * spread:.1f}% of the median {med:.0f} req/s")
-assert all(abs(r - med) <= 0.15 * med for r in rates), "three searches do not agree within 15%"
+assert spread <= 0.15, "three searches do not agree within 15% (max - min over the median)"
 print("PASS")
 PY
