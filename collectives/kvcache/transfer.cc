@@ -549,6 +549,7 @@ void KvTransfer::Impl::Prefill::retire(size_t q, Slot& s, Clock::time_point now)
   rec.id = s.req.r.id;
   rec.pair = m.mine[q];
   rec.rail = m.o.pin_rails ? m.pinned_rail(rec.pair, s.req.pos) : -1;
+  rec.arrival_s = s.req.r.arrival_s;
   rec.queue_us = (seconds_between(t0, s.started) - s.req.r.ready_s) * 1e6;
   rec.transfer_us = transfer_us;
   rec.total_us = (seconds_between(t0, now) - s.req.r.arrival_s) * 1e6;

@@ -119,6 +119,7 @@ struct KvServeRecord {
   uint32_t id = 0;
   int pair = 0;
   int rail = -1;           // with pin_rails: the one rail it used
+  double arrival_s = 0;    // its arrival, seconds from the prefill rank's start (the schedule's time)
   double queue_us = 0;     // ready until the transfer started (a slot of its pair free)
   double transfer_us = 0;  // start until the decode rank's ack
   double total_us = 0;     // arrival until the ack

@@ -5,13 +5,15 @@
 #   leaves the machine. stdin is /dev/null: CI has none, and mpirun would forward it.
 #   RB_MPI_BTL replaces the BTL list (self,vader,tcp): self,tcp measures Open MPI over
 #   TCP alone (a second --mca btl on the command line would not replace the first).
+#   RB_MPI_BIND replaces --bind-to none (core: one rank a core, so two busy-polling ranks
+#   are never left on one core while the other idles; NP must not exceed the cores).
 rb_mpirun() {
   local np=$1
   shift
   local -a extra=()
   [[ $(id -u) -eq 0 ]] && extra+=(--allow-run-as-root)
   ((np > $(nproc))) && extra+=(--oversubscribe)
-  mpirun -np "$np" "${extra[@]}" --bind-to none \
+  mpirun -np "$np" "${extra[@]}" --bind-to "${RB_MPI_BIND:-none}" \
     --mca btl "${RB_MPI_BTL:-self,vader,tcp}" --mca btl_tcp_if_include lo --mca oob_tcp_if_include lo \
     --mca pml ob1 "$@" </dev/null
 }

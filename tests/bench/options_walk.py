@@ -398,6 +398,8 @@ COMMANDS["workload"] = dict(ranks=2, base=WL, cases={
 KV = SHM + ["--model", "llama-3.1-8b", "--tokens", "64", "--requests", "2", "--mode", "per-block", "--json",
             "{w}/r.json"]
 CUSTOM = ["--layers", "2", "--kv-heads", "2", "--head-dim", "16"]
+# --find-max-rate's probes kept short (a search is a capacity probe and up to 5 probes).
+KV_PROBE = ["--probe-warmup", "0.1", "--probe-duration", "0.2", "--probe-requests", "100"]
 COMMANDS.update({
     "kvcache": dict(ranks=2, base=KV, cases={
         **TRANSPORT, **OUTPUT, **TIMELINE, **TIMEOUT,
@@ -431,10 +433,19 @@ COMMANDS.update({
                         stdout_has(r"^# burstgpt trace ")),
         "--time-scale": case(["--serve", "--trace", KV_TRACE, "--time-scale", "4"],
                              stdout_has(r"--time-scale 4\)")),
-        "--find-max-rate": case(["--serve", "--requests", "4", "--rate", "20", "--slo", "p99:10s", "--find-max-rate"],
+        "--find-max-rate": case(["--serve", "--slo", "p99:10s", "--find-max-rate", *KV_PROBE],
                                 stdout_has(r"^# max rate meeting p99:10s: ")),
-        "--line-rate": case(["--serve", "--requests", "4", "--rate", "20", "--slo", "p99:10s", "--find-max-rate",
-                             "--line-rate", "100"], stdout_has(r"analytical capacity")),
+        "--probe-warmup": case(["--serve", "--slo", "p99:10s", "--find-max-rate", "--probe-duration", "0.2",
+                                "--probe-requests", "100", "--probe-warmup", "0.3"],
+                               json_differs("max_rate.probe_warmup_s")),
+        "--probe-duration": case(["--serve", "--slo", "p99:10s", "--find-max-rate", "--probe-warmup", "0.1",
+                                  "--probe-requests", "100", "--probe-duration", "0.3"],
+                                 json_differs("max_rate.probe_duration_s")),
+        "--probe-requests": case(["--serve", "--slo", "p99:10s", "--find-max-rate", "--probe-warmup", "0.1",
+                                  "--probe-duration", "0.2", "--probe-requests", "120"],
+                                 json_differs("max_rate.probe_requests")),
+        "--line-rate": case(["--serve", "--slo", "p99:10s", "--find-max-rate", *KV_PROBE, "--line-rate", "100"],
+                            stdout_has(r"analytical capacity")),
         "--stragglers": case(["--stragglers"], json_has("stragglers")),
         "--straggler-threshold": case(["--straggler-threshold", "5%,50%"], json_differs("config.stragglers")),
         "--pin-rails": case(["--pin-rails"], json_differs("config.pin_rails")),

@@ -10,7 +10,8 @@ rb=$1
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 rb_mpirun_deadline 60 2 "$rb" kvcache --serve --find-max-rate -t ofi:shm --layers 2 --kv-heads 1 --head-dim 8 \
-  --tokens 16 --mode per-block --rate 50 --requests 10 --slo p99:2s --json "$work/r.json" >"$work/out" 2>&1
+  --tokens 16 --mode per-block --slo p99:2s --probe-warmup 0.2 --probe-duration 0.5 --probe-requests 100 \
+  --json "$work/r.json" >"$work/out" 2>&1
 rc=$?
 cat "$work/out"
 ((rc == 0)) || { echo "FAIL: exit code $rc (124: the 60 s deadline)"; exit 1; }

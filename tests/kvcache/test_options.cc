@@ -187,6 +187,21 @@ TEST_CASE("kvcache --serve: request count per pair, and every refusal before a t
   bad.slo = "";
   bad.find_max_rate = true;
   CHECK_THAT(usage_error(bad, world(2)), Catch::Contains("--find-max-rate needs --slo"));
+  // Each probe's length: refused naming the option; a p99.9 SLO raises the request count.
+  bad = o;
+  bad.slo = "p99:1s";
+  bad.find_max_rate = true;
+  bad.probe_duration_s = 0;
+  CHECK_THAT(usage_error(bad, world(2)), Catch::Contains("--probe-duration 0 must be seconds above 0"));
+  bad.probe_duration_s = 3;
+  bad.probe_warmup_s = -1;
+  CHECK_THAT(usage_error(bad, world(2)), Catch::Contains("--probe-warmup -1 must be"));
+  bad.probe_warmup_s = 1;
+  bad.probe_requests = 0;
+  CHECK_THAT(usage_error(bad, world(2)), Catch::Contains("--probe-requests 0 must be 1 or more"));
+  bad.probe_requests = 300;
+  bad.slo = "p99.9:1s";
+  CHECK(resolve_kvcache(bad, world(2)).probe.requests == 1000);
   bad = o;
   bad.rate = 1e6;
   bad.duration_s = 3600;

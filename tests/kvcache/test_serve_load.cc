@@ -1,6 +1,7 @@
 // kvcache --serve's load model without ranks: the arrival process has the mean rate and
 // the burstiness asked for, the SLO parser refuses what it cannot read, and the summary
-// tells carried from offered load and counts goodput.
+// tells carried from offered load over the judged window, counts goodput and judges only
+// with enough samples.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -79,35 +80,102 @@ TEST_CASE("serve --slo: pP:LIMIT with a unit, anything else refused", "[kvcache]
   }
 }
 
-TEST_CASE("serve summary: offered vs carried, overload, goodput at the SLO", "[kvcache][serve]") {
+TEST_CASE("serve summary: offered, arrived and carried over the window, goodput at the SLO", "[kvcache][serve]") {
   const Slo slo = parse_slo("p99:1ms");
-  ServeTally t(1, 0, slo.limit_us);
-  for (int i = 0; i < 100; ++i) t.add(0, -1, {0, 10, i < 95 ? 100.0 : 5000.0});
-  // 100 arrivals over 0.99 s: 100 req/s offered; carried over 1 s: 100 req/s.
-  ServeSummary s = summarize_serve(t, 0.99, 1.0, 1000000, &slo);
+  // 100 arrivals 10 ms apart over [0, 0.99 s]; the last 5 take 5 ms, the rest 100 us.
+  ServeTally t(1, 0, slo.limit_us, ServeWindow{0, 0.99});
+  for (int i = 0; i < 100; ++i) t.add(0, -1, {0, 10, i < 95 ? 100.0 : 5000.0}, i * 0.01);
+  ServeSummary s = summarize_serve(t, 100, 1000000, &slo);
   CHECK(s.requests == 100);
-  CHECK(s.offered_rps == Approx(100));
-  CHECK(s.carried_rps == Approx(100));
+  CHECK(s.warmup_requests == 0);
+  CHECK(s.offered_rps == 100);                 // asked for, not measured
+  CHECK(s.arrival_rps == Approx(100 / 0.99));  // measured
+  CHECK(s.carried_rps == Approx(99 / 0.99));   // the last ack lands after the window
   CHECK(s.offered_gbps == Approx(0.1));
+  CHECK(s.load_judged);
   CHECK_FALSE(s.overload);
   CHECK(s.goodput == Approx(0.95));
+  CHECK(s.slo_judged);
   CHECK_FALSE(s.slo_met);  // p99 is 5000 us
   CHECK(s.slo_us == Approx(5000).epsilon(LatencyHistogram::kRelativeError));
   const Slo loose = parse_slo("p90:1ms");
-  ServeTally tl(1, 0, loose.limit_us);
+  ServeTally tl(1, 0, loose.limit_us, t.window);
   tl.merge(t);
-  CHECK(summarize_serve(tl, 0.99, 1.0, 1, &loose).slo_met);
+  CHECK(summarize_serve(tl, 100, 1, &loose).slo_met);
   // p95 is the 95th request, the last within the limit: met exactly, not by a bucket's width.
-  ServeTally t100(1, 0, 100);
+  ServeTally t100(1, 0, 100, t.window);
   t100.merge(t);
   const Slo p95 = parse_slo("p95:100us"), p96 = parse_slo("p96:100us");
-  CHECK(summarize_serve(t100, 0.99, 1.0, 1, &p95).slo_met);
-  CHECK_FALSE(summarize_serve(t100, 0.99, 1.0, 1, &p96).slo_met);
-  // The same requests carried over 4 s: a quarter of the offered load.
-  s = summarize_serve(t, 0.99, 4.0, 1, nullptr);
-  CHECK(s.carried_rps == Approx(25));
+  CHECK(summarize_serve(t100, 100, 1, &p95).slo_met);
+  CHECK_FALSE(summarize_serve(t100, 100, 1, &p96).slo_met);
+  // A trace asks for no rate: what arrived is the offer.
+  CHECK(summarize_serve(t, 0, 1, nullptr).offered_rps == Approx(100 / 0.99));
+  CHECK(summarize_serve(t, 0, 1, nullptr).goodput < 0);
+}
+
+TEST_CASE("serve summary: a queue that grows through the window is overload, whatever the percentile says",
+          "[kvcache][serve]") {
+  // The same arrivals served 40 ms apart (25 req/s): request i acks at 40 i ms, so 25 of
+  // the 100 land inside the window. The limit is loose enough that p99 (3 s) meets it.
+  const Slo slo = parse_slo("p99:10s");
+  ServeTally t(1, 0, slo.limit_us, ServeWindow{0, 0.99});
+  for (int i = 0; i < 100; ++i) t.add(0, -1, {0, 40000, i * 30000.0}, i * 0.01);
+  const ServeSummary s = summarize_serve(t, 100, 1, &slo);
+  CHECK(s.carried_rps == Approx(25 / 0.99));
+  CHECK(s.load_judged);
   CHECK(s.overload);
-  CHECK(s.goodput < 0);
+  CHECK(s.slo_met);
+  const RunVerdict v = judge_run(s, slo);
+  CHECK_FALSE(v.met);
+  CHECK_THAT(v.why, Catch::StartsWith("overload: carried 25.3 req/s, below 95% of the 101.0 that arrived"));
+}
+
+TEST_CASE("serve summary: the warm-up is carried but not judged", "[kvcache][serve]") {
+  // 200 arrivals 10 ms apart; the window starts at 1 s, so the first 100 are the warm-up.
+  ServeTally t(2, 0, 0, ServeWindow{1.0, 1.99});
+  for (int i = 0; i < 200; ++i) t.add(static_cast<size_t>(i % 2), -1, {0, 5, i < 100 ? 905000.0 : 50.0}, i * 0.01);
+  const ServeSummary s = summarize_serve(t, 100, 1, nullptr);
+  CHECK(s.warmup_requests == 100);
+  CHECK(s.requests == 100);
+  CHECK(s.total_us.max == 50);  // the slow warm-up is not in the percentiles
+  // Warm-up requests acked inside the window (those from 0.1 s on, 0.905 s late) are carried there.
+  CHECK(t.all.acked_in_window == 99 + 90);
+  CHECK(t.per_decode[0].acked_in_window + t.per_decode[1].acked_in_window == t.all.acked_in_window);
+  // The window and the counters travel in the words the ranks exchange.
+  ServeTally m(2, 0, 0, t.window);
+  m.merge_words(t.words());
+  m.merge_words(t.words());
+  CHECK(m.warmup == 200);
+  CHECK(m.all.acked_in_window == 2 * t.all.acked_in_window);
+}
+
+TEST_CASE("serve verdicts: a percentile and a carried rate are judged only with enough samples", "[kvcache][serve]") {
+  CHECK(min_samples(99) == 100);
+  CHECK(min_samples(99.9) == 1000);
+  CHECK(min_samples(99.99) == 10000);
+  CHECK(min_samples(90) == 10);
+  CHECK(min_samples(50) == 10);
+  CHECK(min_samples(100) == 10);
+  // 99 requests: p99 would be their largest; 100: the 99th of 100.
+  const Slo slo = parse_slo("p99:1s");
+  for (int n : {99, 100}) {
+    ServeTally t(1, 0, slo.limit_us, ServeWindow{0, 1});
+    for (int i = 0; i < n; ++i) t.add(0, -1, {0, 5, 50}, i * 0.01);
+    const ServeSummary s = summarize_serve(t, 100, 1, &slo);
+    CHECK(s.slo_judged == (n == 100));
+    CHECK(s.slo_met == (n == 100));
+    CHECK(s.load_judged == (n == 100));
+    CHECK(judge_run(s, slo).met == (n == 100));
+    if (n == 99) CHECK_THAT(judge_run(s, slo).why, Catch::Contains("not judged: 99 requests"));
+  }
+  // Too few arrivals: a low carried rate is not called overload.
+  const LoadVerdict few = judge_load(8, 1, 0.02);
+  CHECK_FALSE(few.judged);
+  CHECK_FALSE(few.overload);
+  CHECK(few.arrival_rps == Approx(400));
+  // The rule's edge: 95 of 100 carried is not overload, 94 is.
+  CHECK_FALSE(judge_load(100, 95, 1).overload);
+  CHECK(judge_load(100, 94, 1).overload);
 }
 
 TEST_CASE("serve tally: what the ranks exchange is the same size for any number of requests, and merges",

@@ -8,14 +8,7 @@
 #include <fmt/format.h>
 
 #include "bench/cli/cli.h"
-#include "bench/commands/kvcache/kvcache_options.h"
-#include "bench/commands/kvcache/kvcache_report.h"
-#include "bench/commands/kvcache/kvserve_load.h"
-#include "bench/commands/kvcache/kvserve_search.h"
-#include "bench/commands/kvcache/kvserve_source.h"
-#include "bench/runner/results_run.h"
-#include "bench/runner/run_context.h"
-#include "bench/runner/stragglers_run.h"
+#include "bench/commands/kvcache/kvcache_bench.h"
 #include "collectives/kvcache/routing.h"
 #include "collectives/kvcache/transfer.h"
 #include "lib/core/bandwidth.h"
@@ -32,48 +25,7 @@ std::string gb(uint64_t bytes) {
   return fmt::format("{:.2f} GB", static_cast<double>(bytes) / 1e9);
 }
 
-class KvCacheBench {
- public:
-  KvCacheBench(Bootstrap& bootstrap, const CommonOptions& common, const KvCacheOptions& opt)
-      : ctx_(bootstrap, common, "kvcache"), common_(common), opt_(opt) {}
-  int run();
-
- private:
-  void open();
-  json config_json() const;
-  void print_header() const;
-  KvRecord run_mode(KvTransfer& transfer, const KvOptions& o, KvMode mode, double& contiguous_gbps);
-  int run_serve();
-  json serve_entry(const KvOptions& o, KvMode mode, const KvRunResult& run, const ServeTally& mine,
-                   ServeSummary& summary);
-  void serve_header() const;
-  json request_sizes(const KvOptions& o, double& mean_bytes) const;
-  ServeSource serve_source(const KvOptions& o, double rate, uint64_t seed, size_t requests) const;
-  KvRunResult serve_run(KvTransfer& transfer, const KvOptions& o, KvMode mode, ServeSource& source, bool check,
-                        ServeTally& tally);
-  json routing_entry(const KvOptions& o, const KvRunResult& run);
-  json per_group_entry(const std::string& what, const char* key, const std::vector<int>& ids,
-                       const std::vector<ServeTally::Group>& groups) const;
-  json prefill_entry() const;
-  json rail_entry(const KvOptions& o, const KvRunResult& run, double wall);
-  void find_max_rate_run(ResultsRun& results, KvTransfer& transfer, const KvOptions& o, KvMode mode);
-
-  RunContext ctx_;
-  const CommonOptions& common_;
-  const KvCacheOptions& opt_;
-  KvCachePlan plan_;
-  std::vector<KvModel> presets_;  // for the what-if table
-  std::vector<std::string> skipped_presets_;
-  bool ordered_writes_ = false;
-  ServeScheduleStats sched_;  // --serve: what the run's schedule holds (sizes, routes, prefill waits)
-  uint64_t wrong_ = 0;
-  // --stragglers: each (token count, mode) run is one op, collected to rank 0 after it.
-  std::unique_ptr<StragglerRecording> stragglers_;
-  StragglerThreshold straggler_threshold_;
-  uint32_t straggler_op_ = 0;
-  void setup_stragglers();
-  void finish_stragglers(ResultsRun& results);
-};
+}  // namespace
 
 // Options resolved on every rank (agreed), then the transport, then the protocol it allows.
 void KvCacheBench::open() {
@@ -174,7 +126,8 @@ void KvCacheBench::print_header() const {
     // The sweep's per-pair counts do not apply: the serve line below says what runs.
     ctx_.print(
         "# serve: queue = arrival until the transfer starts (a slot of the pair free), xfer = start until the "
-        "decode rank's ack, total = arrival until the ack; carried = requests / (first arrival to last ack)");
+        "decode rank's ack, total = arrival until the ack; carried = acks inside the judged window (first judged "
+        "arrival to the last arrival) / its length");
     return;
   }
   ctx_.print(
@@ -221,369 +174,6 @@ KvRecord KvCacheBench::run_mode(KvTransfer& transfer, const KvOptions& o, KvMode
     rec.checked = true;
   }
   return rec;
-}
-
-// --serve: one open-loop run in the first --mode after a closed-loop warm-up; every
-// prefill rank's tally (fixed-size histograms, not records) is gathered and merged, so
-// what the ranks exchange does not grow with the requests.
-json KvCacheBench::serve_entry(const KvOptions& o, KvMode mode, const KvRunResult& run, const ServeTally& mine,
-                               ServeSummary& summary) {
-  Bootstrap& b = ctx_.bootstrap();
-  ServeTally tally(mine.per_decode.size(), mine.per_rail.size(), mine.slo_limit_us);
-  for (const auto& words : b.all_gather_vectors(mine.words())) tally.merge_words(words);
-  const auto walls = b.all_gather_value<double>(run.wall_s);
-  const double wall = *std::max_element(walls.begin(), walls.end());
-  double mean_bytes = static_cast<double>(o.shape.request_bytes());
-  const json sizes = request_sizes(o, mean_bytes);
-  const auto bytes = static_cast<uint64_t>(std::llround(mean_bytes));
-  const ServeSummary s = summarize_serve(tally, sched_.span_s, wall, bytes, plan_.has_slo ? &plan_.slo : nullptr);
-  json entry{{"tokens", o.shape.tokens},
-             {"mode", to_string(mode)},
-             {"bytes", bytes},
-             {"blocks", o.shape.blocks()},
-             {"ops", run.ops_per_request},
-             {"requests", s.requests},
-             {"request_us", to_json(s.transfer_us)},
-             {"queue_us", to_json(s.queue_us)},
-             {"total_us", to_json(s.total_us)},
-             {"offered_rps", s.offered_rps},
-             {"carried_rps", s.carried_rps},
-             {"offered_gbps", s.offered_gbps},
-             {"carried_gbps", s.carried_gbps},
-             {"wall_s", wall},
-             {"overload", s.overload}};
-  if (!sizes.is_null()) entry["request_sizes"] = sizes;
-  if (plan_.has_slo) entry["slo"] = json{{"slo", plan_.slo.text}, {"goodput", s.goodput}, {"met", s.slo_met}};
-  summary = s;
-  ctx_.print(
-      fmt::format("  {:>9.1f} {:>9.1f} {:>9.3f} {:>9.3f} {:>10.1f} {:>10.1f} {:>9.1f} {:>9.1f} {:>9.1f} {:>9.1f}",
-                  s.offered_rps, s.carried_rps, s.offered_gbps, s.carried_gbps, s.queue_us.p50, s.queue_us.p99,
-                  s.transfer_us.p50, s.transfer_us.p99, s.total_us.p50, s.total_us.p99));
-  ctx_.print(fmt::format("# total p99.9 {:.1f} us, {} requests in {:.3f} s", s.total_us.p999, s.requests, wall));
-  entry["rails"] = rail_entry(o, run, wall);
-  entry["per_decode"] = per_group_entry("decode rank", "decode", o.decode, tally.per_decode);
-  if (o.pin_rails) {
-    std::vector<int> rail_ids(tally.per_rail.size());
-    for (size_t r = 0; r < rail_ids.size(); ++r) rail_ids[r] = static_cast<int>(r);
-    entry["per_rail"] = per_group_entry("rail", "rail", rail_ids, tally.per_rail);
-  }
-  if (s.overload)
-    ctx_.print(
-        fmt::format("# OVERLOAD: carried {:.1f} req/s is below 90% of the {:.1f} offered; queueing grew "
-                    "(p99 {:.1f} us): lower --rate or add rails or decode ranks{}",
-                    s.carried_rps, s.offered_rps, s.queue_us.p99,
-                    opt_.prefill_us_per_token > 0 ? " (or prefill ranks: see the prefill line)" : ""));
-  if (plan_.has_slo)
-    ctx_.print(fmt::format("# SLO {}: goodput {:.2f}% of requests within {:.0f} us; p{} of total {}", plan_.slo.text,
-                           100 * s.goodput, plan_.slo.limit_us, plan_.slo.percentile, s.slo_met ? "met" : "MISSED"));
-  return entry;
-}
-
-// Per-request sizes: the blocks (per layer and plane) and bytes of every request, as
-// summaries, and their mean (what the GB/s figures use); null with one size for all.
-json KvCacheBench::request_sizes(const KvOptions& o, double& mean_bytes) const {
-  if (plan_.token_dist.kind == TokenDist::Kind::fixed) return nullptr;
-  const double unit = static_cast<double>(o.shape.layers) * o.shape.planes * static_cast<double>(o.shape.block_bytes());
-  const Summary sb = summarize_counts(sched_.request_blocks, 1), sy = summarize_counts(sched_.request_blocks, unit);
-  mean_bytes = sy.mean;
-  return json{{"tokens", plan_.token_dist.text}, {"blocks", to_json(sb)}, {"bytes", to_json(sy)}};
-}
-
-void KvCacheBench::serve_header() const {
-  ctx_.print(fmt::format("# {:>9} {:>9} {:>9} {:>9} {:>10} {:>10} {:>9} {:>9} {:>9} {:>9}", "offered", "carried",
-                         "offered", "carried", "queue p50", "queue p99", "xfer p50", "xfer p99", "total p50",
-                         "total p99"));
-  ctx_.print(fmt::format("# {:>9} {:>9} {:>9} {:>9} {:>10} {:>10} {:>9} {:>9} {:>9} {:>9}", "(req/s)", "(req/s)",
-                         "(GB/s)", "(GB/s)", "(us)", "(us)", "(us)", "(us)", "(us)", "(us)"));
-}
-
-// --find-max-rate: probes from --rate up or down and bisects (kvserve_search.h); every
-// probe is a results entry, so the curve is in the JSON and the CSV as it is measured.
-// Every rank computes the same summaries from the gathered tallies, so all follow the
-// same sequence of rates without another exchange.
-void KvCacheBench::find_max_rate_run(ResultsRun& results, KvTransfer& transfer, const KvOptions& o, KvMode mode) {
-  const size_t pairs = kv_pairs(o).size();
-  int probe = 0;
-  const auto measure = [&](double rate) {
-    // --duration: rate x duration requests, at most 200,000 a probe so that a doubling
-    // far past capacity stays short; else --requests.
-    const double total = opt_.duration_s > 0 ? std::min(std::ceil(rate * opt_.duration_s), 2e5) : opt_.requests;
-    const int per_pair = std::max(1, static_cast<int>(std::ceil(total / static_cast<double>(pairs))));
-    ServeSource source =
-        serve_source(o, rate, opt_.seed + static_cast<uint64_t>(probe), static_cast<size_t>(per_pair) * pairs);
-    ctx_.print(fmt::format("# probe {}: {:.1f} req/s offered, {} requests", ++probe, rate, per_pair * pairs));
-    ServeTally tally(0, 0, 0);
-    const KvRunResult run = serve_run(transfer, o, mode, source, false, tally);
-    ServeSummary sum;
-    json entry = serve_entry(o, mode, run, tally, sum);
-    entry["probe"] = probe;
-    results.add(std::move(entry));
-    RatePoint p;
-    p.rate = rate;
-    p.p50_us = sum.total_us.p50;
-    p.carried = sum.carried_rps;
-    p.slo_us = sum.slo_us;
-    p.met = sum.slo_met;  // a queue that grows shows in the percentile; small probes make the overload flag noisy
-    return p;
-  };
-  const MaxRateResult r = find_max_rate(opt_.rate, plan_.slo, measure);
-  json curve = json::array();
-  ctx_.print(fmt::format("# find-max-rate {}: curve (offered req/s -> total p50 / p{} us)", plan_.slo.text,
-                         plan_.slo.percentile));
-  for (const RatePoint& p : r.curve) {
-    ctx_.print(
-        fmt::format("#   {:>10.1f} -> {:>10.1f} / {:>10.1f} {}", p.rate, p.p50_us, p.slo_us, p.met ? "met" : "missed"));
-    curve.push_back(
-        json{{"rate", p.rate}, {"p50_us", p.p50_us}, {"slo_us", p.slo_us}, {"carried_rps", p.carried}, {"met", p.met}});
-  }
-  json out{{"slo", plan_.slo.text}, {"max_rate", r.max_rate}, {"curve", curve}};
-  std::string capacity;
-  if (opt_.line_rate_gbps > 0) {
-    // The wire's bound: the pool links in parallel (the smaller pool's ranks x rails) at
-    // the line rate, divided by one request's bytes.
-    const double links =
-        static_cast<double>(std::min(o.prefill.size(), o.decode.size()) * static_cast<size_t>(o.rails));
-    const double cap = links * opt_.line_rate_gbps * 1.25e8 / static_cast<double>(o.shape.request_bytes());
-    out["analytical_capacity_rps"] = cap;
-    out["fraction_of_capacity"] = r.max_rate / cap;
-    capacity = fmt::format("; analytical capacity {:.1f} req/s ({:.0f} link(s) x {} Gb/s / {} B), {:.2f} of it", cap,
-                           links, opt_.line_rate_gbps, o.shape.request_bytes(), r.max_rate / cap);
-  }
-  results.set("max_rate", out);
-  ctx_.print(fmt::format("# max rate meeting {}: {:.1f} req/s{}", plan_.slo.text, r.max_rate, capacity));
-}
-
-// Every rank generates the same schedule from the same seed, trace and options, so the
-// routes need no exchange: the decision is a function of the arrival sequence. The
-// alternative, one rank deciding from the loads it sees and announcing each decision,
-// would put a message and a wait on every request's path, and no rank sees the in-flight
-// load of the others' requests anyway. least-loaded therefore counts the KV blocks sent to
-// each decode rank so far (what it has had to take in), not a live queue length. The
-// schedule is generated as the run reads it (kvserve_source.h), and summarised (sched_) by
-// one pass before.
-ServeSource KvCacheBench::serve_source(const KvOptions& o, double rate, uint64_t seed, size_t requests) const {
-  ServeSourceSpec spec;
-  spec.requests = requests;
-  if (!plan_.trace_arrivals.empty()) spec.trace_arrivals = &plan_.trace_arrivals;
-  spec.rate = rate;
-  spec.burstiness = opt_.burstiness;
-  spec.seed = seed;
-  spec.tokens = plan_.token_dist;
-  spec.fixed_tokens = o.shape.tokens;
-  if (!plan_.request_tokens.empty()) spec.trace_tokens = &plan_.request_tokens;
-  spec.max_tokens = kMaxKvTokens;
-  spec.block_tokens = o.shape.block_tokens;
-  spec.shape_blocks = o.shape.blocks();
-  spec.route.route = plan_.route;
-  spec.route.decode_ranks = static_cast<int>(o.decode.size());
-  for (const KvPair& p : kv_pairs(o))
-    spec.route.round_robin.push_back(
-        static_cast<int>(std::find(o.decode.begin(), o.decode.end(), p.decode) - o.decode.begin()));
-  spec.route.block_tokens = o.shape.block_tokens;
-  spec.route.cache_blocks = static_cast<size_t>(opt_.decode_cache);
-  if (!plan_.trace_hash_ids.empty()) spec.hash_ids = &plan_.trace_hash_ids;
-  spec.pairs = kv_pairs(o).size();
-  spec.prefill_ranks = o.prefill.size();
-  spec.mesh = o.mesh;
-  spec.prefill_us_per_token = opt_.prefill_us_per_token;
-  return ServeSource(std::move(spec));
-}
-
-// One open-loop run of `source`: its schedule summarised first (sched_), each request's
-// times tallied as its ack arrives (per decode rank, and per rail with --pin-rails).
-KvRunResult KvCacheBench::serve_run(KvTransfer& transfer, const KvOptions& o, KvMode mode, ServeSource& source,
-                                    bool check, ServeTally& tally) {
-  sched_ = schedule_stats(source, o.decode.size());
-  tally = ServeTally(o.decode.size(), o.pin_rails ? static_cast<size_t>(o.rails) : 0,
-                     plan_.has_slo ? plan_.slo.limit_us : 0);
-  std::vector<size_t> decode_of;  // per pair: index into the decode ranks
-  for (const KvPair& p : kv_pairs(o))
-    decode_of.push_back(static_cast<size_t>(std::find(o.decode.begin(), o.decode.end(), p.decode) - o.decode.begin()));
-  const KvRecordSink sink = [&](const KvServeRecord& r) {
-    tally.add(decode_of[static_cast<size_t>(r.pair)], r.rail, ServeSample{r.queue_us, r.transfer_us, r.total_us});
-  };
-  return transfer.run_open_loop(mode, source, check, sink);
-}
-
-// Per decode rank (each request's route target) or, with --pin-rails, per rail: queue,
-// transfer and total p50/p99/p99.9, one table row and one JSON object per group.
-json KvCacheBench::per_group_entry(const std::string& what, const char* key, const std::vector<int>& ids,
-                                   const std::vector<ServeTally::Group>& groups) const {
-  json out = json::array();
-  ctx_.print(fmt::format("# per {}: {:>6} {:>8} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}", what, key,
-                         "requests", "queue p50", "p99", "p99.9", "xfer p50", "p99", "p99.9", "total p50", "p99",
-                         "p99.9"));
-  for (size_t d = 0; d < groups.size(); ++d) {
-    const Summary sq = groups[d].queue.summary(), sx = groups[d].transfer.summary(), st = groups[d].total.summary();
-    ctx_.print(fmt::format(
-        "# per {}: {:>6} {:>8} {:>9.1f} {:>9.1f} {:>9.1f} {:>9.1f} {:>9.1f} {:>9.1f} {:>9.1f} {:>9.1f} {:>9.1f}", what,
-        ids[d], st.count, sq.p50, sq.p99, sq.p999, sx.p50, sx.p99, sx.p999, st.p50, st.p99, st.p999));
-    out.push_back(json{{key, ids[d]},
-                       {"requests", st.count},
-                       {"queue_us", to_json(sq)},
-                       {"request_us", to_json(sx)},
-                       {"total_us", to_json(st)}});
-  }
-  // Name the group whose requests fared worst, so a slow rail or decode rank is read off
-  // one line rather than compared across the table.
-  size_t worst = groups.size(), best = groups.size();
-  for (size_t d = 0; d < groups.size(); ++d) {
-    if (groups[d].total.count() == 0) continue;
-    const double p99 = groups[d].total.percentile(99);
-    if (worst == groups.size() || p99 > groups[worst].total.percentile(99)) worst = d;
-    if (best == groups.size() || p99 < groups[best].total.percentile(99)) best = d;
-  }
-  if (worst != best && worst < groups.size())
-    ctx_.print(
-        fmt::format("# slowest {}: {} {} (total p99 {:.1f} us, xfer p99 {:.1f} us; {:.1f}x the total p99 of {} {})",
-                    what, what, ids[worst], groups[worst].total.percentile(99), groups[worst].transfer.percentile(99),
-                    groups[worst].total.percentile(99) / groups[best].total.percentile(99), what, ids[best]));
-  return out;
-}
-
-// --prefill-us-per-token: arrival until ready (compute and the wait for the prefill rank),
-// printed and kept as a summary.
-// Rail utilisation: the KV bytes every prefill rank posted on each rail over the serving
-// window (first arrival to the last ack), in GB/s and, with --line-rate, as a fraction of
-// the rail's line rate between the pools: each node has one link per rail, so the smaller
-// pool's links bound what a rail carries.
-json KvCacheBench::rail_entry(const KvOptions& o, const KvRunResult& run, double wall) {
-  std::vector<uint64_t> bytes(static_cast<size_t>(o.rails), 0);
-  for (const auto& mine : ctx_.bootstrap().all_gather_vectors(run.rail_bytes))
-    for (size_t r = 0; r < mine.size() && r < bytes.size(); ++r) bytes[r] += mine[r];
-  const size_t links = std::min(o.prefill.size(), o.decode.size());
-  const double line_gbps = static_cast<double>(links) * opt_.line_rate_gbps * 1.25e8 / 1e9;  // GB/s
-  json out = json::array();
-  std::string text;
-  for (size_t r = 0; r < bytes.size(); ++r) {
-    const double gbps = wall > 0 ? static_cast<double>(bytes[r]) / wall / 1e9 : 0;
-    json e{{"rail", r}, {"bytes", bytes[r]}, {"gbps", gbps}};
-    text += fmt::format("{}rail {} {:.3f} GB/s", r ? ", " : "", r, gbps);
-    if (line_gbps > 0) {
-      e["line_fraction"] = gbps / line_gbps;
-      text += fmt::format(" ({:.2f} of {} x {} Gb/s)", gbps / line_gbps, links, opt_.line_rate_gbps);
-    }
-    out.push_back(std::move(e));
-  }
-  ctx_.print(fmt::format("# rail utilisation (bytes carried / {:.3f} s window): {}", wall, text));
-  return out;
-}
-
-json KvCacheBench::prefill_entry() const {
-  const Summary s = sched_.prefill_us.summary();
-  ctx_.print(
-      fmt::format("# prefill ({} us per token, one request at a time per prefill rank): arrival to ready p50 "
-                  "{:.1f} p99 {:.1f} us; queue counts from ready, total from arrival",
-                  opt_.prefill_us_per_token, s.p50, s.p99));
-  return to_json(s);
-}
-
-// The routing line and the JSON's routing: requests per decode rank, KV blocks not sent
-// because the decode rank held them, and (-c) held blocks that arrived anyway.
-json KvCacheBench::routing_entry(const KvOptions& o, const KvRunResult& run) {
-  const double unit = static_cast<double>(o.shape.layers) * o.shape.planes * static_cast<double>(o.shape.block_bytes());
-  const auto total = static_cast<uint64_t>(static_cast<double>(sched_.blocks) * unit);
-  const auto saved = static_cast<uint64_t>(static_cast<double>(sched_.saved) * unit);
-  const double share = sched_.blocks ? static_cast<double>(sched_.saved) / static_cast<double>(sched_.blocks) : 0;
-  json per_decode = json::object();
-  std::string text;
-  for (size_t d = 0; d < o.decode.size(); ++d) {
-    const std::string rank = std::to_string(o.decode[d]);
-    per_decode[rank] =
-        json{{"requests", sched_.requests_per_decode[d]},
-             {"bytes_saved", static_cast<uint64_t>(static_cast<double>(sched_.saved_per_decode[d]) * unit)}};
-    text += fmt::format("{}{} {}", text.empty() ? "" : ", ", rank, sched_.requests_per_decode[d]);
-  }
-  json out{{"route", to_string(plan_.route)},
-           {"decode_cache_blocks", opt_.decode_cache},
-           {"bytes_total", total},
-           {"bytes_saved", saved},
-           {"saved_share", share},
-           {"per_decode", per_decode}};
-  ctx_.print(fmt::format("# route {}: requests per decode rank {}", to_string(plan_.route), text));
-  if (opt_.decode_cache > 0)
-    ctx_.print(
-        fmt::format("# prefix reuse (--decode-cache {} blocks of 512 tokens per decode rank): {} of {} B not "
-                    "sent ({:.1f}%)",
-                    opt_.decode_cache, with_commas(saved), with_commas(total), 100 * share));
-  if (common_.check) {
-    uint64_t resent = 0;
-    for (uint64_t r : ctx_.bootstrap().all_gather_value<uint64_t>(run.resent_blocks)) resent += r;
-    out["resent_blocks"] = resent;
-    if (resent) ctx_.print(fmt::format("# FAILED: {} held block(s) were sent again", resent));
-  }
-  return out;
-}
-
-int KvCacheBench::run_serve() {
-  json config = config_json();
-  config["serve"] = json{{"rate", opt_.rate},
-                         {"burstiness", opt_.burstiness},
-                         {"duration_s", opt_.duration_s},
-                         {"seed", opt_.seed},
-                         {"requests_per_pair", plan_.serve_requests_per_pair},
-                         {"slo", opt_.slo},
-                         {"trace", opt_.trace},
-                         {"time_scale", opt_.time_scale},
-                         {"route", opt_.route},
-                         {"decode_cache_blocks", opt_.decode_cache},
-                         {"prefill_us_per_token", opt_.prefill_us_per_token},
-                         {"decode_memory", opt_.decode_memory}};
-  ResultsRun results(ctx_, config);
-  print_header();
-  KvOptions o = plan_.base;
-  o.shape.tokens = plan_.token_counts.front();
-  const KvMode mode = plan_.modes.empty() ? KvMode::contiguous : plan_.modes.front();
-  const size_t pairs = kv_pairs(o).size();
-  const int per_pair = plan_.serve_requests_per_pair;
-  const std::string load = opt_.trace.empty() ? fmt::format("at {} req/s offered, burstiness {}, seed {}", opt_.rate,
-                                                            opt_.burstiness, opt_.seed)
-                                              : fmt::format("at the times of --trace {}", opt_.trace);
-  ctx_.print(
-      fmt::format("# serve: {} requests ({} per pair) {}, mode {}", per_pair * pairs, per_pair, load, to_string(mode)));
-  // The schedule, generated as the run goes; summarised by one pass now (sizes, routes).
-  ServeSource source = serve_source(o, opt_.rate, opt_.seed, plan_.serve_requests);
-  sched_ = schedule_stats(source, o.decode.size());
-  if (plan_.token_dist.kind != TokenDist::Kind::fixed) {
-    double mean = 0;
-    const json sz = request_sizes(o, mean);
-    const auto commas = [&](const char* q) { return with_commas(static_cast<uint64_t>(sz["bytes"][q].get<double>())); };
-    ctx_.print(fmt::format(
-        "# request sizes (--tokens {}): blocks of {} tokens p50 {:.0f} p99 {:.0f} max {:.0f}; bytes p50 {} p99 {} max "
-        "{} (mean {}); pools sized for {} tokens",
-        plan_.token_dist.text, o.shape.block_tokens, sz["blocks"]["p50"].get<double>(),
-        sz["blocks"]["p99"].get<double>(), sz["blocks"]["max"].get<double>(), commas("p50"), commas("p99"),
-        commas("max"), with_commas(static_cast<uint64_t>(mean)), o.shape.tokens));
-  }
-  results.measure([&] {
-    if (!plan_.trace_note.empty()) ctx_.print("# " + plan_.trace_note);
-    KvTransfer transfer(ctx_.progress(), ctx_.bootstrap(), o);
-    if (plan_.warmup > 0) transfer.run(mode, plan_.warmup, 0, false);
-    if (opt_.find_max_rate) {
-      find_max_rate_run(results, transfer, o, mode);
-      return;
-    }
-    serve_header();
-    results.counters_begin();
-    ServeTally tally(0, 0, 0);
-    const KvRunResult run = serve_run(transfer, o, mode, source, common_.check, tally);
-    ServeSummary summary;
-    json entry = serve_entry(o, mode, run, tally, summary);
-    entry["routing"] = routing_entry(o, run);
-    if (opt_.prefill_us_per_token > 0) entry["prefill_us"] = prefill_entry();
-    uint64_t wrong = 0;
-    for (uint64_t w : ctx_.bootstrap().all_gather_value<uint64_t>(run.wrong)) wrong += w;
-    // A held block that arrived anyway is a wrong byte count of its own: reuse must not send it.
-    wrong += entry["routing"].value("resent_blocks", uint64_t{0});
-    entry["wrong"] = wrong;
-    results.add_counters(entry);
-    results.add(std::move(entry));
-    if (common_.check) ctx_.print(fmt::format("# Wrong bytes : {} {}", wrong, wrong ? "FAILED" : "OK"));
-    wrong_ = wrong;
-  });
-  ctx_.status().clear();
-  results.finish();
-  return wrong_ ? 1 : 0;
 }
 
 int KvCacheBench::run() {
@@ -653,6 +243,8 @@ void KvCacheBench::finish_stragglers(ResultsRun& results) {
   write_stragglers(ctx_, results, *stragglers_, ctx_.hosts(), straggler_threshold_);
 }
 
+namespace {
+
 void add_kvcache_options(CLI::App& sub, KvCacheOptions& kv) {
   sub.add_option("--model", kv.model, "Preset from configs/models (llama-3.1-70b, deepseek-v3, ...)")
       ->capture_default_str();
@@ -691,7 +283,17 @@ void add_kvcache_options(CLI::App& sub, KvCacheOptions& kv) {
   sub.add_option("--time-scale", kv.time_scale, "--trace: speed-up of the replay (2: twice as fast)")
       ->capture_default_str();
   sub.add_flag("--find-max-rate", kv.find_max_rate,
-               "--serve: search the highest --rate meeting --slo (starts at --rate), printing the curve");
+               "--serve: measure the capacity, then search the highest rate meeting --slo below it, printing the "
+               "curve");
+  sub.add_option("--probe-warmup", kv.probe_warmup_s, "--find-max-rate: seconds of each probe not judged")
+      ->capture_default_str();
+  sub.add_option("--probe-duration", kv.probe_duration_s,
+                 "--find-max-rate: judged seconds of each probe, at least (longer at low rates: --probe-requests)")
+      ->capture_default_str();
+  sub.add_option("--probe-requests", kv.probe_requests,
+                 "--find-max-rate: judged requests of each probe, at least (raised to what the --slo percentile "
+                 "needs: p99.9 1000)")
+      ->capture_default_str();
   sub.add_option("--line-rate", kv.line_rate_gbps,
                  "--serve: Gb/s per rail: each rail's utilisation as a fraction of it; with --find-max-rate the "
                  "analytical capacity printed beside the answer");

@@ -312,6 +312,12 @@ void resolve_serve(const KvCacheOptions& opt, KvCachePlan& plan) {
     plan.slo = parse_slo(opt.slo);
     plan.has_slo = true;
   }
+  if (opt.find_max_rate) {
+    if (opt.probe_requests < 1)
+      throw UsageError(fmt::format("--probe-requests {} must be 1 or more (e.g. 300)", opt.probe_requests));
+    plan.probe =
+        probe_plan(opt.probe_warmup_s, opt.probe_duration_s, static_cast<uint64_t>(opt.probe_requests), plan.slo);
+  }
   const auto pairs = static_cast<double>(kv_pairs(plan.base).size());
   if (!opt.trace.empty()) {
     resolve_trace(opt, plan, static_cast<size_t>(pairs));

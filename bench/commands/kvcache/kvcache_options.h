@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "bench/commands/kvcache/kvserve_load.h"
+#include "bench/commands/kvcache/kvserve_search.h"
 #include "collectives/kvcache/geometry.h"
 #include "collectives/kvcache/routing.h"
 #include "collectives/kvcache/transfer.h"
@@ -45,6 +46,9 @@ struct KvCacheOptions {
   std::string trace;                  // --serve: arrival times from this request trace
   double time_scale = 1;              // --trace: divides its gaps
   bool find_max_rate = false;         // search the highest rate meeting --slo
+  double probe_warmup_s = 1;          // --find-max-rate: seconds of each probe not judged
+  double probe_duration_s = 3;        // --find-max-rate: judged seconds of each probe, at least
+  int probe_requests = 300;           // --find-max-rate: judged requests of each probe, at least
   double line_rate_gbps = 0;          // per rail, for the analytical capacity; 0: not printed
   std::string route = "round-robin";  // --serve: which decode rank takes each request
   int decode_cache = 0;               // --serve: prefix blocks each decode rank's LRU holds; 0: off
@@ -79,6 +83,7 @@ struct KvCachePlan {
   std::string trace_note;              // what the trace held, for the header
   bool has_slo = false;
   Slo slo;
+  ProbePlan probe;  // --find-max-rate: each probe's warm-up, window and requests
   // --serve --tokens as a distribution (or trace): with trace, every request's tokens,
   // indexed like the arrivals; empty when every request moves token_counts[0] and when they
   // are drawn (again as the run goes, kvserve_source.h). token_counts[0] is then the

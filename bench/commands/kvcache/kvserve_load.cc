@@ -166,15 +166,28 @@ void ServeTally::Group::merge(const Group& other) {
   queue.merge(other.queue);
   transfer.merge(other.transfer);
   total.merge(other.total);
+  acked_in_window += other.acked_in_window;
 }
 
-ServeTally::ServeTally(size_t decode_ranks, size_t rails, double slo_limit_us_)
-    : per_decode(decode_ranks), per_rail(rails), slo_limit_us(slo_limit_us_) {}
+ServeTally::ServeTally(size_t decode_ranks, size_t rails, double slo_limit_us_, ServeWindow window_)
+    : per_decode(decode_ranks), per_rail(rails), slo_limit_us(slo_limit_us_), window(window_) {}
 
-void ServeTally::add(size_t decode, int rail, const ServeSample& s) {
-  all.add(s);
-  if (decode < per_decode.size()) per_decode[decode].add(s);
-  if (rail >= 0 && static_cast<size_t>(rail) < per_rail.size()) per_rail[static_cast<size_t>(rail)].add(s);
+void ServeTally::add(size_t decode, int rail, const ServeSample& s, double arrival_s) {
+  Group* d = decode < per_decode.size() ? &per_decode[decode] : nullptr;
+  Group* r = rail >= 0 && static_cast<size_t>(rail) < per_rail.size() ? &per_rail[static_cast<size_t>(rail)] : nullptr;
+  // The ack's time on the schedule's clock: a warm-up request acked inside the window was
+  // carried inside it, so it counts there.
+  const double ack_s = arrival_s + s.total_us * 1e-6;
+  if (ack_s >= window.from_s && ack_s <= window.to_s) {
+    for (Group* g : {&all, d, r})
+      if (g) ++g->acked_in_window;
+  }
+  if (arrival_s < window.from_s) {
+    ++warmup;
+    return;
+  }
+  for (Group* g : {&all, d, r})
+    if (g) g->add(s);
   if (slo_limit_us > 0 && s.total_us <= slo_limit_us) ++within_slo;
 }
 
@@ -184,12 +197,14 @@ void ServeTally::merge(const ServeTally& other) {
     per_decode[d].merge(other.per_decode[d]);
   for (size_t r = 0; r < per_rail.size() && r < other.per_rail.size(); ++r) per_rail[r].merge(other.per_rail[r]);
   within_slo += other.within_slo;
+  warmup += other.warmup;
 }
 
 std::vector<double> ServeTally::words() const {
-  std::vector<double> out{static_cast<double>(within_slo)};
+  std::vector<double> out{static_cast<double>(within_slo), static_cast<double>(warmup)};
   const auto group = [&](const Group& g) {
     for (const LatencyHistogram* h : {&g.queue, &g.transfer, &g.total}) h->append_words(out);
+    out.push_back(static_cast<double>(g.acked_in_window));
   };
   group(all);
   for (const Group& g : per_decode) group(g);
@@ -198,11 +213,13 @@ std::vector<double> ServeTally::words() const {
 }
 
 void ServeTally::merge_words(std::span<const double> words) {
-  ServeTally other(per_decode.size(), per_rail.size(), slo_limit_us);
+  ServeTally other(per_decode.size(), per_rail.size(), slo_limit_us, window);
   size_t at = 0;
   other.within_slo = static_cast<uint64_t>(words[at++]);
+  other.warmup = static_cast<uint64_t>(words[at++]);
   const auto group = [&](Group& g) {
     for (LatencyHistogram* h : {&g.queue, &g.transfer, &g.total}) *h = LatencyHistogram::from_words(words, at);
+    g.acked_in_window = static_cast<uint64_t>(words[at++]);
   };
   group(other.all);
   for (Group& g : other.per_decode) group(g);
@@ -210,30 +227,71 @@ void ServeTally::merge_words(std::span<const double> words) {
   merge(other);
 }
 
-ServeSummary summarize_serve(const ServeTally& tally, double span_s, double wall_s, uint64_t bytes, const Slo* slo) {
+uint64_t min_samples(double percentile) {
+  if (!(percentile < 100)) return kMinPercentileSamples;
+  // The nearest rank ceil(P/100 x n) is below n (not the largest) once n > 1 / (1 - P/100);
+  // rounded to a whole count first, so that p99's 100.0000001 stays 100.
+  const double need = std::round(1e6 / (1 - percentile / 100)) / 1e6;
+  return std::max<uint64_t>(kMinPercentileSamples, static_cast<uint64_t>(std::ceil(need)));
+}
+
+LoadVerdict judge_load(uint64_t arrived, uint64_t acked_in_window, double window_s) {
+  LoadVerdict v;
+  if (window_s > 0) {
+    v.arrival_rps = static_cast<double>(arrived) / window_s;
+    v.carried_rps = static_cast<double>(acked_in_window) / window_s;
+  }
+  v.judged = window_s > 0 && arrived >= kMinLoadRequests;
+  v.overload = v.judged && static_cast<double>(acked_in_window) < kCarriedShare * static_cast<double>(arrived);
+  return v;
+}
+
+ServeSummary summarize_serve(const ServeTally& tally, double asked_rps, uint64_t bytes, const Slo* slo) {
   ServeSummary s;
   s.requests = tally.all.total.count();
+  s.warmup_requests = tally.warmup;
   s.queue_us = tally.all.queue.summary();
   s.transfer_us = tally.all.transfer.summary();
   s.total_us = tally.all.total.summary();
-  const auto n = static_cast<double>(s.requests);
-  // n requests span n-1 gaps; the offered rate is what the generator asked for.
-  s.offered_rps = span_s > 0 && n > 1 ? (n - 1) / span_s : 0;
-  s.carried_rps = wall_s > 0 ? n / wall_s : 0;
+  s.window_s = std::max(0.0, tally.window.seconds());
+  const LoadVerdict load = judge_load(s.requests, tally.all.acked_in_window, s.window_s);
+  s.arrival_rps = load.arrival_rps;
+  s.carried_rps = load.carried_rps;
+  s.offered_rps = asked_rps > 0 ? asked_rps : load.arrival_rps;
   s.offered_gbps = s.offered_rps * static_cast<double>(bytes) / 1e9;
   s.carried_gbps = s.carried_rps * static_cast<double>(bytes) / 1e9;
-  s.overload = s.offered_rps > 0 && s.carried_rps < 0.9 * s.offered_rps;
+  s.load_judged = load.judged;
+  s.overload = load.overload;
   if (slo) {
+    const auto n = static_cast<double>(s.requests);
     s.goodput = n > 0 ? static_cast<double>(tally.within_slo) / n : 0;
     s.slo_us = tally.all.total.percentile(slo->percentile);
+    s.slo_xfer_us = tally.all.transfer.percentile(slo->percentile);
     // Exact, unlike slo_us: the nearest-rank P-th percentile is within the limit exactly
     // when at least that rank's count of requests are.
     const auto rank =
         std::clamp<long long>((std::llround(slo->percentile * 10.0) * static_cast<long long>(s.requests) + 999) / 1000,
                               1, std::max<long long>(static_cast<long long>(s.requests), 1));
-    s.slo_met = n > 0 && tally.within_slo >= static_cast<uint64_t>(rank);
+    s.slo_judged = s.requests >= min_samples(slo->percentile);
+    s.slo_met = s.slo_judged && tally.within_slo >= static_cast<uint64_t>(rank);
   }
   return s;
+}
+
+RunVerdict judge_run(const ServeSummary& s, const Slo& slo) {
+  RunVerdict v;
+  if (!s.load_judged || !s.slo_judged) {
+    v.why = fmt::format("not judged: {} requests in the window, {} needs {} or more", s.requests, slo.text,
+                        std::max(min_samples(slo.percentile), kMinLoadRequests));
+  } else if (s.overload) {
+    v.why = fmt::format("overload: carried {:.1f} req/s, below {:.0f}% of the {:.1f} that arrived", s.carried_rps,
+                        100 * kCarriedShare, s.arrival_rps);
+  } else if (!s.slo_met) {
+    v.why = fmt::format("p{} of total {:.1f} us is above {:.0f} us", slo.percentile, s.slo_us, slo.limit_us);
+  } else {
+    v.met = true;
+  }
+  return v;
 }
 
 }  // namespace railbench

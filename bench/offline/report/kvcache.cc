@@ -68,9 +68,9 @@ std::string what_if_table(const nlohmann::json& w) {
 }
 
 // --serve --find-max-rate: the total time's p50 and its value at the SLO's percentile
-// against the offered rate (the mean of the probes at a rate; a rate is probed twice), the
-// knee (the highest rate meeting the SLO) as a vertical line, and every probe in a table
-// with the knee's rows marked.
+// against the offered rate (the mean of the probes at a rate), the knee (the highest rate
+// meeting the SLO) and the measured capacity as vertical lines, and every probe in a table
+// with the knee's rows marked and each miss's reason.
 std::string serve_curve(const nlohmann::json& m) {
   if (!m.is_object() || !m.contains("curve") || m["curve"].empty()) return "";
   const std::string slo = text_at(m, "slo", "?");
@@ -95,13 +95,20 @@ std::string serve_curve(const nlohmann::json& m) {
   Series mark{
       fmt::format("knee: max rate meeting {} ({} req/s)", slo, num(knee)), {knee, knee}, {lo, hi}, {}, {}, 2, false};
   LineChart chart{"total time against offered load", "total time (ms)", true, {p50, at_slo, mark}};
+  const double capacity = number_at(m, "capacity_rps");
+  if (capacity > 0)
+    chart.series.push_back(Series{
+        fmt::format("measured capacity ({} req/s)", num(capacity)), {capacity, capacity}, {lo, hi}, {}, {}, 3, false});
   chart.x_label = "offered load (req/s)";
   chart.x_bytes = false;
   std::string out = fmt::format(
       "<h3 id=\"kvcache-max-rate\">Latency against offered load</h3><p class=\"note\">--find-max-rate {}: the "
-      "highest rate meeting it is {} req/s{}; below the knee the total stays near the transfer time, past it the "
-      "queue grows.</p>",
+      "highest rate meeting it is {} req/s{}{}; below the knee the total stays near the transfer time, past it "
+      "the queue grows.</p>",
       esc(slo), num(knee),
+      capacity > 0 ? fmt::format(", {} of the measured capacity of {} req/s", num(number_at(m, "capacity_share"), 2),
+                                 num(capacity))
+                   : "",
       m.contains("fraction_of_capacity")
           ? fmt::format(", {} of the analytical capacity", num(number_at(m, "fraction_of_capacity"), 2))
           : "");
@@ -112,7 +119,7 @@ std::string serve_curve(const nlohmann::json& m) {
            num(number_at(p, "slo_us") / 1000, 4),
            number_at(p, "rate") == knee ? "met (knee)"
            : met                        ? "met"
-                                        : "missed"},
+                 : "missed" + (text_at(p, "why", "").empty() ? "" : ": " + esc(text_at(p, "why", "")))},
           number_at(p, "rate") == knee ? "warn"
           : met                        ? ""
                                        : "bad");
