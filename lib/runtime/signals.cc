@@ -10,7 +10,9 @@
 #include <atomic>
 #include <cerrno>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
+#include <thread>
 
 namespace railbench {
 
@@ -54,6 +56,17 @@ void remove_cleanup_paths() noexcept {
 constexpr long kLauncherLingerNs = 600'000'000;
 constexpr long kLeaderWaitNs = 2'000'000'000;
 constexpr long kLeaderPollNs = 5'000'000;
+// The main thread's time to take an interrupt that another thread passed on to it, and
+// how often the watchdog looks for one that nobody took (see watchdog_loop). Together
+// with the write (milliseconds), the bound on a verdict: 100 + 250 ms after the signal,
+// under Open MPI's odls_base_sigkill_timeout of 1 s.
+constexpr long kMainTakeNs = 250'000'000;
+constexpr long kWatchPeriodNs = 100'000'000;
+// RAILBENCH_SIGNAL_TRACE: a file that every thread's part in a signal is appended to.
+std::atomic<int> g_trace_fd{-1};
+// Test hook (RAILBENCH_TEST_MAIN_BLOCKS_SIGNALS=1): the main thread blocks the interrupt
+// signals, as a main thread stuck in the kernel cannot take them: the watchdog must.
+bool g_test_main_blocks = false;
 // Crash handlers run on their own stack: after a stack overflow there is none left.
 alignas(16) char g_alt_stack[64 * 1024];
 
@@ -263,6 +276,73 @@ void linger_for_rank0() noexcept {
     sleep_ns(kLeaderPollNs);
 }
 
+// Appends "<monotonic s> tid <tid> main|other <event> sig <n> main: <wchan> <syscall>" to
+// the trace file, if one is set: where the main thread is in the kernel when it matters.
+void trace(const char* event, int sig) noexcept {
+  const int fd = g_trace_fd.load();
+  if (fd < 0) return;
+  FdWriter w(fd);
+  timespec ts{};
+  ::clock_gettime(CLOCK_MONOTONIC, &ts);
+  char frac[16];
+  const size_t n = format_decimal(static_cast<unsigned long>(ts.tv_nsec) + 1'000'000'000UL, frac);
+  w.put_int(ts.tv_sec);
+  w.put(".");
+  w.put(frac + 1, n - 1);
+  w.put(" tid ");
+  const pid_t tid = current_tid(), main_tid = g_main_tid.load();
+  w.put_int(tid);
+  w.put(tid == main_tid ? " main " : " other ");
+  w.put(event);
+  w.put(" sig ");
+  w.put_int(sig);
+  if (main_tid > 0) {
+    // /proc/self/task/TID/{wchan,syscall}: what the main thread waits in, if anything.
+    for (const char* file : {"/wchan", "/syscall"}) {
+      char path[64] = "/proc/self/task/";
+      size_t at = 16 + format_decimal(static_cast<unsigned long>(main_tid), path + 16);
+      std::memcpy(path + at, file, std::strlen(file) + 1);
+      char buf[96] = {};
+      const int in = ::open(path, O_RDONLY | O_CLOEXEC);
+      ssize_t len = in >= 0 ? ::read(in, buf, sizeof(buf) - 1) : -1;
+      if (in >= 0) ::close(in);
+      for (ssize_t i = 0; i < len; ++i)
+        if (buf[i] == '\n') len = i;
+      w.put(file[1] == 'w' ? " main: " : " ");
+      if (len > 0) w.put(buf, static_cast<size_t>(len));
+    }
+  }
+  w.put("\n");
+  w.flush();
+}
+
+// Whether the main thread started on the verdict within kMainTakeNs.
+bool main_took_it() noexcept {
+  for (long waited = 0; waited < kMainTakeNs; waited += kLeaderPollNs) {
+    if (g_entered.load() != 0) return true;
+    sleep_ns(kLeaderPollNs);
+  }
+  return g_entered.load() != 0;
+}
+
+// Another thread has an interrupt signal: pass it on to the main thread (which stops
+// where it is), and give it kMainTakeNs. Returns false when the main thread did not take
+// it (stuck in the kernel, the signal blocked, not scheduled): the caller writes the
+// verdict itself. The main thread, back in user space, meets the signal first and stops.
+bool pass_to_main(int sig, const siginfo_t* info, pid_t main_tid) noexcept {
+  if (info != nullptr && !g_forwarded.exchange(true)) {
+    g_forwarded_code.store(info->si_code);
+    g_forwarded_pid.store(info->si_pid);
+  }
+  if (::syscall(SYS_tgkill, ::getpid(), main_tid, sig) != 0) return false;  // the main thread is gone
+  trace("passed-to-main", sig);
+  if (main_took_it()) return true;
+  trace("main-did-not-take-it", sig);
+  return false;
+}
+
+void conclude(int sig, siginfo_t* info);
+
 void on_signal(int sig, siginfo_t* info, void*) {
   const bool crash = is_crash(sig);
   // A process-directed signal goes to any thread that does not block it. Handled here,
@@ -271,22 +351,25 @@ void on_signal(int sig, siginfo_t* info, void*) {
   // belongs to the thread that faulted.)
   if (const pid_t main_tid = g_main_tid.load(); !crash && main_tid > 0 && current_tid() != main_tid) {
     const int saved_errno = errno;
-    if (info != nullptr && !g_forwarded.exchange(true)) {
-      g_forwarded_code.store(info->si_code);
-      g_forwarded_pid.store(info->si_pid);
-    }
-    if (::syscall(SYS_tgkill, ::getpid(), main_tid, sig) == 0) {
+    if (g_entered.load() != 0 || pass_to_main(sig, info, main_tid)) {
       errno = saved_errno;
       return;
     }
-    errno = saved_errno;  // the main thread is gone (exiting): handle it here
+    errno = saved_errno;  // the main thread did not take it, or is gone: handle it here
   }
+  conclude(sig, info);
+}
+
+// Claims the verdict (one thread only) and writes it; ends the process.
+void conclude(int sig, siginfo_t* info) {
+  const bool crash = is_crash(sig);
   if (g_entered.exchange(1) != 0) {
     // Another thread is already writing the verdict and will end the process.
     if (crash) return restore_default_and_raise(sig);
     for (;;) ::pause();
   }
   const int saved_errno = errno;
+  trace("verdict", sig);
   char what[48] = {};
   std::strcat(what, crash ? "crashed with " : "interrupted by ");
   std::strcat(what, signal_name(sig));
@@ -318,13 +401,58 @@ void on_signal(int sig, siginfo_t* info, void*) {
   ::_exit(128 + sig);
 }
 
+bool ours(int sig) noexcept {
+  struct sigaction now {};
+  return ::sigaction(sig, nullptr, &now) == 0 && (now.sa_flags & SA_SIGINFO) != 0 && now.sa_sigaction == on_signal;
+}
+
+// A thread of ours that the interrupt signals cannot interrupt (it blocks them) and that
+// collects one nobody took: the kernel hands a process-wide signal to the main thread
+// first, and a main thread stuck in the kernel (or not scheduled, or blocking it) leaves
+// it pending with no other thread woken. sigtimedwait takes it from the pending set within
+// kWatchPeriodNs; then as from any other thread: passed on, or the verdict written here.
+// Each period it also takes the handlers back from a library that replaced them.
+void watchdog_loop() {
+  sigset_t set;
+  sigemptyset(&set);
+  for (int s : kInterruptSignals) sigaddset(&set, s);
+  ::pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  const timespec period{0, kWatchPeriodNs};
+  for (;;) {
+    siginfo_t info{};
+    const int sig = ::sigtimedwait(&set, &info, &period);
+    if (sig > 0) {
+      trace("watchdog-took", sig);
+      if (g_entered.load() == 0 && !pass_to_main(sig, &info, g_main_tid.load())) conclude(sig, &info);
+      continue;
+    }
+    if (g_entered.load() != 0) continue;
+    for (int s : kInterruptSignals)
+      if (!ours(s)) {
+        trace("handler-replaced", s);
+        install_signal_handlers();
+        break;
+      }
+  }
+}
+
+void start_watchdog() {
+  if (const char* path = std::getenv("RAILBENCH_SIGNAL_TRACE"); path != nullptr && *path != '\0')
+    g_trace_fd.store(::open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644));
+  if (const char* block = std::getenv("RAILBENCH_TEST_MAIN_BLOCKS_SIGNALS"); block != nullptr && *block == '1')
+    g_test_main_blocks = true;
+  // Detached and never joined: it lives as long as the process, and ends with it.
+  std::thread(watchdog_loop).detach();
+}
+
 }  // namespace
 
 void install_signal_handlers() {
   pid_t none = 0;
-  g_main_tid.compare_exchange_strong(none, current_tid());
+  if (g_main_tid.compare_exchange_strong(none, current_tid())) start_watchdog();
+  // The crash handlers' stack is the main thread's (a fault belongs to the thread that made it).
   static bool stack_installed = false;
-  if (!stack_installed) {
+  if (!stack_installed && current_tid() == g_main_tid.load()) {
     stack_t ss{};
     ss.ss_sp = g_alt_stack;
     ss.ss_size = sizeof(g_alt_stack);
@@ -340,6 +468,12 @@ void install_signal_handlers() {
   for (int s : kInterruptSignals) ::sigaction(s, &sa, nullptr);
   sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
   for (int s : kCrashSignals) ::sigaction(s, &sa, nullptr);
+  if (g_test_main_blocks && current_tid() == g_main_tid.load()) {
+    sigset_t set;
+    sigemptyset(&set);
+    for (int s : kInterruptSignals) sigaddset(&set, s);
+    ::pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  }
 }
 
 void add_signal_cleanup_path(const std::string& path) {

@@ -7,6 +7,10 @@
 //     rank has exited).
 //   SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT: "failed", "crashed with SIGSEGV"; one
 //     line; then the signal's default action (so the exit status still names it).
+// An interrupt signal is written within 0.4 s wherever the main thread is: a watchdog
+// thread takes one nobody took (100 ms), the main thread gets 250 ms to take one passed to
+// it, then the thread holding it writes the verdict (Open MPI SIGKILLs 1 s after its
+// SIGTERM). RAILBENCH_SIGNAL_TRACE=FILE appends who did what, and where the main thread was.
 // A handler may run anywhere, even inside malloc, so it only writes a document rendered
 // ahead of time (lib/results/results.cc renders one after every rewrite of the file) with
 // async-signal-safe calls: open, write, rename, ftruncate, _exit.
@@ -35,11 +39,10 @@ struct SignalDocument {
 inline constexpr char kSignalErrorHole = '\x01';
 inline constexpr char kSignalTimeHole = '\x02';
 
-// Installs the handlers. Call again after a library may have installed its own (MPI_Init,
-// opening a libfabric provider): ours take over again. The first call names the calling
-// thread the main thread: an interrupt signal that the kernel delivers to another thread
-// (ours, MPI's, a provider's) is passed on to it, so the handler always stops the thread
-// that rewrites the results file instead of racing it.
+// Installs the handlers (the first call also starts the watchdog). Call again after a library may have installed its
+// own (MPI_Init, opening a libfabric provider): ours take over again. The first call names the calling thread the main
+// thread: an interrupt signal that the kernel delivers to another thread (ours, MPI's, a provider's) is passed on to
+// it, so the handler always stops the thread that rewrites the results file instead of racing it.
 void install_signal_handlers();
 
 // Rank 0 (and a process that is not yet in a job) always prints the line; other ranks

@@ -9,6 +9,9 @@
 #                    JSON says failed (the peer is gone), never "running"
 #   crash            SIGSEGV to rank 0: "crashed with SIGSEGV", the signal's own exit status
 #   mpirun-SIG       SIG (TERM, INT) to mpirun: rank 0's JSON says failed, interrupted; one line
+#   mpirun-TERM-main-stuck  the same with every rank's main thread unable to take the signal
+#                    (RAILBENCH_TEST_MAIN_BLOCKS_SIGNALS=1, as a main thread stuck in the
+#                    kernel): another thread writes the verdict, within the launcher's grace
 #   mpirun-kill9     kill -9 of rank 1 under mpirun: rank 0's JSON says failed
 #   stop-teardown    SIGSTOP of rank 2 of 4 until the others time out: nobody crashes
 #                    tearing down, and rank 0's JSON says failed
@@ -186,6 +189,10 @@ crash)
   ;;
 mpirun-*)
   what=${case_name#mpirun-}
+  if [[ $what == TERM-main-stuck ]]; then
+    what=TERM
+    export RAILBENCH_TEST_MAIN_BLOCKS_SIGNALS=1 RAILBENCH_SIGNAL_TRACE="$work/trace"
+  fi
   start_mpirun 2 allreduce -t ofi:tcp --rails lo -b 1K -e 64M -n 40 -w 1 --timeout 5 --json "$work/r.json"
   wait_results "$work/r.json" 3 60
   done_before=$(count_results "$work/r.json")
@@ -204,6 +211,11 @@ mpirun-*)
     check_json "$work/r.json" failed "^interrupted by SIG(TERM|INT)\$" "$done_before"
     n=$(grep -c "interrupted by" "$work/err")
     ((n == 1)) || fail "expected one 'interrupted by' line, got $n: $(cat "$work/err")"
+    if [[ $case_name == *-main-stuck ]]; then
+      # Both ranks: the main thread was given the signal and did not take it.
+      n=$(grep -c " other main-did-not-take-it sig 15" "$work/trace")
+      ((n == 2)) || fail "expected 2 ranks' verdicts written by another thread, got $n: $(cat "$work/trace")"
+    fi
   fi
   ;;
 stop-teardown)

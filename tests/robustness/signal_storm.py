@@ -8,10 +8,17 @@ Each try starts a 2-rank allreduce sweep (ofi:tcp over lo, 16M to 256M, results 
 r.json), waits until a size is in the file, waits a random 0 to 2 s more and ends
 the job the way an operator or a batch system does:
   mpirun-TERM   SIGTERM to mpirun (`kill`, a CI timeout)
+  mpirun-TERM-sweep  SIGTERM to mpirun at a random moment of a whole 1K-256M sweep
+                (5 timed iterations a size): after a random number of sizes (0 to all
+                but the last) is in the file, 0 to 1 s more, so every size's start, its
+                iterations, its check and the rewrite after it are all reached
   mpirun-INT    SIGINT to mpirun (Ctrl-C)
   ranks-TERM    SIGTERM to every rank at once, mpirun left alone (scancel's way)
   srun-TERM     the same job under srun on the local Slurm (tests/slurm fixture), ended
                 by `scancel` (SIGCONT + SIGTERM to every task, SIGKILL KillWait later)
+--tries defaults to 30 for mpirun-TERM-sweep and 10 for the others, or 100 with
+RAILBENCH_LONG_TESTS=1 (the long mode), and --budget
+(seconds for all tries) to 8 s a try for the 16M-256M variants, 10 s for the sweep.
 A try passes when the launcher is gone within 30 s and r.json is valid JSON with
 "status": "failed", an error naming the signal ("interrupted by SIGTERM" or SIGINT) and at
 least the sizes that were there before the signal. Fails on the first try that does not
@@ -33,6 +40,10 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 MPIRUN_SH = os.path.join(HERE, "..", "..", "scripts", "lib", "mpirun.sh")
 SWEEP = ["allreduce", "-t", "ofi:tcp", "--rails", "lo", "-b", "16M", "-e", "256M", "--timeout", "10"]
+# The whole sweep, fewer iterations: 19 sizes, each one's start reachable in a few seconds.
+WHOLE_SWEEP = ["allreduce", "-t", "ofi:tcp", "--rails", "lo", "-b", "1K", "-e", "256M", "-n", "5", "-w", "1",
+               "--timeout", "10"]
+WHOLE_SIZES = 19
 END_DEADLINE_S = 30
 
 
@@ -74,7 +85,7 @@ class Try:
         self.json = os.path.join(work, "r.json")
         self.out = open(os.path.join(work, "out"), "w")
         self.err = open(os.path.join(work, "err"), "w")
-        args = [rb] + SWEEP + ["--json", self.json]
+        args = [rb] + (WHOLE_SWEEP if variant == "mpirun-TERM-sweep" else SWEEP) + ["--json", self.json]
         if variant == "srun-TERM":
             cmd = ["srun", f"--job-name={job}", "--time=2", "-N", "2", "--ntasks-per-node=1"] + args
         else:
@@ -98,8 +109,8 @@ class Try:
         return [p for p in children(self.mpirun() or 0) if b"OMPI_COMM_WORLD_RANK" in environ(p)]
 
     def end(self):
-        if self.variant in ("mpirun-TERM", "mpirun-INT"):
-            os.kill(self.mpirun(), signal.SIGTERM if self.variant == "mpirun-TERM" else signal.SIGINT)
+        if self.variant.startswith("mpirun-"):
+            os.kill(self.mpirun(), signal.SIGINT if self.variant == "mpirun-INT" else signal.SIGTERM)
         elif self.variant == "ranks-TERM":
             for p in self.ranks():
                 os.kill(p, signal.SIGTERM)
@@ -134,13 +145,18 @@ def one(variant, rb, rng, job):
     t = Try(variant, rb, work, job)
     try:
         deadline = time.monotonic() + 90
-        while results_in(t.json)[0] < 1:
+        if variant == "mpirun-TERM-sweep":
+            # 0: as soon as the file says "running" (the first size starting).
+            want, pause = rng.randrange(WHOLE_SIZES), rng.uniform(0, 1)
+        else:
+            want, pause = 1, rng.uniform(0, 2)
+        while results_in(t.json)[0] < want or results_in(t.json)[1] != "running":
             if t.proc.poll() is not None:
                 return t.report(f"the job ended by itself (exit {t.proc.returncode}) before it was signalled")
             if time.monotonic() > deadline:
-                return t.report("no size in r.json within 90 s")
-            time.sleep(0.05)
-        time.sleep(rng.uniform(0, 2))
+                return t.report(f"not {want} sizes in r.json within 90 s")
+            time.sleep(0.01)
+        time.sleep(pause)
         before, _ = results_in(t.json)
         if t.variant == "ranks-TERM" and len(t.ranks()) != 2:
             return t.report(f"found {len(t.ranks())} ranks under mpirun, not 2")
@@ -166,15 +182,26 @@ def one(variant, rb, rng, job):
         shutil.rmtree(work, ignore_errors=True)
 
 
+def a_variant_is_sweep():
+    return len(sys.argv) > 1 and sys.argv[1] == "mpirun-TERM-sweep"
+
+
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("variant", choices=["mpirun-TERM", "mpirun-INT", "ranks-TERM", "srun-TERM"])
+    ap.add_argument("variant", choices=["mpirun-TERM", "mpirun-INT", "ranks-TERM", "srun-TERM", "mpirun-TERM-sweep"])
     ap.add_argument("railbench")
-    ap.add_argument("--tries", type=int, default=30)
-    ap.add_argument("--budget", type=float, default=240, help="seconds for all tries")
+    long_mode = os.environ.get("RAILBENCH_LONG_TESTS") == "1"
+    # In CI: 30 tries of the whole-sweep SIGTERM, 10 of each 16M-256M variant (the same
+    # paths, already covered by the sweep's large sizes); the long mode: 100 of each.
+    ci_tries = 30 if a_variant_is_sweep() else 10
+    ap.add_argument("--tries", type=int, default=100 if long_mode else ci_tries)
+    ap.add_argument("--budget", type=float, default=None, help="seconds for all tries (default: 8 a try, 10 "
+                    "for mpirun-TERM-sweep)")
     ap.add_argument("--seed", type=int, default=None)
     ap.add_argument("--keep-going", action="store_true", help="count failures instead of stopping at the first")
     a = ap.parse_args()
+    if a.budget is None:
+        a.budget = a.tries * (10 if a.variant == "mpirun-TERM-sweep" else 8)
     rb = os.path.abspath(a.railbench)
     launcher = "srun" if a.variant == "srun-TERM" else "mpirun"
     if not shutil.which(launcher):
