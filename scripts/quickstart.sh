@@ -29,4 +29,4 @@ rb_mpirun 2 "$bin" sendrecv -t ofi -b 8 -e 4M -f 4 -n 1000 --json "$out/quicksta
 echo
 rb_mpirun 2 "$bin" allreduce -t ofi -b 1K -e 64M -f 4 -c --json "$out/quickstart-allreduce.json"
 echo
-echo "quickstart: first table after $((SECONDS - start)) s; results in $out/quickstart-*.json"
+echo "quickstart: tables printed after $((SECONDS - start)) s; results in $out/quickstart-*.json"
