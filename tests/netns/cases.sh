@@ -11,21 +11,13 @@
 # cable alone on leaf0: named as on the wrong leaf). Every case also checks the drain
 # list (--drain-list) and the JSON's bad_nodes. Exit 77 (ctest: skipped) when this
 # host cannot make network namespaces (not root, no iproute2).
-set -uo pipefail
-here=$(cd "$(dirname "$0")" && pwd)
+source "$(dirname "$0")/../support/case.sh"
 case_name=$1 rb=$2
-# shellcheck source=tests/netns/su_test_lib.sh
-source "$here/su_test_lib.sh"
 # One prefix per case, so a leftover of one case never meets another.
-rb_su_test_setup "rbt${case_name:0:4}"
+case_su_up "rbt${case_name:0:4}"
 rails=2
 [[ $case_name == delay ]] && rails=1
-"$su/up.sh" --nodes 4 --rails "$rails" --rate 400 || { echo "FAIL: could not build the simulated SU"; exit 1; }
-
-fail() {
-  echo "FAIL: $*"
-  exit 1
-}
+"$su/up.sh" --nodes 4 --rails "$rails" --rate 400 || fail "could not build the simulated SU"
 
 # validate under mpirun, with a hard deadline; leaves exit code, output, JSON and drain
 # list in $work. The drain list starts out stale: the run must replace it. Options for
@@ -61,6 +53,13 @@ for f in doc["findings"]:
 PY
 }
 
+# expect_dead_port "node02 rail0" KIND_REGEX WHAT: the SU failed, the port is blamed for
+# KIND and not called miscabled (a dead port is the pair tests' finding, not the cabling's).
+expect_dead_port() {
+  ((rc != 0)) || fail "$3 must fail the SU, got exit 0"
+  expect_blamed "$1" "$2"
+  ! named | grep cabling >/dev/null || fail "$3 was called miscabled: $(named)"
+}
 expect_blamed() {  # expect_blamed "node03 rail1" KIND_REGEX
   local got
   got=$(blamed | sort -u)
@@ -232,10 +231,8 @@ PY
     # The link stays up but carries nothing: only the pair deadlines can find it.
     "$su/fault.sh" blackhole node02 rail0
     run_validate 240 netns-4x2 2
-    ((rc != 0)) || fail "an unreachable link must fail the SU"
-    expect_blamed "node02 rail0" "unreachable"
     # Link up and reaching nobody: dead, which the cabling check leaves to the pair tests.
-    ! named | grep cabling >/dev/null || fail "an unplugged port was called miscabled: $(named)"
+    expect_dead_port "node02 rail0" "unreachable" "an unreachable link"
     expect_drain "node02"
     has_key collectives && [[ $(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['collectives'])" "$work/v.json") == skipped* ]] ||
       fail "collectives should be skipped when pairs cannot talk"
@@ -243,9 +240,7 @@ PY
   down)
     "$su/fault.sh" down node04 rail1
     run_validate 120 netns-4x2 2
-    ((rc != 0)) || fail "a down port must fail the SU"
-    expect_blamed "node04 rail1" "inventory"
-    ! named | grep cabling >/dev/null || fail "a down port was called miscabled: $(named)"
+    expect_dead_port "node04 rail1" "inventory" "a down port"
     ! has_key rail_pairs || fail "traffic ran although a port was down"
     expect_drain "node04"
     grep -qF "# bad nodes (drain): node04 (1 node(s))" "$work/out" || fail "the bad nodes line is missing"

@@ -20,6 +20,8 @@
 #   skip REASON          "SKIP: REASON", exit 77 (ctest: skipped)
 #   with_deadline SECONDS COMMAND...  COMMAND (a program or a shell function) ended at
 #                        SECONDS (SIGTERM, then SIGKILL 10 s later); exit 124 = the deadline
+#   case_mpirun_ok DEADLINE NP COMMAND...  rb_mpirun_deadline, stdout in $work/out (and
+#                        printed), stderr in $work/err; fail unless it exits 0
 #   case_bin NAME        the path of build binary NAME, beside the railbench given as $rb
 #                        (or $RAILBENCH_BUILD_DIR, or the folder ctest runs in, build/tests/..)
 #   free_port            a TCP port free on 127.0.0.1 now
@@ -48,8 +50,8 @@ case_logs() { case_log_files=("$@"); }
 
 case_cleanup() {
   local c p
-  for p in "${case_pids[@]}"; do kill -KILL "$p" 2>/dev/null; done
-  for c in "${case_exit_cmds[@]}"; do eval "$c"; done
+  for p in "${case_pids[@]}"; do kill -KILL "$p" 2>/dev/null || true; done
+  for c in "${case_exit_cmds[@]}"; do eval "$c" || true; done
   [[ -n $work ]] || return 0
   if [[ ${RAILBENCH_KEEP_WORK:-0} == 1 ]]; then
     echo "(kept the work folder $work)"
@@ -96,6 +98,14 @@ with_deadline() {
   else
     timeout --kill-after=10 "$deadline" "$@"
   fi
+}
+
+case_mpirun_ok() {
+  local deadline=$1 rc
+  rb_mpirun_deadline "$@" >"$work/out" 2>"$work/err"
+  rc=$?
+  cat "$work/out"
+  ((rc == 0)) || fail "expected exit 0, got $rc (124: the deadline of ${deadline} s)"
 }
 
 case_bin() {
