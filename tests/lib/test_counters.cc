@@ -49,15 +49,19 @@ void rxe(FakeSysfs& s) {
   s.write("class/net/eth1/statistics/tx_packets", "50");
 }
 
+// A verbs port's sources as "DEVICE port N on NETDEV": the device, its port and the
+// interface beneath it, compared in one CHECK that prints both sides.
+std::string verbs_source(const CounterSources& src) {
+  return src.verbs_device + " port " + std::to_string(src.verbs_port) + " on " + src.netdev;
+}
+
 }  // namespace
 
 TEST_CASE("counters: an mlx5 RoCE port has port counters, hw_counters and its interface", "[counters]") {
   FakeSysfs s;
   mlx5(s);
   const CounterSources src = find_counter_sources("mlx5_0:1", s.root(), false);
-  CHECK(src.verbs_device == "mlx5_0");
-  CHECK(src.verbs_port == 1);
-  CHECK(src.netdev == "enp23s0f0np0");
+  CHECK(verbs_source(src) == "mlx5_0 port 1 on enp23s0f0np0");
   REQUIRE(src.describe().size() == 2);
   CHECK(src.describe()[0] == "verbs mlx5_0 port 1 (counters, hw_counters)");
   CHECK(src.describe()[1] == "interface enp23s0f0np0 (statistics)");
@@ -98,9 +102,7 @@ TEST_CASE("counters: an rxe port finds its parent interface; a bare device name 
   FakeSysfs s;
   rxe(s);
   const CounterSources src = find_counter_sources("rxe0", s.root(), false);
-  CHECK(src.verbs_device == "rxe0");
-  CHECK(src.verbs_port == 1);
-  CHECK(src.netdev == "eth1");
+  CHECK(verbs_source(src) == "rxe0 port 1 on eth1");
   CHECK(src.describe()[0] == "verbs rxe0 port 1 (hw_counters)");
   const CounterReader reader(src);
   const CounterSnapshot before = reader.snapshot();

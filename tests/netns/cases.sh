@@ -60,6 +60,29 @@ expect_dead_port() {
   expect_blamed "$1" "$2"
   ! named | grep cabling >/dev/null || fail "$3 was called miscabled: $(named)"
 }
+# expect_only_named "FAIL cabling node03" WHAT: a FAIL verdict (exit 1) whose findings
+# (named) are exactly the one given.
+# flap_after_inventory SECONDS: in the background (pid in $starter), once validate has
+# written its inventory (phase 1 in $work/out, within 60 s), node02 rail1 goes down and
+# up every SECONDS until the fault is cleared.
+flap_after_inventory() {
+  (
+    for _ in $(seq 600); do
+      grep -q '^# phase 1 inventory' "$work/out" 2>/dev/null && exec "$su/fault.sh" flap node02 rail1 "$1"
+      sleep 0.1
+    done
+  ) >/dev/null 2>&1 &
+  starter=$!
+}
+
+expect_only_named() {
+  ((rc == 1)) || fail "$2 must fail the SU, expected exit 1, got $rc"
+  local got
+  got=$(named | sort -u)
+  echo "named: ${got:-nothing}"
+  [[ $got == "$1" ]] || fail "$2: expected exactly '$1' named, got: ${got:-nothing}"
+}
+
 expect_blamed() {  # expect_blamed "node03 rail1" KIND_REGEX
   local got
   got=$(blamed | sort -u)
@@ -265,13 +288,7 @@ PY
     # the 'down' case) to the end of the run. Short enough that it goes down during the
     # pair tests however fast this host runs them (they can end within 3 s), and twice
     # or more in the run (link_downs_fail): flapping, not a single blip.
-    (
-      for _ in $(seq 600); do
-        grep -q '^# phase 1 inventory' "$work/out" 2>/dev/null && exec "$su/fault.sh" flap node02 rail1 1
-        sleep 0.1
-      done
-    ) >/dev/null 2>&1 &
-    starter=$!
+    flap_after_inventory 1
     run_validate 300 netns-4x2 2
     kill "$starter" 2>/dev/null
     wait "$starter" 2>/dev/null
@@ -338,13 +355,7 @@ PY
     # all). 'steady': no fault, no link intermittent, the SU passes.
     burn_in_config "$work/burn.json"
     if [[ $case_name == intermittent ]]; then
-      (
-        for _ in $(seq 600); do
-          grep -q '^# phase 1 inventory' "$work/out" 2>/dev/null && exec "$su/fault.sh" flap node02 rail1 5
-          sleep 0.1
-        done
-      ) >/dev/null 2>&1 &
-      starter=$!
+      flap_after_inventory 5
       validate_args=(--duration 40s)
       run_validate 150 "$work/burn.json" 2
       kill "$starter" 2>/dev/null
@@ -396,10 +407,7 @@ PY
     "$su/fault.sh" swap node03 rail0 rail1
     "$su/fault.sh" list
     run_validate 120 netns-4x2 2
-    ((rc == 1)) || fail "a swapped pair of cables must fail the SU (exit $rc)"
-    got=$(named | sort -u)
-    echo "named: ${got:-nothing}"
-    [[ $got == "FAIL cabling node03" ]] || fail "expected exactly the swap on node03, got: ${got:-nothing}"
+    expect_only_named "FAIL cabling node03" "a swapped pair of cables"
     grep -F "# cabling: node03: rail0 and rail1 appear swapped (rail0 reaches leaf1's nodes, rail1 reaches leaf0's)" \
       "$work/out" || fail "the swap line is missing"
     ! has_key rail_pairs || fail "traffic ran through the crossed cables"
@@ -417,10 +425,7 @@ PY
     # belongs): that one link is named, with the leaf it reaches and where it belongs.
     "$su/fault.sh" miscable node02 rail1 rail0
     run_validate 120 netns-4x2 2
-    ((rc == 1)) || fail "a cable on the wrong leaf must fail the SU (exit $rc)"
-    got=$(named | sort -u)
-    echo "named: ${got:-nothing}"
-    [[ $got == "FAIL cabling node02 rail1 (leaf1)" ]] || fail "expected exactly node02 rail1's cable, got: ${got:-nothing}"
+    expect_only_named "FAIL cabling node02 rail1 (leaf1)" "a cable on the wrong leaf"
     grep -F "cabled to leaf0 (expected leaf1): it reaches leaf0's nodes and none of leaf1's; move the cable to leaf1" \
       "$work/out" || fail "the wrong-leaf line is missing"
     expect_drain "node02"
