@@ -18,33 +18,32 @@ namespace {
 class FakeSysfs : public railbench::testing::TempTree {
  public:
   FakeSysfs() : TempTree("counters") {}
+  // Files under DIR (which ends in '/'), each with its text.
+  void write_all(const std::string& dir, std::initializer_list<std::pair<const char*, const char*>> files) const {
+    for (const auto& [name, text] : files) write(dir + name, text);
+  }
 };
 
 // A ConnectX port in RoCE mode: IB port counters, mlx5 hw_counters, the netdev named in
 // the GID attributes.
 void mlx5(FakeSysfs& s) {
-  const std::string p = "class/infiniband/mlx5_0/ports/1/";
-  s.write(p + "counters/port_xmit_data", "1000");
-  s.write(p + "counters/port_rcv_data", "2000");
-  s.write(p + "counters/symbol_error", "0");
-  s.write(p + "counters/link_downed", "0");
-  s.write(p + "counters/port_xmit_discards", "5");
-  s.write(p + "hw_counters/np_cnp_sent", "10");
-  s.write(p + "hw_counters/rp_cnp_handled", "7");
-  s.write(p + "hw_counters/out_of_sequence", "0");
-  s.write(p + "hw_counters/out_of_buffer", "0");
-  s.write(p + "gid_attrs/ndevs/0", "enp23s0f0np0");
-  s.write("class/net/enp23s0f0np0/statistics/rx_dropped", "0");
-  s.write("class/net/enp23s0f0np0/statistics/tx_bytes", "123");
+  s.write_all("class/infiniband/mlx5_0/ports/1/", {{"counters/port_xmit_data", "1000"},
+                                                   {"counters/port_rcv_data", "2000"},
+                                                   {"counters/symbol_error", "0"},
+                                                   {"counters/link_downed", "0"},
+                                                   {"counters/port_xmit_discards", "5"},
+                                                   {"hw_counters/np_cnp_sent", "10"},
+                                                   {"hw_counters/rp_cnp_handled", "7"},
+                                                   {"hw_counters/out_of_sequence", "0"},
+                                                   {"hw_counters/out_of_buffer", "0"},
+                                                   {"gid_attrs/ndevs/0", "enp23s0f0np0"}});
+  s.write_all("class/net/enp23s0f0np0/statistics/", {{"rx_dropped", "0"}, {"tx_bytes", "123"}});
 }
 
 // Soft-RoCE: hw_counters only, the netdev in the device's "parent" file.
 void rxe(FakeSysfs& s) {
-  const std::string p = "class/infiniband/rxe0/ports/1/";
-  s.write(p + "hw_counters/sent_pkts", "100");
-  s.write(p + "hw_counters/rcvd_pkts", "90");
-  s.write(p + "hw_counters/retry_exceeded_err", "0");
-  s.write(p + "hw_counters/rcvd_seq_err", "0");
+  s.write_all("class/infiniband/rxe0/ports/1/hw_counters/",
+              {{"sent_pkts", "100"}, {"rcvd_pkts", "90"}, {"retry_exceeded_err", "0"}, {"rcvd_seq_err", "0"}});
   s.write("class/infiniband/rxe0/parent", "eth1");
   s.write("class/net/eth1/statistics/tx_packets", "50");
 }
