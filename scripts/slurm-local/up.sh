@@ -16,9 +16,7 @@ source "$here/lib.sh"
 nodes=4 cpus=8 timeout=60
 while (($#)); do
   case $1 in
-    --nodes) nodes=$2; shift 2 ;;
-    --cpus) cpus=$2; shift 2 ;;
-    --timeout) timeout=$2; shift 2 ;;
+    --nodes | --cpus | --timeout) printf -v "${1#--}" '%s' "$2"; shift 2 ;;
     -h | --help) sed -n '2,11p' "$0"; exit 0 ;;
     *) rb_slurm_die "unknown option '$1': use --nodes N --cpus C --timeout SECONDS" ;;
   esac

@@ -8,23 +8,9 @@
 #                                          burn-in: the JSON says failed and keeps every
 #                                          window finished before the signal
 # Every run has a hard deadline; only the processes this script started are killed.
-set -uo pipefail
-here=$(cd "$(dirname "$0")" && pwd)
-source "$here/../../scripts/lib/mpirun.sh"
+source "$(dirname "$0")/../support/case.sh"
 case_name=$1 cmd=$2 rb=$3
-work=$(mktemp -d)
-started=()
-cleanup() {
-  for p in "${started[@]}"; do kill -KILL "$p" 2>/dev/null; done
-  rm -rf "$work"
-}
-trap cleanup EXIT
-
-fail() {
-  echo "FAIL: $*"
-  for f in "$work"/out "$work"/err; do [[ -f $f ]] && { echo "--- $f"; tail -30 "$f"; }; done
-  exit 1
-}
+case_work
 
 # Small sizes: a window takes well under a second on a busy 2-core host.
 case $cmd in
@@ -90,7 +76,7 @@ case $case_name in
     set -m
     rb_mpirun 2 "$rb" "${args[@]}" --duration 5m --json "$work/r.json" >"$work/out" 2>"$work/err" &
     launcher=$!
-    started+=("$launcher")
+    case_started "$launcher"
     set +m
     mpirun_pid=""
     for ((i = 0; i < 100; ++i)); do
@@ -98,7 +84,7 @@ case $case_name in
       sleep 0.1
     done
     [[ -n $mpirun_pid ]] || fail "mpirun did not start"
-    started+=("$mpirun_pid")
+    case_started "$mpirun_pid"
     for ((i = 0; i < 600; ++i)); do
       (($(windows "$work/r.json") >= 2)) && break
       sleep 0.1

@@ -10,14 +10,13 @@ CRLF after every line, no byte-order mark. Exit 1 with one line saying why other
 import csv
 import io
 import json
+import os
 import sys
 
 STATS = ("min", "p50", "p90", "p99", "p99_9", "max", "mean", "stdev")
 
-
-def fail(msg):
-    print(f"FAIL: {msg}")
-    sys.exit(1)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+from rbtest import fail  # noqa: E402
 
 
 def summary(row, name, unit, s):

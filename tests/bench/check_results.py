@@ -10,12 +10,11 @@ positive, and for alltoall every size holds a step time for every ordered pair (
 """
 import argparse
 import json
+import os
 import sys
 
-
-def fail(msg):
-    print(f"FAIL: {msg}")
-    sys.exit(1)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+from rbtest import fail  # noqa: E402
 
 
 def check_summary(where, s, positive=True):

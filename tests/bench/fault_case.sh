@@ -11,19 +11,16 @@
 #   fault_case.sh window-shm|window-tcp RAILBENCH
 #                                  a send window far beyond the provider's queues
 #                                  completes well within --timeout
-set -uo pipefail
-here=$(cd "$(dirname "$0")" && pwd)
-source "$here/../../scripts/lib/mpirun.sh"
+source "$(dirname "$0")/../support/case.sh"
 
 mode=$1 rb=$2
-work=$(mktemp -d)
+case_work
 mpirun_pid=
 cleanup() {
   [[ -n $mpirun_pid ]] && kill -KILL "$mpirun_pid" 2>/dev/null
   for p in $(rank_pids); do kill -KILL "$p" 2>/dev/null; done
-  rm -rf "$work"
 }
-trap cleanup EXIT
+case_on_exit cleanup
 # Marks this case's ranks, so the pid search cannot find another test's.
 export RAILBENCH_FAULT_CASE="$$-$RANDOM"
 
@@ -88,7 +85,7 @@ case $mode in
     else
       start 4 allreduce -t ofi:tcp --rails lo -b 1K -e 64K -n 1000000 -w 1 --timeout 5 --json "$work/r.json"
     fi
-    victim=$(pid_of_rank 2) || { show; echo "FAIL: rank 2 never started"; exit 1; }
+    victim=$(pid_of_rank 2) || fail "rank 2 never started"
     # Rank 0 writes the results file once every rank has connected (MPI_Init, which
     # waits for a stopped rank without a deadline, is behind them then): a fixed sleep
     # stopped rank 2 inside MPI_Init where setup is slow (under ASan, on a loaded host).
@@ -97,32 +94,30 @@ case $mode in
       kill -0 "$mpirun_pid" 2>/dev/null || break
       sleep 0.1
     done
-    [[ -s $work/r.json ]] || { show; echo "FAIL: no results file within 60 s: setup never finished"; exit 1; }
+    [[ -s $work/r.json ]] || fail "no results file within 60 s: setup never finished"
     sleep 1  # inside the timed iterations
     if [[ $mode == stop ]]; then kill -STOP "$victim"; else kill -KILL "$victim"; fi
     finish 60
     rc=$?
     show
     [[ $mode == stop ]] && kill -CONT "$victim" 2>/dev/null
-    if ((rc == 124)); then echo "FAIL: the job did not end within 60 s of the fault"; exit 1; fi
-    if ((rc == 0)); then echo "FAIL: the job succeeded with rank 2 ${mode}ped"; exit 1; fi
+    ((rc == 124)) && fail "the job did not end within 60 s of the fault"
+    ((rc == 0)) && fail "the job succeeded with rank 2 ${mode}ped"
     mapfile -t lines < <(grep '^railbench: error:' "$work/err")
     if [[ $mode == stop ]]; then
-      ((${#lines[@]} > 0)) || { echo "FAIL: no error line"; exit 1; }
+      ((${#lines[@]} > 0)) || fail "no error line"
       for l in "${lines[@]}"; do
         [[ $l =~ ^railbench:\ error:\ rank\ 2: ]] && continue  # rank 2's own, after SIGCONT
         [[ $l =~ interrupted\ by\ SIG ]] && continue  # mpirun ending the survivors: blames nobody
         if ! [[ $l =~ rank\ 2\ \([^\)]*\)\ did\ not\ answer\ a\ liveness\ probe ]]; then
-          echo "FAIL: an error line does not name rank 2 as stopped: $l"
-          exit 1
+          fail "an error line does not name rank 2 as stopped: $l"
         fi
       done
     else
       for l in "${lines[@]}"; do
         [[ $l =~ interrupted\ by\ SIG ]] && continue  # mpirun ending the survivors: blames nobody
         if ! [[ $l =~ rank\ 2\ \( ]]; then
-          echo "FAIL: an error line blames another rank than the killed rank 2: $l"
-          exit 1
+          fail "an error line blames another rank than the killed rank 2: $l"
         fi
       done
     fi
@@ -148,12 +143,12 @@ case $mode in
     rc=$?
     show
     elapsed=$(($(date +%s) - start_s))
-    if ((rc == 124)); then echo "FAIL: still running after 60 s"; exit 1; fi
+    ((rc == 124)) && fail "still running after 60 s"
     if ((rc == 2)) && grep -q '^railbench: error: .*window.*limit' "$work/err"; then
       echo "PASS: refused with the limit after ${elapsed}s"
       exit 0
     fi
-    if ((rc != 0)); then echo "FAIL: exit $rc after ${elapsed}s"; exit 1; fi
+    ((rc != 0)) && fail "exit $rc after ${elapsed}s"
     echo "PASS: exit 0 after ${elapsed}s"
     ;;
   *)

@@ -5,18 +5,12 @@
 # variables, and the launches that must fail with the variables named instead of
 # falling back to a single rank.
 # Usage: launch_case.sh RAILBENCH CASE
-set -uo pipefail
+source "$(dirname "$0")/../support/case.sh"
 rb=$1
 case_name=$2
-work=$(mktemp -d)
-trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$work"' EXIT
+case_work
+case_on_exit 'kill $(jobs -p) 2>/dev/null'
 
-fail() {
-  echo "FAIL: $*"
-  for f in "$work"/out*; do [[ -f $f ]] && { echo "--- $f"; cat "$f"; }; done
-  exit 1
-}
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 # A free port P whose P+1 is free too (torchrun's ranks meet on MASTER_PORT+1).
 free_port_pair() {
   python3 - <<'PY'

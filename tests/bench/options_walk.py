@@ -17,7 +17,6 @@ import json
 import os
 import re
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -25,19 +24,16 @@ import threading
 import time
 import pty
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+import rbtest  # noqa: E402
+
 RB = os.path.abspath(sys.argv[1])
 ONLY = sys.argv[2:]
 DEADLINE_S = 60
-FIXTURES = tempfile.mkdtemp(prefix="walk-fixtures-")
+FIXTURES = rbtest.work_dir("walk-fixtures-")
 # A request trace kvcache --serve replays (tests/kvcache/make_trace_fixtures.py).
 KV_TRACE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "kvcache", "fixtures", "burstgpt.csv")
 KV_MOONCAKE = os.path.join(os.path.dirname(KV_TRACE), "mooncake.jsonl")
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class Run:
@@ -76,14 +72,10 @@ def launch(ranks, args, work, nodes=False, tty=False):
     if ranks == 0:  # no job: a command that needs no ranks (info, report, ...)
         p = subprocess.run([RB] + args, capture_output=True, text=True, timeout=DEADLINE_S, cwd=work)
         return Run(work, p.returncode, p.stdout, p.stderr)
-    port = free_port()
+    port = rbtest.free_port()
     procs, tty_reader = [], None
     for r in range(ranks):
-        env = dict(os.environ)
-        for k in list(env):
-            if k.startswith(("OMPI_", "PMIX_", "PMI_", "SLURM", "RAILBENCH_")):
-                del env[k]
-        env.update(RAILBENCH_ROOT=f"127.0.0.1:{port}", RAILBENCH_JOB_TOKEN=f"walk{port}")
+        env = rbtest.clean_env(RAILBENCH_ROOT=f"127.0.0.1:{port}", RAILBENCH_JOB_TOKEN=f"walk{port}")
         if nodes:  # one "node" per rank, named by a Slurm step (validate maps ranks by node name)
             env.update(SLURM_PROCID=str(r), SLURM_STEP_ID="0", SLURM_STEP_NUM_TASKS=str(ranks), SLURM_LOCALID="0",
                        SLURM_JOB_ID="1", SLURMD_NODENAME=f"walk{r + 1}")
@@ -129,43 +121,44 @@ def field(doc, path):
     return at
 
 
-def json_differs(path, name="r.json"):
-    def proof(base, run):
-        a, b = base.doc(name), run.doc(name)
-        if b is None:
-            return f"no results file {name} (exit {run.rc}): {run.err.strip()[-300:]}"
-        fa, fb = field(a, path), field(b, path)
-        return "" if fa != fb else f"{path} is {fb!r} in both"
+def json_proof(name, doc, judge):
+    """A proof over the results file NAME of both runs: judge(baseline's, run's) says why
+    not, once the run wrote one."""
 
-    proof.__doc__ = f"JSON {path} differs"
-    return proof
-
-
-def json_has(path, name="r.json"):
     def proof(base, run):
         b = run.doc(name)
         if b is None:
             return f"no results file {name} (exit {run.rc}): {run.err.strip()[-300:]}"
-        if field(b, path) is None:
-            return f"{path} missing"
-        a = base.doc(name)
-        return "" if a is None or field(a, path) is None else f"{path} in the baseline too"
+        return judge(base.doc(name), b)
 
-    proof.__doc__ = f"JSON {path} appears"
+    proof.__doc__ = doc
     return proof
 
 
+def json_differs(path, name="r.json"):
+    def judge(a, b):
+        fa, fb = field(a, path), field(b, path)
+        return "" if fa != fb else f"{path} is {fb!r} in both"
+
+    return json_proof(name, f"JSON {path} differs", judge)
+
+
+def json_has(path, name="r.json"):
+    def judge(a, b):
+        if field(b, path) is None:
+            return f"{path} missing"
+        return "" if a is None or field(a, path) is None else f"{path} in the baseline too"
+
+    return json_proof(name, f"JSON {path} appears", judge)
+
+
 def json_lacks(path, name="r.json"):
-    def proof(base, run):
-        a, b = base.doc(name), run.doc(name)
-        if b is None:
-            return f"no results file {name} (exit {run.rc}): {run.err.strip()[-300:]}"
+    def judge(a, b):
         if field(a, path) is None:
             return f"{path} missing in the baseline too"
         return "" if field(b, path) is None else f"{path} still there"
 
-    proof.__doc__ = f"JSON {path} goes"
-    return proof
+    return json_proof(name, f"JSON {path} goes", judge)
 
 
 def file_appears(name):

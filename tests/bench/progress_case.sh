@@ -3,24 +3,16 @@
 # and only from rank 0 (mpirun -np 2); with --quiet, none; on a terminal (a tmux pane),
 # a live line rewritten in place that leaves the screen clean when the run ends.
 #   progress_case.sh RAILBENCH
-set -uo pipefail
-here=$(cd "$(dirname "$0")" && pwd)
-source "$here/../../scripts/lib/mpirun.sh"
+source "$(dirname "$0")/../support/case.sh"
 rb=$1
-work=$(mktemp -d)
+case_work
 sock="rbprogress$$"
 rank1=""
 cleanup() {
   tmux -L "$sock" kill-server 2>/dev/null
   [[ -n $rank1 ]] && kill "$rank1" 2>/dev/null
-  rm -rf "$work"
 }
-trap cleanup EXIT
-fail() {
-  echo "FAIL: $*"
-  for f in "$work"/*; do [[ -f $f ]] && { echo "--- $f"; tail -20 "$f"; }; done
-  exit 1
-}
+case_on_exit cleanup
 line_re='^allreduce: size [0-9]+/4 \([0-9]+K\), [0-9]{2}:[0-9]{2} elapsed$'
 
 echo "== stderr to a file, mpirun -np 2: one line per size, from rank 0 only"

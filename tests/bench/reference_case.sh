@@ -4,9 +4,9 @@
 # runs over shm under a real mpirun and prints one well-formed line per size; a bad IOV
 # is refused with exit 2.
 #   reference_case.sh FI_REFERENCE
-set -euo pipefail
+source "$(dirname "$0")/../support/case.sh"
+set -e
 ref=$1
-source "$(dirname "$0")/../../scripts/lib/mpirun.sh"
 out=$(rb_mpirun_deadline 60 2 "$ref" oneway shm 1048576 4194304 4 5 1 write 32768 4)
 echo "$out"
 python3 - "$out" <<'PY'

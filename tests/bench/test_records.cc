@@ -8,17 +8,15 @@ using nlohmann::json;
 namespace {
 
 Summary sample_summary(double base) {
-  Summary s;
-  s.count = 100;
-  s.min = base;
-  s.max = base * 10;
-  s.mean = base * 2;
-  s.stdev = base / 3;
-  s.p50 = base * 1.5;
-  s.p90 = base * 3;
-  s.p99 = base * 5;
-  s.p999 = base * 9;
-  return s;
+  return Summary{.count = 100,
+                 .min = base,
+                 .max = base * 10,
+                 .mean = base * 2,
+                 .stdev = base / 3,
+                 .p50 = base * 1.5,
+                 .p90 = base * 3,
+                 .p99 = base * 5,
+                 .p999 = base * 9};
 }
 
 }  // namespace

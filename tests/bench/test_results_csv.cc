@@ -53,6 +53,20 @@ std::string cell(const CsvTable& t, size_t row, const std::string& name) {
   return t.rows.at(row).at(column(t, name));
 }
 
+struct Cell {
+  size_t row;
+  std::string name;
+  std::string want;
+};
+
+// Each cell as listed, each its own CHECK: a failure names the row and the column.
+void check_cells(const CsvTable& t, std::initializer_list<Cell> cells) {
+  for (const Cell& c : cells) {
+    INFO("row " << c.row << ", column " << c.name);
+    CHECK(cell(t, c.row, c.name) == c.want);
+  }
+}
+
 std::string slurp(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   std::stringstream ss;
@@ -100,16 +114,12 @@ TEST_CASE("sendrecv csv: one row per size x pair x rail, every summary spelled o
   REQUIRE(t.rows.size() == 4);
   for (const auto& row : t.rows) CHECK(row.size() == t.header.size());
   CHECK(t.header.front() == "bytes");
-  CHECK(cell(t, 3, "bytes") == "4096");
-  CHECK(cell(t, 3, "a") == "2");
-  CHECK(cell(t, 3, "host_b") == "node1");
-  CHECK(cell(t, 3, "rail") == "1");
-  CHECK(cell(t, 3, "wrong") == "5");
+  check_cells(t, {{3, "bytes", "4096"}, {3, "a", "2"}, {3, "host_b", "node1"}, {3, "rail", "1"}, {3, "wrong", "5"}});
   const json& pair = doc["results"][1]["pairs"][1];
-  CHECK(cell(t, 3, "latency_p50_us") == pair["latency_us"]["p50"].dump());
-  CHECK(cell(t, 3, "latency_p99_9_us") == pair["latency_us"]["p99_9"].dump());
-  CHECK(cell(t, 3, "bw_ba_stdev_gbps") == pair["bw_ba_gbps"]["stdev"].dump());
-  CHECK(cell(t, 3, "bw_bidir_min_gbps") == pair["bw_bidir_gbps"]["min"].dump());
+  check_cells(t, {{3, "latency_p50_us", pair["latency_us"]["p50"].dump()},
+                  {3, "latency_p99_9_us", pair["latency_us"]["p99_9"].dump()},
+                  {3, "bw_ba_stdev_gbps", pair["bw_ba_gbps"]["stdev"].dump()},
+                  {3, "bw_bidir_min_gbps", pair["bw_bidir_gbps"]["min"].dump()}});
 }
 
 TEST_CASE("collective csv: one row per size x placement", "[csv]") {
@@ -125,12 +135,12 @@ TEST_CASE("collective csv: one row per size x placement", "[csv]") {
   doc["results"].push_back(to_json(r));
   const CsvTable t = results_csv(doc);
   REQUIRE(t.rows.size() == 2);
-  CHECK(cell(t, 0, "placement") == "out_of_place");
-  CHECK(cell(t, 1, "placement") == "in_place");
-  CHECK(cell(t, 1, "busbw_gbps") == "0.09");
-  CHECK(cell(t, 1, "wrong") == "3");
-  CHECK(cell(t, 0, "iteration_p99_us") == json(36.0).dump());
-  CHECK(cell(t, 0, "algo") == "ring");
+  check_cells(t, {{0, "placement", "out_of_place"},
+                  {1, "placement", "in_place"},
+                  {1, "busbw_gbps", "0.09"},
+                  {1, "wrong", "3"},
+                  {0, "iteration_p99_us", json(36.0).dump()},
+                  {0, "algo", "ring"}});
   // allgather and reducescatter have the same table
   doc["command"] = "reducescatter";
   CHECK(results_csv(doc).header == t.header);
@@ -152,17 +162,17 @@ TEST_CASE("alltoall csv: placements, then one row per link src -> dst", "[csv]")
   doc["results"].push_back(e);
   const CsvTable t = results_csv(doc);
   REQUIRE(t.rows.size() == 4);
-  CHECK(cell(t, 0, "row") == "collective");
-  CHECK(cell(t, 0, "src") == "");
-  CHECK(cell(t, 0, "busbw_gbps") == "0.07");
-  CHECK(cell(t, 3, "row") == "link");
-  CHECK(cell(t, 3, "bytes") == "3072");  // a link row names its size
-  CHECK(cell(t, 3, "placement") == "");
-  CHECK(cell(t, 3, "busbw_gbps") == "");
-  CHECK(cell(t, 3, "src") == "2");
-  CHECK(cell(t, 3, "dst_host") == "node0");
-  CHECK(cell(t, 3, "step_p50_us") == "9.0");
-  CHECK(cell(t, 3, "link_gbps") == "0.17");
+  check_cells(t, {{0, "row", "collective"},
+                  {0, "src", ""},
+                  {0, "busbw_gbps", "0.07"},
+                  {3, "row", "link"},
+                  {3, "bytes", "3072"},  // a link row names its size
+                  {3, "placement", ""},
+                  {3, "busbw_gbps", ""},
+                  {3, "src", "2"},
+                  {3, "dst_host", "node0"},
+                  {3, "step_p50_us", "9.0"},
+                  {3, "link_gbps", "0.17"}});
 }
 
 TEST_CASE("alltoall --routing csv: the size's routing on its placement rows only", "[csv]") {
@@ -186,11 +196,11 @@ TEST_CASE("alltoall --routing csv: the size's routing on its placement rows only
   doc["config"] = json{{"routing", {{"distribution", "zipf:1.2"}, {"experts", 4}, {"topk", 2}}}};
   const CsvTable t = results_csv(doc);
   REQUIRE(t.rows.size() == 3);
-  CHECK(cell(t, 0, "tokens_per_rank") == "1");
-  CHECK(cell(t, 1, "expert_imbalance") == "3.0");
-  CHECK(cell(t, 1, "busiest_bytes") == "12288");
-  CHECK(cell(t, 2, "row") == "link");
-  CHECK(cell(t, 2, "pair_imbalance") == "");
+  check_cells(t, {{0, "tokens_per_rank", "1"},
+                  {1, "expert_imbalance", "3.0"},
+                  {1, "busiest_bytes", "12288"},
+                  {2, "row", "link"},
+                  {2, "pair_imbalance", ""}});
 }
 
 TEST_CASE("kvcache csv: one row per token count x mode", "[csv]") {
@@ -210,9 +220,8 @@ TEST_CASE("kvcache csv: one row per token count x mode", "[csv]") {
   }
   const CsvTable t = results_csv(doc);
   REQUIRE(t.rows.size() == 2);
-  CHECK(cell(t, 1, "mode") == "per-block");
-  CHECK(cell(t, 1, "request_p99_9_us") == json(3600.0).dump());
-  CHECK(cell(t, 1, "ratio_to_contiguous") == "0.42");
+  check_cells(
+      t, {{1, "mode", "per-block"}, {1, "request_p99_9_us", json(3600.0).dump()}, {1, "ratio_to_contiguous", "0.42"}});
 }
 
 TEST_CASE("congestion csv: one row per placement x metric x aggressor, figures in the row's unit", "[csv]") {
@@ -236,13 +245,13 @@ TEST_CASE("congestion csv: one row per placement x metric x aggressor, figures i
   }
   const CsvTable t = results_csv(doc);
   REQUIRE(t.rows.size() == 2);
-  CHECK(cell(t, 0, "victim_b") == "3");
-  CHECK(cell(t, 0, "victim_b_host") == "node02");
-  CHECK(cell(t, 1, "metric") == "bandwidth");
-  CHECK(cell(t, 1, "unit") == "GB/s");
-  CHECK(cell(t, 0, "congested_p99") == "42.3");
-  CHECK(cell(t, 0, "impact_p99_9") == "1.3");
-  CHECK(cell(t, 0, "aggressor_capped") == "false");
+  check_cells(t, {{0, "victim_b", "3"},
+                  {0, "victim_b_host", "node02"},
+                  {1, "metric", "bandwidth"},
+                  {1, "unit", "GB/s"},
+                  {0, "congested_p99", "42.3"},
+                  {0, "impact_p99_9", "1.3"},
+                  {0, "aggressor_capped", "false"}});
 }
 
 namespace {
@@ -298,28 +307,25 @@ json validate_doc(bool measured) {
 TEST_CASE("validate csv: one row per link, rail by rail, with its findings", "[csv]") {
   const CsvTable t = results_csv(validate_doc(true));
   REQUIRE(t.rows.size() == 4);
-  CHECK(cell(t, 0, "rail") == "0");
-  CHECK(cell(t, 0, "node") == "node01");
-  CHECK(cell(t, 2, "rail") == "1");
-  CHECK(cell(t, 3, "node") == "node02");
-  CHECK(cell(t, 3, "leaf") == "leaf1");
-  CHECK(cell(t, 3, "nic") == "veth1");
-  CHECK(cell(t, 3, "tx_gbps") == "0.041");
-  CHECK(cell(t, 3, "port_speed_gbit_s") == "10");
-  CHECK(cell(t, 3, "line_rate_gbit_s") == "1");
-  CHECK(cell(t, 3, "verdict") == "FAIL");  // FAIL beats the WARN on the same link
-  CHECK(cell(t, 3, "findings") == "bandwidth;latency");
-  CHECK(cell(t, 2, "verdict") == "PASS");
-  CHECK(cell(t, 2, "findings") == "");
+  check_cells(t, {{0, "rail", "0"},
+                  {0, "node", "node01"},
+                  {2, "rail", "1"},
+                  {3, "node", "node02"},
+                  {3, "leaf", "leaf1"},
+                  {3, "nic", "veth1"},
+                  {3, "tx_gbps", "0.041"},
+                  {3, "port_speed_gbit_s", "10"},
+                  {3, "line_rate_gbit_s", "1"},
+                  {3, "verdict", "FAIL"},  // FAIL beats the WARN on the same link
+                  {3, "findings", "bandwidth;latency"},
+                  {2, "verdict", "PASS"},
+                  {2, "findings", ""}});
 }
 
 TEST_CASE("validate csv before the rail checks: the inventory, figures empty, no verdict yet", "[csv]") {
   const CsvTable t = results_csv(validate_doc(false));
   REQUIRE(t.rows.size() == 4);
-  CHECK(cell(t, 1, "port_state") == "up");
-  CHECK(cell(t, 1, "tx_gbps") == "");
-  CHECK(cell(t, 1, "leaf") == "");
-  CHECK(cell(t, 1, "verdict") == "");
+  check_cells(t, {{1, "port_state", "up"}, {1, "tx_gbps", ""}, {1, "leaf", ""}, {1, "verdict", ""}});
   CHECK(results_csv(json{{"command", "validate"}}).rows.empty());  // failed before the inventory
 }
 

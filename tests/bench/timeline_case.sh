@@ -3,17 +3,9 @@
 # independent reader of the documented format (read_timeline.py) and sums to the bytes
 # moved; the results name it; `railbench timeline --csv` and `railbench report` read it.
 #   timeline_case.sh RAILBENCH sendrecv|allreduce
-set -uo pipefail
-here=$(cd "$(dirname "$0")" && pwd)
-source "$here/../../scripts/lib/mpirun.sh"
+source "$(dirname "$0")/../support/case.sh"
 rb=$1 kind=$2
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-fail() {
-  echo "FAIL: $*"
-  cat "$work/err" 2>/dev/null
-  exit 1
-}
+case_work
 
 B=65536 N=50 W=5 K=16 I=5
 if [[ $kind == sendrecv ]]; then

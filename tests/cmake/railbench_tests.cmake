@@ -10,6 +10,10 @@
 # Included from tests/CMakeLists.txt, so these are tests/ and its build directory.
 set(RAILBENCH_TESTS_SOURCE_DIR ${CMAKE_CURRENT_SOURCE_DIR})
 set(RAILBENCH_TESTS_BINARY_DIR ${CMAKE_CURRENT_BINARY_DIR})
+# The rails option a provider needs on this host, as ${RAILBENCH_RAILS_${prov}}: tcp is
+# kept on the loopback interface, shm has no rails.
+set(RAILBENCH_RAILS_tcp --rails lo)
+set(RAILBENCH_RAILS_shm "")
 
 # How the suite shares the cores (scripts/test.sh runs ctest with -j and the resource spec
 # that tests/cmake/resources.sh writes: 2 slots of `cores` per core). A test whose verdict

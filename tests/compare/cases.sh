@@ -6,17 +6,9 @@
 #   incompatible                     another command, another world size, a missing file,
 #                                    a file that is not JSON: exit 2, one line naming it
 #   outputs                          --json and --csv of a diff: parse, header with units
-set -uo pipefail
-here=$(cd "$(dirname "$0")" && pwd)
-source "$here/../../scripts/lib/mpirun.sh"
+source "$(dirname "$0")/../support/case.sh"
 case_name=$1 rb=$2
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-
-fail() {
-  echo "FAIL: $*"
-  exit 1
-}
+case_work
 
 # run NP OUT.json railbench-args...: one run under mpirun with a deadline.
 run() {

@@ -10,21 +10,14 @@
 #   4. the other way round (degraded as base, healthy as new): an improvement, exit 0.
 #   netns_case.sh RAILBENCH
 # Exit 77 (ctest: skipped) when this host cannot make network namespaces (not root).
-set -uo pipefail
-here=$(cd "$(dirname "$0")" && pwd)
+source "$(dirname "$0")/../support/case.sh"
 rb=$1
-# shellcheck source=tests/netns/su_test_lib.sh
-source "$here/../netns/su_test_lib.sh"
-rb_su_test_keep() {
+keep_files() {
   [[ -n ${RB_COMPARE_KEEP:-} ]] && cp "$work"/*.json "$RB_COMPARE_KEEP"/ 2>/dev/null
 }
-rb_su_test_setup rbcmp
-"$su/up.sh" --nodes 4 --rails 2 --rate 400 || { echo "FAIL: could not build the simulated SU"; exit 1; }
-
-fail() {
-  echo "FAIL: $*"
-  exit 1
-}
+case_su_up rbcmp
+case_on_exit keep_files
+"$su/up.sh" --nodes 4 --rails 2 --rate 400 || fail "could not build the simulated SU"
 
 # validate NAME [options]: leaves $work/NAME.json and $work/NAME.out, sets rc.
 validate() {

@@ -14,7 +14,11 @@ after a refactoring must have equal shapes: that is the JSON compatibility test.
 import argparse
 import difflib
 import json
+import os
 import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+import rbtest  # noqa: E402
 
 # Fields whose values belong to the moment or the machine, not to the schema.
 VOLATILE = {
@@ -76,9 +80,8 @@ def main():
     if got == expected:
         print(f"json shape: {args.results} matches {args.expect}")
         return 0
-    print(f"FAIL: the shape of {args.results} differs from {args.expect} (- expected, + got):")
-    print("\n".join(difflib.unified_diff(want, text, "expected", "got", lineterm="", n=2)))
-    return 1
+    diff = "\n".join(difflib.unified_diff(want, text, "expected", "got", lineterm="", n=2))
+    rbtest.fail(f"the shape of {args.results} differs from {args.expect} (- expected, + got):\n{diff}")
 
 
 if __name__ == "__main__":

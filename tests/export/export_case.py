@@ -21,11 +21,13 @@ import re
 import shutil
 import subprocess
 import sys
-import tempfile
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+import rbtest  # noqa: E402
 
 rb, src = sys.argv[1], sys.argv[2]
 fixtures = os.path.join(src, "tests/report/fixtures")
-work = tempfile.mkdtemp(prefix="export-")
+work = rbtest.work_dir("export-")
 failures = []
 
 
@@ -150,6 +152,5 @@ check(p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1, f"unwritabl
 p = run([rb, "export", su, "--format", "xml"])
 check(p.returncode == 2 and "openmetrics" in p.stderr, f"--format xml: exit {p.returncode}, {p.stderr.strip()!r}")
 
-shutil.rmtree(work, ignore_errors=True)
 print(f"{len(failures)} failure(s)")
 sys.exit(1 if failures else 0)

@@ -10,18 +10,12 @@
 #   install_case.sh BUILD_DIR SOURCE_DIR
 # Exit 77 (skipped) when unshare is not permitted (not root): the checks still run, but
 # without the mask nothing proves the source tree was not read.
-set -uo pipefail
-
-fail() {
-  echo "FAIL: $*" >&2
-  exit 1
-}
+source "$(dirname "$0")/../support/case.sh"
 
 # ---- inside the mount namespace: checks SOURCE_DIR BUILD_BIN BIN... ----
 if [[ ${1:-} == --checks ]]; then
   src=$2 build_bin=$3 masked=$4
   shift 4
-  source "$src/scripts/lib/mpirun.sh"
   if [[ $masked == yes ]]; then
     mount -t tmpfs -o size=1m,mode=0555 railbench-empty "$src/configs" || fail "cannot mount a tmpfs over $src/configs"
     [[ -z $(ls -A "$src/configs") ]] || fail "$src/configs is not empty under the mask"
@@ -31,8 +25,7 @@ if [[ ${1:-} == --checks ]]; then
     echo "ok: masked $src/configs (the build-tree binary now fails: ${out%%$'\n'*})"
   fi
   unset RAILBENCH_CONFIG_DIR
-  work=$(mktemp -d) || fail "mktemp"
-  trap 'rm -rf "$work"' EXIT
+  case_work
   cd "$work" || fail "cd $work"
   if git -c safe.directory='*' -C "$src" rev-parse HEAD >/dev/null 2>&1; then
     commit_re='[0-9a-f]{7,40}(-dirty)?'
@@ -83,8 +76,8 @@ fi
 build=${1:?usage: install_case.sh BUILD_DIR SOURCE_DIR}
 src=${2:?usage: install_case.sh BUILD_DIR SOURCE_DIR}
 build=$(cd "$build" && pwd -P) && src=$(cd "$src" && pwd -P) || fail "no such build or source directory"
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/railbench-install.XXXXXX") || fail "mktemp"
-trap 'rm -rf "$tmp"' EXIT
+case_work
+tmp=$work
 
 cmake --install "$build" --prefix "$tmp/prefix" >"$tmp/install.log" 2>&1 ||
   fail "cmake --install: $(cat "$tmp/install.log")"

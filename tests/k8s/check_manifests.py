@@ -14,9 +14,13 @@ breakage is caught (a check that cannot fail proves nothing). Prints PASS or the
 first problem; exit 0 or 1.
 """
 import copy
+import os
 import sys
 
 import yaml
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+import rbtest  # noqa: E402
 
 TORCHRUN_VARS = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT")
 INDEX_ANNOTATION = "metadata.annotations['batch.kubernetes.io/job-completion-index']"
@@ -164,8 +168,7 @@ def main():
         try:
             check(docs)
         except (Problem, KeyError, ValueError, TypeError) as e:
-            print(f"FAIL: {what} ({sys.argv[1] if what == 'MPIJob' else sys.argv[2]}): {e}")
-            sys.exit(1)
+            rbtest.fail(f"{what} ({sys.argv[1] if what == 'MPIJob' else sys.argv[2]}): {e}")
         caught = 0
         for name, breakage in breakages(docs):
             broken = copy.deepcopy(docs)
@@ -176,8 +179,7 @@ def main():
                 caught += 1
                 print(f"ok: {what} with {name} is refused: {e}")
                 continue
-            print(f"FAIL: the check accepts the {what} with {name}")
-            sys.exit(1)
+            rbtest.fail(f"the check accepts the {what} with {name}")
         print(f"ok: {what} has what railbench needs ({caught} breakages caught)")
     print("PASS")
 

@@ -4,12 +4,9 @@
 # low-load: a fixed rate far below capacity is carried (carried within 15% of offered,
 # no overload). overload: a rate far above capacity is reported as overload, queueing
 # grows past the transfer time, and the run still ends (bounded by its request count).
-set -uo pipefail
-here=$(cd "$(dirname "$0")" && pwd)
-source "$here/../../scripts/lib/mpirun.sh"
+source "$(dirname "$0")/../support/case.sh"
 case_=$1 prov=$2 rb=$3
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+case_work
 rails=()
 [[ $prov == tcp ]] && rails=(--rails lo)
 common=(kvcache --serve -t "ofi:$prov" "${rails[@]}" --mode per-block --seed 5 --json "$work/r.json")
@@ -29,7 +26,7 @@ rb_mpirun_deadline 120 2 "$rb" "${common[@]}" "${args[@]}" >"$work/out" 2>"$work
 rc=$?
 cat "$work/out" "$work/err"
 echo "elapsed $(($(date +%s) - start)) s, exit $rc"
-((rc == 0)) || { echo "FAIL: exit code $rc (124: the 120 s deadline)"; exit 1; }
+((rc == 0)) || fail "exit code $rc (124: the 120 s deadline)"
 python3 - "$work/r.json" "$case_" <<'PY' || exit 1
 import json, sys
 doc = json.load(open(sys.argv[1]))
@@ -51,4 +48,4 @@ else:
     assert e["queue_us"]["p99"] > 10 * e["request_us"]["p50"], "queueing must grow past the transfer time"
 print("PASS")
 PY
-grep -q "OVERLOAD" "$work/out" || [[ $case_ == low-load ]] || { echo "FAIL: no OVERLOAD line"; exit 1; }
+grep -q "OVERLOAD" "$work/out" || [[ $case_ == low-load ]] || fail "no OVERLOAD line"

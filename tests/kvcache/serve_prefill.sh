@@ -4,19 +4,16 @@
 # 2,000 us per token x 16 tokens: each request's KV is ready 32 ms or more after it
 # arrives (more when the prefill rank is still busy with the one before). The total time
 # (from arrival) grows by that much; the queue (from ready) stays far below it.
-set -uo pipefail
-here=$(cd "$(dirname "$0")" && pwd)
-source "$here/../../scripts/lib/mpirun.sh"
+source "$(dirname "$0")/../support/case.sh"
 rb=$1
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+case_work
 rb_mpirun_deadline 60 2 "$rb" kvcache --serve -t ofi:shm --layers 2 --kv-heads 1 --head-dim 8 --tokens 16 \
   --mode per-block --concurrency 2 --rate 40 --requests 30 --seed 3 --prefill-us-per-token 2000 -c \
   --json "$work/r.json" >"$work/out" 2>"$work/err"
 rc=$?
 cat "$work/out" "$work/err"
-((rc == 0)) || { echo "FAIL: exit code $rc (124: the 60 s deadline)"; exit 1; }
-grep -q "^# prefill (2000 us per token" "$work/out" || { echo "FAIL: no prefill line"; exit 1; }
+((rc == 0)) || fail "exit code $rc (124: the 60 s deadline)"
+grep -q "^# prefill (2000 us per token" "$work/out" || fail "no prefill line"
 python3 - "$work/r.json" <<'PY' || exit 1
 import json, sys
 e = json.load(open(sys.argv[1]))["results"][0]

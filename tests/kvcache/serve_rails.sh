@@ -5,18 +5,15 @@
 #   serve_rails.sh write|send RAILBENCH
 # The results have one per-rail entry per rail, each with its share of the requests and
 # their times, and no wrong byte.
-set -uo pipefail
-here=$(cd "$(dirname "$0")" && pwd)
-source "$here/../../scripts/lib/mpirun.sh"
+source "$(dirname "$0")/../support/case.sh"
 protocol=$1 rb=$2
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+case_work
 rb_mpirun_deadline 60 2 "$rb" kvcache --serve -t ofi:tcp --rails lo,lo --protocol "$protocol" --layers 2 \
   --kv-heads 1 --head-dim 8 --tokens 64 --mode per-block -c --concurrency 2 --rate 100 --requests 40 --pin-rails \
   --json "$work/r.json" >"$work/out" 2>"$work/err"
 rc=$?
 cat "$work/out" "$work/err"
-((rc == 0)) || { echo "FAIL: exit code $rc (124: the 60 s deadline)"; exit 1; }
+((rc == 0)) || fail "exit code $rc (124: the 60 s deadline)"
 python3 - "$work/r.json" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1]))

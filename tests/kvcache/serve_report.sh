@@ -3,19 +3,16 @@
 # with a hard deadline): the kvcache section draws total time against offered load with
 # the knee at the JSON's max_rate, and lists every probe with the knee's rows marked.
 #   serve_report.sh RAILBENCH
-set -uo pipefail
-here=$(cd "$(dirname "$0")" && pwd)
-source "$here/../../scripts/lib/mpirun.sh"
+source "$(dirname "$0")/../support/case.sh"
 rb=$1
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+case_work
 rb_mpirun_deadline 60 2 "$rb" kvcache --serve --find-max-rate -t ofi:shm --layers 2 --kv-heads 1 --head-dim 8 \
   --tokens 16 --mode per-block --slo p99:2s --probe-warmup 0.2 --probe-duration 0.5 --probe-requests 100 \
   --json "$work/r.json" >"$work/out" 2>&1
 rc=$?
 cat "$work/out"
-((rc == 0)) || { echo "FAIL: exit code $rc (124: the 60 s deadline)"; exit 1; }
-"$rb" report "$work/r.json" -o "$work/r.html" || { echo "FAIL: report"; exit 1; }
+((rc == 0)) || fail "exit code $rc (124: the 60 s deadline)"
+"$rb" report "$work/r.json" -o "$work/r.html" || fail "report"
 python3 - "$work/r.json" "$work/r.html" <<'PY' || exit 1
 import json, re, sys
 m = json.load(open(sys.argv[1]))["max_rate"]

@@ -8,12 +8,9 @@
 # none of them arrived anyway), each system prompt's requests go to one decode rank, and
 # it saves more than round-robin with the same cache; least-loaded: no cache, both decode
 # ranks take requests.
-set -uo pipefail
-here=$(cd "$(dirname "$0")" && pwd)
-source "$here/../../scripts/lib/mpirun.sh"
+source "$(dirname "$0")/../support/case.sh"
 route=$1 rb=$2
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+case_work
 # A small custom geometry (2 layers, 1 head of 8, fp16: 32 B per token and plane) keeps
 # the largest fixture prompt small; routing and reuse are what is under test.
 args=(kvcache --serve -t ofi:shm --layers 2 --kv-heads 1 --head-dim 8 --block-tokens 16 --mode per-block -c
@@ -23,14 +20,14 @@ args=(kvcache --serve -t ofi:shm --layers 2 --kv-heads 1 --head-dim 8 --block-to
 rb_mpirun_deadline 60 3 "$rb" "${args[@]}" >"$work/out" 2>"$work/err"
 rc=$?
 cat "$work/out" "$work/err"
-((rc == 0)) || { echo "FAIL: exit code $rc (124: the 60 s deadline)"; exit 1; }
+((rc == 0)) || fail "exit code $rc (124: the 60 s deadline)"
 if [[ $route == prefix ]]; then
   args=("${args[@]/#prefix/round-robin}")
   args=("${args[@]/#$work\/r.json/$work/rr.json}")
   args=("${args[@]/#$work\/r.csv/$work/rr.csv}")
-  rb_mpirun_deadline 60 3 "$rb" "${args[@]}" >"$work/out-rr" 2>&1 || { cat "$work/out-rr"; echo "FAIL: round-robin"; exit 1; }
+  rb_mpirun_deadline 60 3 "$rb" "${args[@]}" >"$work/out-rr" 2>&1 || { cat "$work/out-rr"; fail "round-robin"; }
 fi
-grep -q "^# route $route: requests per decode rank 1 [0-9]*, 2 [0-9]*" "$work/out" || { echo "FAIL: no route line"; exit 1; }
+grep -q "^# route $route: requests per decode rank 1 [0-9]*, 2 [0-9]*" "$work/out" || fail "no route line"
 python3 - "$work/r.json" "$route" "$work/rr.json" "$work/r.csv" <<'PY' || exit 1
 import csv, json, sys
 doc = json.load(open(sys.argv[1]))

@@ -5,12 +5,9 @@
 # uniform: --tokens uniform:40-400 moves from 3 to 25 blocks of 16 tokens per request,
 # sizes seen in the JSON span most of that range. trace: --tokens trace with the Mooncake
 # fixture moves each request's prompt length, the largest of the replayed ones included.
-set -uo pipefail
-here=$(cd "$(dirname "$0")" && pwd)
-source "$here/../../scripts/lib/mpirun.sh"
+source "$(dirname "$0")/../support/case.sh"
 case_=$1 mode=$2 rb=$3
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+case_work
 # A small custom geometry (2 layers, 1 head of 8, fp16: 32 B per token and plane) keeps
 # the largest fixture prompt small; per-request sizes are what is under test.
 common=(kvcache --serve -t ofi:shm --layers 2 --kv-heads 1 --head-dim 8 --block-tokens 16 --mode "$mode" -c
@@ -23,8 +20,8 @@ fi
 rb_mpirun_deadline 60 2 "$rb" "${common[@]}" "${args[@]}" >"$work/out" 2>"$work/err"
 rc=$?
 cat "$work/out" "$work/err"
-((rc == 0)) || { echo "FAIL: exit code $rc (124: the 60 s deadline)"; exit 1; }
-grep -q "^# request sizes (--tokens " "$work/out" || { echo "FAIL: no request sizes header line"; exit 1; }
+((rc == 0)) || fail "exit code $rc (124: the 60 s deadline)"
+grep -q "^# request sizes (--tokens " "$work/out" || fail "no request sizes header line"
 python3 - "$work/r.json" "$case_" "$here/fixtures/mooncake.jsonl" <<'PY' || exit 1
 import json, math, sys
 doc = json.load(open(sys.argv[1]))

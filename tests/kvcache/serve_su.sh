@@ -7,14 +7,11 @@
 # utilisation must show rail 1 carrying its half of the bytes at a lower rate than its
 # line. Exit 77 (ctest: skipped) where network namespaces cannot be made.
 #   serve_su.sh RAILBENCH
-set -uo pipefail
-here=$(cd "$(dirname "$0")" && pwd)
+source "$(dirname "$0")/../support/case.sh"
 rb=$1
-# shellcheck source=tests/netns/su_test_lib.sh
-source "$here/../netns/su_test_lib.sh"
-rb_su_test_setup rbtkvsu
-"$su/up.sh" --nodes 4 --rails 2 --rate 400 >/dev/null || { echo "FAIL: could not build the simulated SU"; exit 1; }
-"$su/fault.sh" degrade node03 rail1 10 || { echo "FAIL: fault.sh degrade"; exit 1; }
+case_su_up rbtkvsu
+"$su/up.sh" --nodes 4 --rails 2 --rate 400 >/dev/null || fail "could not build the simulated SU"
+"$su/fault.sh" degrade node03 rail1 10 || fail "fault.sh degrade"
 # 2 MiB requests (16 tokens of llama-3.1-8b): 42 ms on a healthy 400 Mb/s link, 420 ms on
 # the cut one; 4 req/s keeps every link below half its rate, so the gap between the rails
 # is the cable's, not a queue's. p99 of 12 requests a rail is the slowest one: a tenth
@@ -27,8 +24,8 @@ timeout --kill-after=10 90 "$su/mpirun.sh" --slots 1 -- "$rb" kvcache --serve -t
 rc=$?
 grep -v '^ *$' "$work/out"
 echo "(exit $rc after $(($(date +%s) - start)) s)"
-((rc == 0)) || { tail -20 "$work/err"; echo "FAIL: exit code $rc (124: the 90 s deadline)"; exit 1; }
-grep -q "^# slowest rail: rail 1 " "$work/out" || { echo "FAIL: the text does not name rail 1 as the slowest"; exit 1; }
+((rc == 0)) || { tail -20 "$work/err"; fail "exit code $rc (124: the 90 s deadline)"; }
+grep -q "^# slowest rail: rail 1 " "$work/out" || fail "the text does not name rail 1 as the slowest"
 python3 - "$work/r.json" <<'PY' || exit 1
 import json, sys
 e = json.load(open(sys.argv[1]))["results"][-1]

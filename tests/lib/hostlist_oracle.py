@@ -26,6 +26,9 @@ import shutil
 import subprocess
 import sys
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+import rbtest  # noqa: E402
+
 FIELD = re.compile(r"(\D*)(\d*)")  # nodeset's own cut of a name (NodeSet.base_node_re)
 
 
@@ -249,10 +252,7 @@ def main():
           f"{counts['one_dim_exact']}; several fields varying, same set: {counts['multi_dim']} "
           f"(of which identical text: {counts['multi_dim_same_text']}); through the nodeset command: {counts['cli']}")
     if failures:
-        print(f"FAIL: {len(failures)} check(s) failed, the first ones:")
-        for f in failures[:15]:
-            print("  " + f)
-        return 1
+        rbtest.fail(f"{len(failures)} check(s) failed, the first ones:\n" + "\n".join("  " + f for f in failures[:15]))
     print("PASS")
     return 0
 

@@ -18,35 +18,40 @@ namespace {
 class FakeSysfs : public railbench::testing::TempTree {
  public:
   FakeSysfs() : TempTree("counters") {}
+  // Files under DIR (which ends in '/'), each with its text.
+  void write_all(const std::string& dir, std::initializer_list<std::pair<const char*, const char*>> files) const {
+    for (const auto& [name, text] : files) write(dir + name, text);
+  }
 };
 
 // A ConnectX port in RoCE mode: IB port counters, mlx5 hw_counters, the netdev named in
 // the GID attributes.
 void mlx5(FakeSysfs& s) {
-  const std::string p = "class/infiniband/mlx5_0/ports/1/";
-  s.write(p + "counters/port_xmit_data", "1000");
-  s.write(p + "counters/port_rcv_data", "2000");
-  s.write(p + "counters/symbol_error", "0");
-  s.write(p + "counters/link_downed", "0");
-  s.write(p + "counters/port_xmit_discards", "5");
-  s.write(p + "hw_counters/np_cnp_sent", "10");
-  s.write(p + "hw_counters/rp_cnp_handled", "7");
-  s.write(p + "hw_counters/out_of_sequence", "0");
-  s.write(p + "hw_counters/out_of_buffer", "0");
-  s.write(p + "gid_attrs/ndevs/0", "enp23s0f0np0");
-  s.write("class/net/enp23s0f0np0/statistics/rx_dropped", "0");
-  s.write("class/net/enp23s0f0np0/statistics/tx_bytes", "123");
+  s.write_all("class/infiniband/mlx5_0/ports/1/", {{"counters/port_xmit_data", "1000"},
+                                                   {"counters/port_rcv_data", "2000"},
+                                                   {"counters/symbol_error", "0"},
+                                                   {"counters/link_downed", "0"},
+                                                   {"counters/port_xmit_discards", "5"},
+                                                   {"hw_counters/np_cnp_sent", "10"},
+                                                   {"hw_counters/rp_cnp_handled", "7"},
+                                                   {"hw_counters/out_of_sequence", "0"},
+                                                   {"hw_counters/out_of_buffer", "0"},
+                                                   {"gid_attrs/ndevs/0", "enp23s0f0np0"}});
+  s.write_all("class/net/enp23s0f0np0/statistics/", {{"rx_dropped", "0"}, {"tx_bytes", "123"}});
 }
 
 // Soft-RoCE: hw_counters only, the netdev in the device's "parent" file.
 void rxe(FakeSysfs& s) {
-  const std::string p = "class/infiniband/rxe0/ports/1/";
-  s.write(p + "hw_counters/sent_pkts", "100");
-  s.write(p + "hw_counters/rcvd_pkts", "90");
-  s.write(p + "hw_counters/retry_exceeded_err", "0");
-  s.write(p + "hw_counters/rcvd_seq_err", "0");
+  s.write_all("class/infiniband/rxe0/ports/1/hw_counters/",
+              {{"sent_pkts", "100"}, {"rcvd_pkts", "90"}, {"retry_exceeded_err", "0"}, {"rcvd_seq_err", "0"}});
   s.write("class/infiniband/rxe0/parent", "eth1");
   s.write("class/net/eth1/statistics/tx_packets", "50");
+}
+
+// A verbs port's sources as "DEVICE port N on NETDEV": the device, its port and the
+// interface beneath it, compared in one CHECK that prints both sides.
+std::string verbs_source(const CounterSources& src) {
+  return src.verbs_device + " port " + std::to_string(src.verbs_port) + " on " + src.netdev;
 }
 
 }  // namespace
@@ -55,9 +60,7 @@ TEST_CASE("counters: an mlx5 RoCE port has port counters, hw_counters and its in
   FakeSysfs s;
   mlx5(s);
   const CounterSources src = find_counter_sources("mlx5_0:1", s.root(), false);
-  CHECK(src.verbs_device == "mlx5_0");
-  CHECK(src.verbs_port == 1);
-  CHECK(src.netdev == "enp23s0f0np0");
+  CHECK(verbs_source(src) == "mlx5_0 port 1 on enp23s0f0np0");
   REQUIRE(src.describe().size() == 2);
   CHECK(src.describe()[0] == "verbs mlx5_0 port 1 (counters, hw_counters)");
   CHECK(src.describe()[1] == "interface enp23s0f0np0 (statistics)");
@@ -98,9 +101,7 @@ TEST_CASE("counters: an rxe port finds its parent interface; a bare device name 
   FakeSysfs s;
   rxe(s);
   const CounterSources src = find_counter_sources("rxe0", s.root(), false);
-  CHECK(src.verbs_device == "rxe0");
-  CHECK(src.verbs_port == 1);
-  CHECK(src.netdev == "eth1");
+  CHECK(verbs_source(src) == "rxe0 port 1 on eth1");
   CHECK(src.describe()[0] == "verbs rxe0 port 1 (hw_counters)");
   const CounterReader reader(src);
   const CounterSnapshot before = reader.snapshot();

@@ -6,17 +6,9 @@
 #              (each leaf's uplink carries four 400 Mb/s flows in 800 Mb/s), a FAIL
 #              naming the cut and draining no node (a cut is the fabric's)
 #   bisection_case.sh RAILBENCH
-set -uo pipefail
-here=$(cd "$(dirname "$0")" && pwd)
-source "$here/su_test_lib.sh"
+source "$(dirname "$0")/../support/case.sh"
 rb=$1
-rb_su_test_setup rbtbis
-
-fail() {
-  echo "FAIL: $*"
-  [[ -f $work/out ]] && cat "$work/out" "$work/err"
-  exit 1
-}
+case_su_up rbtbis
 
 # netns-4x2 with the bisection phase on.
 sed 's/  "tests": {/  "tests": {\n    "bisection": true,/' "$here/../../configs/netns-4x2.json" >"$work/bisection.json"

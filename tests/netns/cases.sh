@@ -11,21 +11,13 @@
 # cable alone on leaf0: named as on the wrong leaf). Every case also checks the drain
 # list (--drain-list) and the JSON's bad_nodes. Exit 77 (ctest: skipped) when this
 # host cannot make network namespaces (not root, no iproute2).
-set -uo pipefail
-here=$(cd "$(dirname "$0")" && pwd)
+source "$(dirname "$0")/../support/case.sh"
 case_name=$1 rb=$2
-# shellcheck source=tests/netns/su_test_lib.sh
-source "$here/su_test_lib.sh"
 # One prefix per case, so a leftover of one case never meets another.
-rb_su_test_setup "rbt${case_name:0:4}"
+case_su_up "rbt${case_name:0:4}"
 rails=2
 [[ $case_name == delay ]] && rails=1
-"$su/up.sh" --nodes 4 --rails "$rails" --rate 400 || { echo "FAIL: could not build the simulated SU"; exit 1; }
-
-fail() {
-  echo "FAIL: $*"
-  exit 1
-}
+"$su/up.sh" --nodes 4 --rails "$rails" --rate 400 || fail "could not build the simulated SU"
 
 # validate under mpirun, with a hard deadline; leaves exit code, output, JSON and drain
 # list in $work. The drain list starts out stale: the run must replace it. Options for
@@ -59,6 +51,36 @@ for f in doc["findings"]:
     if f["severity"] == "FAIL" and "node" in f and "rail" in f:
         print(f["subject"].split()[0], "rail%d" % f["rail"], f["kind"])
 PY
+}
+
+# expect_dead_port "node02 rail0" KIND_REGEX WHAT: the SU failed, the port is blamed for
+# KIND and not called miscabled (a dead port is the pair tests' finding, not the cabling's).
+expect_dead_port() {
+  ((rc != 0)) || fail "$3 must fail the SU, got exit 0"
+  expect_blamed "$1" "$2"
+  ! named | grep cabling >/dev/null || fail "$3 was called miscabled: $(named)"
+}
+# expect_only_named "FAIL cabling node03" WHAT: a FAIL verdict (exit 1) whose findings
+# (named) are exactly the one given.
+# flap_after_inventory SECONDS: in the background (pid in $starter), once validate has
+# written its inventory (phase 1 in $work/out, within 60 s), node02 rail1 goes down and
+# up every SECONDS until the fault is cleared.
+flap_after_inventory() {
+  (
+    for _ in $(seq 600); do
+      grep -q '^# phase 1 inventory' "$work/out" 2>/dev/null && exec "$su/fault.sh" flap node02 rail1 "$1"
+      sleep 0.1
+    done
+  ) >/dev/null 2>&1 &
+  starter=$!
+}
+
+expect_only_named() {
+  ((rc == 1)) || fail "$2 must fail the SU, expected exit 1, got $rc"
+  local got
+  got=$(named | sort -u)
+  echo "named: ${got:-nothing}"
+  [[ $got == "$1" ]] || fail "$2: expected exactly '$1' named, got: ${got:-nothing}"
 }
 
 expect_blamed() {  # expect_blamed "node03 rail1" KIND_REGEX
@@ -232,10 +254,8 @@ PY
     # The link stays up but carries nothing: only the pair deadlines can find it.
     "$su/fault.sh" blackhole node02 rail0
     run_validate 240 netns-4x2 2
-    ((rc != 0)) || fail "an unreachable link must fail the SU"
-    expect_blamed "node02 rail0" "unreachable"
     # Link up and reaching nobody: dead, which the cabling check leaves to the pair tests.
-    ! named | grep cabling >/dev/null || fail "an unplugged port was called miscabled: $(named)"
+    expect_dead_port "node02 rail0" "unreachable" "an unreachable link"
     expect_drain "node02"
     has_key collectives && [[ $(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['collectives'])" "$work/v.json") == skipped* ]] ||
       fail "collectives should be skipped when pairs cannot talk"
@@ -243,9 +263,7 @@ PY
   down)
     "$su/fault.sh" down node04 rail1
     run_validate 120 netns-4x2 2
-    ((rc != 0)) || fail "a down port must fail the SU"
-    expect_blamed "node04 rail1" "inventory"
-    ! named | grep cabling >/dev/null || fail "a down port was called miscabled: $(named)"
+    expect_dead_port "node04 rail1" "inventory" "a down port"
     ! has_key rail_pairs || fail "traffic ran although a port was down"
     expect_drain "node04"
     grep -qF "# bad nodes (drain): node04 (1 node(s))" "$work/out" || fail "the bad nodes line is missing"
@@ -270,13 +288,7 @@ PY
     # the 'down' case) to the end of the run. Short enough that it goes down during the
     # pair tests however fast this host runs them (they can end within 3 s), and twice
     # or more in the run (link_downs_fail): flapping, not a single blip.
-    (
-      for _ in $(seq 600); do
-        grep -q '^# phase 1 inventory' "$work/out" 2>/dev/null && exec "$su/fault.sh" flap node02 rail1 1
-        sleep 0.1
-      done
-    ) >/dev/null 2>&1 &
-    starter=$!
+    flap_after_inventory 1
     run_validate 300 netns-4x2 2
     kill "$starter" 2>/dev/null
     wait "$starter" 2>/dev/null
@@ -343,13 +355,7 @@ PY
     # all). 'steady': no fault, no link intermittent, the SU passes.
     burn_in_config "$work/burn.json"
     if [[ $case_name == intermittent ]]; then
-      (
-        for _ in $(seq 600); do
-          grep -q '^# phase 1 inventory' "$work/out" 2>/dev/null && exec "$su/fault.sh" flap node02 rail1 5
-          sleep 0.1
-        done
-      ) >/dev/null 2>&1 &
-      starter=$!
+      flap_after_inventory 5
       validate_args=(--duration 40s)
       run_validate 150 "$work/burn.json" 2
       kill "$starter" 2>/dev/null
@@ -401,10 +407,7 @@ PY
     "$su/fault.sh" swap node03 rail0 rail1
     "$su/fault.sh" list
     run_validate 120 netns-4x2 2
-    ((rc == 1)) || fail "a swapped pair of cables must fail the SU (exit $rc)"
-    got=$(named | sort -u)
-    echo "named: ${got:-nothing}"
-    [[ $got == "FAIL cabling node03" ]] || fail "expected exactly the swap on node03, got: ${got:-nothing}"
+    expect_only_named "FAIL cabling node03" "a swapped pair of cables"
     grep -F "# cabling: node03: rail0 and rail1 appear swapped (rail0 reaches leaf1's nodes, rail1 reaches leaf0's)" \
       "$work/out" || fail "the swap line is missing"
     ! has_key rail_pairs || fail "traffic ran through the crossed cables"
@@ -422,10 +425,7 @@ PY
     # belongs): that one link is named, with the leaf it reaches and where it belongs.
     "$su/fault.sh" miscable node02 rail1 rail0
     run_validate 120 netns-4x2 2
-    ((rc == 1)) || fail "a cable on the wrong leaf must fail the SU (exit $rc)"
-    got=$(named | sort -u)
-    echo "named: ${got:-nothing}"
-    [[ $got == "FAIL cabling node02 rail1 (leaf1)" ]] || fail "expected exactly node02 rail1's cable, got: ${got:-nothing}"
+    expect_only_named "FAIL cabling node02 rail1 (leaf1)" "a cable on the wrong leaf"
     grep -F "cabled to leaf0 (expected leaf1): it reaches leaf0's nodes and none of leaf1's; move the cable to leaf1" \
       "$work/out" || fail "the wrong-leaf line is missing"
     expect_drain "node02"

@@ -11,18 +11,9 @@
 # mostly scheduler noise (see README), so the small-message victims (ping-pong, 8 B
 # all-reduce) are only required to get far worse at 2:1, at least one of them.
 #   congestion_case.sh RAILBENCH
-set -uo pipefail
-here=$(cd "$(dirname "$0")" && pwd)
-source "$here/su_test_lib.sh"
-source "$here/../../scripts/lib/mpirun.sh"
+source "$(dirname "$0")/../support/case.sh"
 rb=$1
-rb_su_test_setup rbtcong
-
-fail() {
-  echo "FAIL: $*"
-  for f in "$work"/*.out; do [[ -f $f ]] && { echo "--- $f"; cat "$f"; }; done
-  exit 1
-}
+case_su_up rbtcong
 
 # Bad input, before any SU: a job too small to place victims and aggressors is a usage
 # error naming the fix (exit 2) within seconds.

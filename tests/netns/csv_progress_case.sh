@@ -4,18 +4,10 @@
 # per link matching the JSON, the degraded link's row says FAIL; stderr (a file) has one
 # line per phase and rail-check round, with the time left. Exit 77 without namespaces.
 #   csv_progress_case.sh RAILBENCH
-set -uo pipefail
-here=$(cd "$(dirname "$0")" && pwd)
+source "$(dirname "$0")/../support/case.sh"
 rb=$1
-# shellcheck source=tests/netns/su_test_lib.sh
-source "$here/su_test_lib.sh"
-rb_su_test_setup rbtcsv
-"$su/up.sh" --nodes 4 --rails 2 --rate 400 || { echo "FAIL: could not build the simulated SU"; exit 1; }
-fail() {
-  echo "FAIL: $*"
-  cat "$work/err"
-  exit 1
-}
+case_su_up rbtcsv
+"$su/up.sh" --nodes 4 --rails 2 --rate 400 || fail "could not build the simulated SU"
 
 "$su/fault.sh" degrade node03 rail1 20
 timeout --kill-after=10 300 "$su/mpirun.sh" --slots 2 -- \

@@ -9,15 +9,8 @@
 #   same leaf  nodeN rail0 -> node(N+1) rail0: limited only by the node links (4 x 200)
 #   spine      nodeN rail0 -> node(N+1) rail1: all four share leaf0's uplink (200)
 # and then, rebuilt at the default 1:1 (uplink 800), the spine flows as fast as same-leaf.
-set -uo pipefail
-here=$(cd "$(dirname "$0")" && pwd)
-source "$here/su_test_lib.sh"
-rb_su_test_setup rbtover
-
-fail() {
-  echo "FAIL: $*"
-  exit 1
-}
+source "$(dirname "$0")/../support/case.sh"
+case_su_up rbtover
 
 # Bad input: a clear error and exit 2, nothing built.
 out=$("$su/up.sh" --oversubscription 0.5 2>&1)

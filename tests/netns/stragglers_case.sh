@@ -9,8 +9,7 @@
 # stop every 200 ms, 4 to 6 of its 16 iterations were hit, too close to the 25% the
 # verdict needs; every 100 ms hits most.) Exit 77 without namespaces.
 #   stragglers_case.sh RAILBENCH [allreduce|workload]
-set -uo pipefail
-here=$(cd "$(dirname "$0")" && pwd)
+source "$(dirname "$0")/../support/case.sh"
 rb=$1
 cmd=${2:-allreduce}
 fixtures=$here/../workload/fixtures
@@ -22,15 +21,8 @@ else
   slots=1 stopped=2
   args=(allreduce -t ofi:tcp --rails rail0,rail1 -b 2M -e 2M -n 16 -w 1 --slice-bytes 64K --stragglers)
 fi
-# shellcheck source=tests/netns/su_test_lib.sh
-source "$here/su_test_lib.sh"
-rb_su_test_setup rbstg
-"$su/up.sh" --nodes 4 --rails 2 --rate 400 >/dev/null || { echo "FAIL: could not build the simulated SU"; exit 1; }
-fail() {
-  echo "FAIL: $*"
-  cat "$work/err"
-  exit 1
-}
+case_su_up rbstg
+"$su/up.sh" --nodes 4 --rails 2 --rate 400 >/dev/null || fail "could not build the simulated SU"
 
 # The rank to stop writes its pid (the exec keeps it) so the stopper can find it.
 run() {  # run NAME

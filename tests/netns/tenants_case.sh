@@ -8,18 +8,10 @@
 #             that get through are named, the port is singled out and node02 drained
 # Also the bad input of --tenants and of fault.sh breach (exit 2, nothing built).
 #   tenants_case.sh RAILBENCH
-set -uo pipefail
-here=$(cd "$(dirname "$0")" && pwd)
-source "$here/su_test_lib.sh"
+source "$(dirname "$0")/../support/case.sh"
 rb=$1
 config="$here/../../configs/netns-4x2-tenants.json"
-rb_su_test_setup rbtten
-
-fail() {
-  echo "FAIL: $*"
-  [[ -f $work/out ]] && { echo "--- validate's output"; cat "$work/out" "$work/err"; }
-  exit 1
-}
+case_su_up rbtten
 
 refused() {  # refused "words" up.sh-arguments...: exit 2 naming the problem, nothing built
   local words=$1 out rc

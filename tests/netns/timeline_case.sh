@@ -10,21 +10,14 @@
 # (>= 0.9x): a rank reaps completions when it runs, so they come in clumps.
 # Exit 77 without namespaces.
 #   timeline_case.sh RAILBENCH
-set -uo pipefail
-here=$(cd "$(dirname "$0")" && pwd)
+source "$(dirname "$0")/../support/case.sh"
 rb=$1
-# shellcheck source=tests/netns/su_test_lib.sh
-source "$here/su_test_lib.sh"
-rb_su_test_keep() {
+keep_files() {
   [[ -n ${RB_KEEP:-} ]] && cp -r "$work" "$RB_KEEP"
 }
-rb_su_test_setup rbttl
-"$su/up.sh" --nodes 2 --rails 1 --rate 400 || { echo "FAIL: could not build the simulated SU"; exit 1; }
-fail() {
-  echo "FAIL: $*"
-  cat "$work/err"
-  exit 1
-}
+case_su_up rbttl
+case_on_exit keep_files
+"$su/up.sh" --nodes 2 --rails 1 --rate 400 || fail "could not build the simulated SU"
 
 B=32768 N=20 W=2 K=64 I=${RB_TIMELINE_BW_ITERS:-20}
 timeout --kill-after=10 240 "$su/mpirun.sh" --slots 1 -- "$rb" sendrecv -t ofi:tcp --rails rail0 -b $B -e $B \

@@ -10,27 +10,15 @@
 #   3. RAILBENCH_BIND=any: rank 0 listens on every address whatever the root's host.
 #   bind_case.sh RAILBENCH
 #   bind_case.sh --in-namespace RAILBENCH HOSTNAME   (part 2, inside the namespace)
-set -euo pipefail
+source "$(dirname "$0")/../support/case.sh"
+set -e
 inner=""
 if [[ $1 == --in-namespace ]]; then
   inner=$3
   shift
 fi
 rb=$1
-here=$(cd "$(dirname "$0")" && pwd)
-work=$(mktemp -d)
-started=()  # pids this script started; only these are ever killed
-cleanup() {
-  for p in "${started[@]}"; do kill -KILL "$p" 2>/dev/null || true; done
-  rm -rf "$work"
-}
-trap cleanup EXIT
-fail() {
-  echo "FAIL: $*"
-  for f in "$work"/*.err "$work"/*.out; do [[ -f $f ]] && { echo "--- $f"; tail -20 "$f"; }; done
-  exit 1
-}
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+case_work
 run_cmd=(allreduce -t ofi:tcp --rails lo -c -b 1K -e 16K --timeout 20)
 
 # Starts rank R with ROOT (and extra environment) in the background: its pid in $pid.
@@ -40,7 +28,7 @@ start_rank() {
   env "$@" RAILBENCH_RANK="$r" RAILBENCH_WORLD_SIZE=2 RAILBENCH_ROOT="$root" \
     timeout 60 "$rb" "${run_cmd[@]}" >"$work/rank$r.out" 2>"$work/rank$r.err" &
   pid=$!
-  started+=("$pid")
+  case_started "$pid"
 }
 # True when something accepts TCP connections at $1:$2.
 listening() { timeout 2 bash -c "exec 3<>/dev/tcp/$1/$2" 2>/dev/null; }

@@ -6,25 +6,20 @@
 #   2. soft limit below, hard limit above: rank 0 raises its soft limit (read back from
 #      /proc/PID/limits while it waits for the ranks) and goes on waiting.
 #   nofile_case.sh RAILBENCH
-set -euo pipefail
+source "$(dirname "$0")/../support/case.sh"
+set -e
 rb=$1
-work=$(mktemp -d)
+case_work
 pid=""
 cleanup() {
   if [[ -n $pid ]]; then
     kill -KILL "$pid" 2>/dev/null || true
     wait "$pid" 2>/dev/null || true
   fi
-  rm -rf "$work"
 }
-trap cleanup EXIT
-fail() {
-  echo "FAIL: $*"
-  [[ -f $work/err ]] && tail -5 "$work/err"
-  exit 1
-}
-command -v prlimit >/dev/null || { echo "SKIP: prlimit (util-linux) not found"; exit 77; }
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+case_on_exit cleanup
+command -v prlimit >/dev/null || skip "prlimit (util-linux) not found"
+port=$(free_port)
 world=2000
 need=$((world - 1 + 64 + 256))
 # Runs in a subshell that becomes rank 0 (exec), so $! is rank 0's pid.

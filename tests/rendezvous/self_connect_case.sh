@@ -14,26 +14,19 @@
 #      job must run to the end.
 # Exit 77 (skipped) where network namespaces cannot be made (not root).
 #   self_connect_case.sh RAILBENCH
-set -uo pipefail
+source "$(dirname "$0")/../support/case.sh"
 rb=$1
 ns="rbself-$$"
 P=40100
-work=$(mktemp -d)
+case_work
 cleanup() {
   ip netns pids "$ns" 2>/dev/null | xargs -r kill -9 2>/dev/null
   ip netns del "$ns" 2>/dev/null
-  rm -rf "$work"
 }
-trap cleanup EXIT
+case_on_exit cleanup
 if [[ $(id -u) -ne 0 ]] || ! ip netns add "$ns" 2>/dev/null; then
-  echo "SKIP: needs root and network namespaces"
-  exit 77
+  skip "needs root and network namespaces"
 fi
-fail() {
-  echo "FAIL: $*"
-  for f in "$work"/*; do [[ -f $f ]] && { echo "--- $f"; tail -20 "$f"; }; done
-  exit 1
-}
 in_ns() { ip netns exec "$ns" "$@"; }
 in_ns ip link set lo up
 in_ns sysctl -qw net.ipv4.ip_local_port_range="$P $((P + 1))" || fail "cannot narrow the ephemeral port range"

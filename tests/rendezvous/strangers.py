@@ -24,8 +24,10 @@ import socket
 import struct
 import subprocess
 import sys
-import tempfile
 import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+import rbtest  # noqa: E402
 
 MAGIC, VERSION = 0x7261696C, 4  # lib/runtime/rendezvous_frame.h kMagic, kVersion
 HELLO, REFUSED = 1, 3
@@ -48,12 +50,6 @@ def header(kind: int, token: str, length: int) -> bytes:
 
 def hello(token: str, rank: int, size: int, length: int = 8) -> bytes:
     return header(HELLO, token, length) + struct.pack("<ii", rank, size)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def vm_hwm_kib(pid: int) -> int:
@@ -100,20 +96,17 @@ def check(cond: bool, what: str):
 
 def main() -> int:
     rb = sys.argv[1]
-    work = tempfile.mkdtemp(prefix="railbench-strangers-")
-    port = free_port()
+    work = rbtest.work_dir("railbench-strangers-")
+    port = rbtest.free_port()
     token = f"strangers-{os.getpid()}-{port}"
-    base = dict(os.environ, RAILBENCH_WORLD_SIZE="2", RAILBENCH_ROOT=f"127.0.0.1:{port}")
     cmd = [rb, "allreduce", "-t", "ofi:tcp", "--rails", "lo", "-c", "-b", "1K", "-e", "64K", "--timeout", "40"]
-    started = []
 
     def start(rank: int, job_token: str, name: str, extra=()):
-        env = dict(base, RAILBENCH_RANK=str(rank), RAILBENCH_JOB_TOKEN=job_token)
+        env = rbtest.rank_env(rank, 2, port, job_token)
         out = open(os.path.join(work, f"{name}.out"), "w")
         err = open(os.path.join(work, f"{name}.err"), "w")
         p = subprocess.Popen(cmd + list(extra), env=env, stdout=out, stderr=err, stdin=subprocess.DEVNULL)
-        started.append(p)
-        return p
+        return rbtest.started(p)
 
     def text(name: str) -> str:
         with open(os.path.join(work, name)) as f:
@@ -249,20 +242,10 @@ def main() -> int:
         print("PASS")
         return 0
     except Failed as e:
-        print(f"FAIL: {e}")
-        for name in sorted(os.listdir(work)):
-            if name.endswith((".out", ".err")):
-                print(f"--- {name}")
-                print(text(name)[-3000:])
-        return 1
+        rbtest.fail(str(e), logs=[os.path.join(work, n) for n in sorted(os.listdir(work)) if n.endswith((".out", ".err"))])
     finally:
         for s in held:
             s.close()
-        for p in started:
-            if p.poll() is None:
-                p.kill()
-                p.wait()
-        subprocess.run(["rm", "-rf", work], check=False)
 
 
 if __name__ == "__main__":

@@ -7,24 +7,19 @@
 #         within the deadline, none hangs, and rank 0's results file is "failed" and names
 #         rank 6 (its liveness probe names the dead rank a subtree away).
 #   tree_case.sh ok|kill RAILBENCH
-set -euo pipefail
+source "$(dirname "$0")/../support/case.sh"
+set -e
 what=$1 rb=$2
-work=$(mktemp -d)
+case_work
 pids=()
 cleanup() {
   local p
   for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null || true; done
   wait 2>/dev/null || true
-  rm -rf "$work"
 }
-trap cleanup EXIT
-fail() {
-  echo "FAIL: $*"
-  for f in "$work"/err*; do [[ -s $f ]] && { echo "--- $(basename "$f")"; tail -3 "$f"; }; done
-  exit 1
-}
+case_on_exit cleanup
 world=9
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+port=$(free_port)
 launch() {  # launch railbench-args...: every rank in the background, pids in $pids
   local r topology
   for ((r = 0; r < world; ++r)); do

@@ -20,16 +20,17 @@ import json
 import math
 import os
 import re
-import shutil
 import subprocess
 import sys
-import tempfile
 import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+import rbtest  # noqa: E402
 
 rb, scale = sys.argv[1], sys.argv[2]
 nodes = int(sys.argv[3]) if len(sys.argv) > 3 else 128
 rails = 8
-work = tempfile.mkdtemp(prefix="bigres-")
+work = rbtest.work_dir("bigres-")
 failures = []
 
 
@@ -160,5 +161,4 @@ for args in (["report", huge, "-o", page], ["compare", huge, su], ["export", hug
     check(p.returncode == 2 and "\n" not in line and "9663676416 bytes (9.0 GB)" in line and "at most 8.0 GB" in line,
           "%s refuses a 9 GB file: %s" % (args[0], line))
 
-shutil.rmtree(work, ignore_errors=True)
 sys.exit(1 if failures else 0)

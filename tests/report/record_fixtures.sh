@@ -5,11 +5,10 @@
 # node03's rail1 cable at 25% of its rate. Needs root (network namespaces).
 #   tests/report/record_fixtures.sh build/railbench [OUT_DIR]
 # The files are results as railbench writes them; re-record after a schema change.
-set -euo pipefail
-here=$(cd "$(dirname "$0")" && pwd)
+source "$(dirname "$0")/../support/case.sh"
+set -e
 rb=$(realpath "$1")
 out=${2:-$here/fixtures}
-su="$here/../../scripts/netns-su"
 mkdir -p "$out"
 mpi=(mpirun --allow-run-as-root --oversubscribe)
 
@@ -32,9 +31,7 @@ timeout -s TERM 4 "${mpi[@]}" -np 2 "$rb" allreduce -t ofi:tcp -b 1K -e 256M -f 
   --json "$out/allreduce-failed.json" >/dev/null 2>&1 || true
 
 # validate on the simulated SU: its own prefix, so a test's SU elsewhere is untouched.
-export RB_SU_PREFIX=rbrep RB_SU_STATE=/run/railbench-netns-su/rbrep
-trap '"$su/down.sh" >/dev/null 2>&1 || true' EXIT
-"$su/down.sh" >/dev/null 2>&1 || true
+case_su_up rbrep
 "$su/up.sh" --nodes 4 --rails 2 --rate 400
 validate() {  # exit 1 is a FAIL verdict: the faulty run's expected outcome
   "$su/mpirun.sh" --slots 2 -- "$rb" validate --config netns-4x2 --json "$out/$1.json" >/dev/null || (($? == 1))

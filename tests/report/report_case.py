@@ -11,24 +11,23 @@ Exit 0 pass, 1 fail, 77 skipped (no chromium: scripts/install-deps.sh installs i
 import atexit
 import json
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
 import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+import rbtest  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import cdp  # noqa: E402
 
 case, rb, fixtures, shots = sys.argv[1:5]
 os.makedirs(shots, exist_ok=True)
-work = tempfile.mkdtemp(prefix="railbench-report-")
-atexit.register(shutil.rmtree, work, True)
+work = rbtest.work_dir("railbench-report-")
 
 
 def fail(msg):
-    print("FAIL: %s: %s" % (case, msg))
-    sys.exit(1)
+    rbtest.fail("%s: %s" % (case, msg), logs=[])
 
 
 def check(cond, msg):

@@ -23,24 +23,13 @@
 #   symlink          a planted FILE.tmp -> victim symlink is never followed
 #   json-dir         --json DIR, or in a missing directory: exit 2 before running
 # Exit 77 (ctest: skipped) when the host lacks what a case needs (root for a tmpfs).
-set -uo pipefail
-here=$(cd "$(dirname "$0")" && pwd)
-source "$here/../../scripts/lib/mpirun.sh"
+source "$(dirname "$0")/../support/case.sh"
 case_name=$1 rb=$2
-work=$(mktemp -d)
-started=()  # pids this script started; only these are ever killed
+case_work
 cleanup() {
-  for p in "${started[@]}"; do kill -KILL "$p" 2>/dev/null; done
   mountpoint -q "$work/fs" 2>/dev/null && umount "$work/fs"
-  rm -rf "$work"
 }
-trap cleanup EXIT
-
-fail() {
-  echo "FAIL: $*"
-  for f in "$work"/out* "$work"/err*; do [[ -f $f ]] && { echo "--- $f"; tail -20 "$f"; }; done
-  exit 1
-}
+case_on_exit cleanup
 
 signo() { kill -l "$1"; }
 
@@ -94,7 +83,7 @@ start_pair() {
       timeout --kill-after=5 90 "$rb" allreduce -t ofi:tcp --rails lo -b 1K -e 64M -n 40 -w 1 --timeout 5 \
       --json "$work/r.json" "$@" >"$work/out$r" 2>"$work/err$r" &
     pids+=($!)
-    started+=($!)
+    case_started $!
   done
 }
 # The railbench process under `timeout`: the one to signal.
@@ -109,7 +98,7 @@ start_mpirun() {
   set -m
   rb_mpirun "$np" "$rb" "$@" >"$work/out" 2>"$work/err" &
   launcher=$!
-  started+=($launcher)
+  case_started $launcher
   set +m
   mpirun_pid=""
   for ((i = 0; i < 100; ++i)); do
@@ -118,7 +107,7 @@ start_mpirun() {
     sleep 0.1
   done
   [[ -n $mpirun_pid ]] || fail "mpirun did not start"
-  started+=($mpirun_pid)
+  case_started $mpirun_pid
 }
 # The pid of rank R under mpirun.
 rank_pid() {
@@ -234,15 +223,7 @@ stop-teardown)
 validate)
   # validate on the simulated SU (scripts/netns-su), 2 nodes x 1 rail, its own prefix;
   # SIGTERM to mpirun once the inventory is written and the pair tests run.
-  export RB_SU_PREFIX=rbtsigv RB_SU_STATE=/run/railbench-netns-su/rbtsigv
-  su="$here/../../scripts/netns-su"
-  if [[ $(id -u) -ne 0 ]] || ! command -v ip >/dev/null || ! ip netns add "$RB_SU_PREFIX-probe" 2>/dev/null; then
-    echo "SKIP: network namespaces need root and iproute2 on this host"
-    exit 77
-  fi
-  ip netns del "$RB_SU_PREFIX-probe"
-  trap '"$su/down.sh" >/dev/null 2>&1; cleanup' EXIT
-  "$su/down.sh" >/dev/null 2>&1
+  case_su_up rbtsigv
   "$su/up.sh" --nodes 2 --rails 1 --rate 400 >/dev/null || fail "could not build the simulated SU"
   cat >"$work/su.json" <<EOF
 { "name": "sig-2x1", "nodes": "node[01-02]", "gpus_per_node": 1, "transport": "ofi:tcp",
@@ -255,7 +236,7 @@ EOF
   timeout --kill-after=10 120 "$su/mpirun.sh" --slots 1 -- "$rb" validate --config "$work/su.json" \
     --json "$work/r.json" --drain-list "$work/drain.txt" >"$work/out" 2>"$work/err" &
   launcher=$!
-  started+=($launcher)
+  case_started $launcher
   set +m
   for ((i = 0; i < 600; ++i)); do
     grep -q '"inventory"' "$work/r.json" 2>/dev/null && break
@@ -281,8 +262,7 @@ EOF
 disk-full)
   mkdir -p "$work/fs"
   if [[ $(id -u) -ne 0 ]] || ! mount -t tmpfs -o size=64k tmpfs "$work/fs" 2>/dev/null; then
-    echo "SKIP: a small tmpfs needs root"
-    exit 77
+    skip "a small tmpfs needs root"
   fi
   # Leave room for the header and a few sizes: the rewrite (old file + temporary) runs out.
   head -c $((44 * 1024)) /dev/zero >"$work/fs/filler"
@@ -297,7 +277,7 @@ disk-full)
 special-target)
   mkfifo "$work/fifo"
   cat "$work/fifo" >"$work/from-fifo" &
-  started+=($!)
+  case_started $!
   reader=$!
   timeout 60 "$rb" allreduce -t ofi:tcp --rails lo -b 8 -e 64K -n 3 --json "$work/fifo" >"$work/out" 2>"$work/err" ||
     fail "run with --json FIFO exit $?"

@@ -4,15 +4,14 @@
 #   inputs.sh path/to/railbench
 # Single-rank cases run the binary directly (the check comes before any peer is
 # needed); two-rank cases start both ranks over the TCP bootstrap (RAILBENCH_ROOT).
-set -uo pipefail
+source "$(dirname "$0")/../support/case.sh"
 rb=$1
-work=$(mktemp -d)
+case_work
 pids=()
 cleanup() {
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
-  rm -rf "$work"
 }
-trap cleanup EXIT
+case_on_exit cleanup
 failures=0
 
 # check NAME RC ERRFILE REGEX: exit code 2 and exactly one error line matching REGEX.
@@ -124,7 +123,6 @@ case2 "kv bytes per token past the bound" "MiB of KV per token" \
   "$rb" "${kv[@]}" --layers 4096 --kv-heads 1048576 --head-dim 64 --tokens 64
 
 if ((failures)); then
-  echo "FAIL: $failures case(s)"
-  exit 1
+  fail "$failures case(s)"
 fi
 echo "PASS"

@@ -37,6 +37,9 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+import rbtest  # noqa: E402
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 MPIRUN_SH = os.path.join(HERE, "..", "..", "scripts", "lib", "mpirun.sh")
 SWEEP = ["allreduce", "-t", "ofi:tcp", "--rails", "lo", "-b", "16M", "-e", "256M", "--timeout", "10"]
@@ -49,12 +52,8 @@ END_DEADLINE_S = 30
 
 def results_in(path):
     """(entries, status) of a results file; (0, None) when missing or unreadable."""
-    try:
-        with open(path) as f:
-            doc = json.load(f)
-        return len(doc.get("results", [])), doc.get("status")
-    except (OSError, ValueError):
-        return 0, None
+    doc = rbtest.read_results(path) or {}
+    return len(doc.get("results", [])), doc.get("status")
 
 
 def reset_signals():

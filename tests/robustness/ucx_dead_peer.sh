@@ -6,20 +6,9 @@
 # one error line naming rank 1 and the UCS_ERR_* code of its failed endpoint, and no
 # crash or UCX warning while it tears down.
 #   ucx_dead_peer.sh TLS RAILBENCH     TLS: tcp (on lo) or shm
-set -uo pipefail
+source "$(dirname "$0")/../support/case.sh"
 tls=$1 rb=$2
-work=$(mktemp -d)
-started=()  # pids this script started; only these are ever killed
-cleanup() {
-  for p in "${started[@]}"; do kill -KILL "$p" 2>/dev/null; done
-  rm -rf "$work"
-}
-trap cleanup EXIT
-fail() {
-  echo "FAIL: $*"
-  for f in "$work"/out* "$work"/err*; do [[ -f $f ]] && { echo "--- $f"; tail -20 "$f"; }; done
-  exit 1
-}
+case_work
 
 rails=()
 [[ $tls == tcp ]] && rails=(--rails lo)
@@ -30,7 +19,7 @@ for r in 0 1; do
     "$rb" sendrecv -t "ucx:$tls" "${rails[@]}" -b 64K -e 64K -n 1000000 -w 1 --timeout 60 \
     >"$work/out$r" 2>"$work/err$r" &
   pids+=($!)
-  started+=($!)
+  case_started $!
 done
 # Both ranks are inside the sweep once rank 0 prints its header (setup is over).
 for ((i = 0; i < 300; ++i)); do

@@ -5,8 +5,7 @@
 # Each case is tests/bench/mpi_case.sh: real processes under a real mpirun, results
 # validated by check_results.py (every pair on every rail, #wrong 0). rxe under TCG
 # moves ~20 MB/s, so sizes and iteration counts are small.
-set -uo pipefail
-here=$(cd "$(dirname "$0")" && pwd)
+source "$(dirname "$0")/../support/case.sh"
 group=$1 rb=$2 verbs_tests=${3-}
 case_sh=$here/../bench/mpi_case.sh
 export RAILBENCH_TEST_DEADLINE=${RAILBENCH_TEST_DEADLINE:-300}
@@ -116,8 +115,7 @@ case $group in
     # and rail, next to the figures (both ranks share each rxe device here, so each
     # sees the packets of both directions).
     echo "=== rxe hw_counters move during a sendrecv"
-    source "$here/../../scripts/lib/mpirun.sh"
-    json=$(mktemp /tmp/rb-counters-XXXXXX.json)
+        json=$(mktemp /tmp/rb-counters-XXXXXX.json)
     rb_mpirun_deadline 300 2 "$rb" sendrecv -t verbs --rails 2 -b 64K -e 64K -n 20 -w 2 --window 8 --bw-iters 2 \
       --json "$json"
     "$rb" info | sed -n '/^fabric counters/,$p'

@@ -6,25 +6,18 @@
 # srun-pmix, sbatch-sweep, sbatch-validate, kill. Exit 77 (ctest: skipped, with the reason
 # printed) where Slurm cannot run here (not root, slurm-wlm/munge not installed) or,
 # for srun-pmix, where `srun --mpi=list` offers no pmix.
-set -uo pipefail
-here=$(cd "$(dirname "$0")" && pwd)
+source "$(dirname "$0")/../support/case.sh"
 root=$(cd "$here/../.." && pwd)
 case_name=$1 rb=$(readlink -f "$2")
 export RAILBENCH_SLURM_DIR=${RAILBENCH_SLURM_DIR:-/tmp/railbench-slurm-ctest}
 deadline=${RAILBENCH_TEST_DEADLINE:-150}
 
-fail() {
-  echo "FAIL: $*"
-  exit 1
-}
 if [[ $(id -u) -ne 0 ]]; then
-  echo "SKIP: the local Slurm cluster needs root (slurmd starts job steps as their user)"
-  exit 77
+  skip "the local Slurm cluster needs root (slurmd starts job steps as their user)"
 fi
 for cmd in slurmctld slurmd munged srun sbatch; do
   command -v "$cmd" >/dev/null || {
-    echo "SKIP: '$cmd' not installed (scripts/install-deps.sh installs slurm-wlm and munge)"
-    exit 77
+    skip "'$cmd' not installed (scripts/install-deps.sh installs slurm-wlm and munge)"
   }
 done
 
@@ -47,13 +40,12 @@ esac
 
 [[ -f $RAILBENCH_SLURM_DIR/env ]] || fail "the cluster is not up ($RAILBENCH_SLURM_DIR/env missing): the fixture 'slurm: cluster up' failed?"
 source "$RAILBENCH_SLURM_DIR/env"
-work=$(mktemp -d)
+case_work
 jobname="rbtest-$case_name-$$"
 cleanup() {
   scancel --quiet --name="$jobname" 2>/dev/null
-  rm -rf "$work"
 }
-trap cleanup EXIT
+case_on_exit cleanup
 
 # On failure: what Slurm itself said (the daemons' last log lines).
 slurm_logs() {
@@ -176,7 +168,7 @@ case $case_name in
         sleep 0.2
       done
     }
-    trap 'resume; cleanup' EXIT
+    case_on_exit resume
     small=(--wait --job-name="$jobname" --time=5 -N 2 --ntasks-per-node=2 --gres=none)
     timeout --kill-after=10 "$deadline" sbatch "${small[@]}" --output="$work/v1.out" \
       --export="ALL,RAILBENCH=$rb,RAILBENCH_CONFIG=$root/configs/netns-4x2.json,RAILBENCH_OUT_DIR=$work/v1" \

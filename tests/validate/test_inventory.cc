@@ -40,17 +40,22 @@ struct FakeSysfs {
   }
 };
 
+// A port the probe found: up or not, its state, speed and active MTU as read.
+void check_port(const NicReport& r, bool up, const std::string& state, double speed_gbps, int mtu) {
+  CHECK(r.found);
+  CHECK(r.up == up);
+  CHECK(r.state == state);
+  CHECK(r.speed_gbps == speed_gbps);
+  CHECK(r.mtu == mtu);
+}
+
 }  // namespace
 
 TEST_CASE("inventory: a healthy RoCE port: state, speed, active MTU and the RoCE v2 GID", "[inventory]") {
   FakeSysfs s;
   s.roce_port("mlx5_0", "eth2", "4: ACTIVE", "400 Gb/sec (4X NDR)", 9000);
   NicReport r = probe_rdma_nic("mlx5_0", -1, s.root.string());
-  CHECK(r.found);
-  CHECK(r.up);
-  CHECK(r.state == "ACTIVE");
-  CHECK(r.speed_gbps == 400);
-  CHECK(r.mtu == 4096);
+  check_port(r, true, "ACTIVE", 400, 4096);
   CHECK(r.netdev == "eth2");
   CHECK(r.address == "0000:0000:0000:0000:0000:ffff:0a00:0001");
   // An explicit --gid-index wins.
@@ -61,11 +66,7 @@ TEST_CASE("inventory: a down port, a slow port, a missing device", "[inventory]"
   FakeSysfs s;
   s.roce_port("mlx5_0", "eth2", "1: DOWN", "200 Gb/sec (4X HDR)", 1500);
   NicReport down = probe_rdma_nic("mlx5_0", -1, s.root.string());
-  CHECK(down.found);
-  CHECK_FALSE(down.up);
-  CHECK(down.state == "DOWN");
-  CHECK(down.speed_gbps == 200);
-  CHECK(down.mtu == 1024);  // 1500-byte Ethernet leaves room for a 1024-byte RoCE MTU
+  check_port(down, false, "DOWN", 200, 1024);  // 1500-byte Ethernet leaves room for a 1024-byte RoCE MTU
   NicReport missing = probe_rdma_nic("mlx5_7", -1, s.root.string());
   CHECK_FALSE(missing.found);
   CHECK(missing.present == std::vector<std::string>{"mlx5_0"});
