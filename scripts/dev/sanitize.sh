@@ -65,7 +65,7 @@ configure_and_build() {  # configure_and_build DIR SANITIZERS TARGETS...
     "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1" "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O1 -g1" \
     -DRAILBENCH_SANITIZE="$sanitizers" -DRAILBENCH_WITH_CUDA=OFF -DRAILBENCH_WITH_NCCL=OFF \
     -DRAILBENCH_WITH_UCX=OFF -DRAILBENCH_WITH_VERBS=OFF \
-    -DRAILBENCH_RXE_TESTS=OFF -DCMAKE_UNITY_BUILD=ON >/dev/null
+    -DRAILBENCH_RXE_TESTS=OFF >/dev/null
   local start=$SECONDS
   cmake --build "$dir" --parallel "$jobs" --target "$@"
   echo "sanitize.sh: built $dir in $((SECONDS - start)) s"
