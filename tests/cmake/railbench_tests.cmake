@@ -78,10 +78,11 @@ function(railbench_test name)
 endfunction()
 
 # railbench_test_binary(<target> <sources>...): a Catch2 test binary with the shared
-# main (tests/main.cc), built into the tests/ build directory. Sources are relative to
-# the calling folder; other folders add theirs with target_sources().
+# main (tests/main.cc, compiled once as railbench_catch_main), built into the tests/
+# build directory. Sources are relative to the calling folder; other folders add theirs
+# with target_sources().
 function(railbench_test_binary target)
-  add_executable(${target} ${RAILBENCH_TESTS_SOURCE_DIR}/main.cc ${ARGN})
+  add_executable(${target} $<TARGET_OBJECTS:railbench_catch_main> ${ARGN})
   set_target_properties(${target} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${RAILBENCH_TESTS_BINARY_DIR})
 endfunction()
 

@@ -20,7 +20,7 @@ using railbench::testing::PostKind;
 
 namespace {
 
-const std::vector<std::string> kNames = {"rank 0 (node-a)", "rank 1 (node-b)", "rank 2 (node-c)"};
+const std::vector<std::string> kThreeRanks = {"rank 0 (node-a)", "rank 1 (node-b)", "rank 2 (node-c)"};
 
 // The message of the railbench::Error `fn` throws, checked to be of type E.
 template <class E, class Fn>
@@ -62,7 +62,7 @@ TEST_CASE("Progress posts again after Status::retry and keeps completions reaped
 TEST_CASE("Progress stops posting at its deadline when the transport keeps answering retry", "[progress]") {
   LoopbackWorld w(2);
   w.fabric->inject({.op = PostKind::send, .rank = 0, .fault = Fault::retry, .retries = 1 << 30});
-  Progress p(w.t(0), 0.05, kNames);
+  Progress p(w.t(0), 0.05, kThreeRanks);
   const std::string what = error_of<TimeoutError>([&] { p.send(1, 0, w.local(0, 0, 8)); });
   CHECK_THAT(what, Contains("could not post send to rank 1 (node-b)"));
   CHECK_THAT(what, Contains("out of resources"));
@@ -97,7 +97,7 @@ TEST_CASE("Progress reuses slots past 65,536 operations without mixing up comple
 TEST_CASE("Progress waits for a slot's previous operation before reusing the slot", "[progress]") {
   LoopbackWorld w(3);
   w.fabric->inject({.op = PostKind::write, .rank = 0, .peer = 2, .nth = 1, .hold = Hold::stall});
-  Progress p(w.t(0), 0.1, kNames);
+  Progress p(w.t(0), 0.1, kThreeRanks);
   fill(w.at(0, 0), 8, 7);
   const uint64_t first = p.write(2, 0, w.local(0, 0, 8), w.remote(2, 0));
   for (uint64_t i = 1; i < (uint64_t{1} << 16); ++i) p.write(1, 0, w.local(0, 8, 8), w.remote(1, 8));
@@ -117,7 +117,7 @@ TEST_CASE("Progress waits for a slot's previous operation before reusing the slo
 TEST_CASE("A wait past its deadline names the peer that never completed and what it owes", "[progress]") {
   LoopbackWorld w(3);
   w.fabric->inject({.op = PostKind::write, .rank = 0, .peer = 2, .hold = Hold::stall});
-  Progress p(w.t(0), 0.1, kNames);
+  Progress p(w.t(0), 0.1, kThreeRanks);
   p.write(1, 0, w.local(0, 0, 8), w.remote(1, 0));
   const uint64_t stuck = p.write(2, 0, w.local(0, 0, 8), w.remote(2, 0));
   std::string what = error_of<TimeoutError>([&] { p.wait_all("the writes"); });
@@ -135,7 +135,7 @@ TEST_CASE("A wait past its deadline names the peer that never completed and what
 TEST_CASE("abandon_peer: late completions, failed ones too, are ignored and wait_all returns", "[progress]") {
   LoopbackWorld w(3);
   w.fabric->inject({.op = PostKind::write, .rank = 0, .peer = 1, .nth = 1, .fault = Fault::fail, .hold = Hold::stall});
-  Progress p(w.t(0), 0.1, kNames);
+  Progress p(w.t(0), 0.1, kThreeRanks);
   const uint64_t failing = p.write(1, 0, w.local(0, 0, 8), w.remote(1, 0));
   const uint64_t behind = p.write(1, 0, w.local(0, 0, 8), w.remote(1, 8));  // queued behind it on the wire
   p.write(2, 0, w.local(0, 0, 8), w.remote(2, 0));
@@ -163,7 +163,7 @@ TEST_CASE("A failed completion surfaces as a TransportError carrying last_error(
   LoopbackWorld w(2);
   w.fabric->inject({.op = PostKind::send, .rank = 0, .nth = 2, .fault = Fault::fail});
   w.fabric->inject({.op = PostKind::write, .rank = 0, .nth = 1, .fault = Fault::reject});
-  Progress p(w.t(0), 5, kNames);
+  Progress p(w.t(0), 5, kThreeRanks);
   p.wait(p.send(1, 0, w.local(0, 0, 8)), "the first send");
   const uint64_t failing = p.send(1, 0, w.local(0, 0, 8));
   std::string what = error_of<TransportError>([&] { p.wait(failing, "the second send"); });
@@ -189,7 +189,7 @@ TEST_CASE("a failed completion does not lose the healthy completions polled with
   // long ago, and the timeout would blame a healthy peer.
   LoopbackWorld w(3);
   w.fabric->inject({.op = PostKind::write, .rank = 0, .peer = 1, .nth = 1, .fault = Fault::fail});
-  Progress p(w.t(0), 0.2, kNames);
+  Progress p(w.t(0), 0.2, kThreeRanks);
   p.write(1, 0, w.local(0, 0, 8), w.remote(1, 0));
   const uint64_t healthy = p.write(2, 0, w.local(0, 0, 8), w.remote(2, 0));
   CHECK_THROWS_AS(p.wait_all("both writes"), TransportError);
@@ -201,7 +201,7 @@ TEST_CASE("an operation posted to an abandoned peer does not stay outstanding fo
   // Its completion would be ignored like any late one, outstanding() would never drop
   // back and every later wait_all would time out: Progress refuses the post instead.
   LoopbackWorld w(2);
-  Progress p(w.t(0), 0.2, kNames);
+  Progress p(w.t(0), 0.2, kThreeRanks);
   p.abandon_peer(1);
   CHECK_THROWS_AS(p.write(1, 0, w.local(0, 0, 8), w.remote(1, 0)), TransportError);
   CHECK_NOTHROW(p.wait_all("nothing"));
@@ -209,7 +209,7 @@ TEST_CASE("an operation posted to an abandoned peer does not stay outstanding fo
 
 TEST_CASE("wait_for sees a peer's write land in memory, and its deadline names the writer", "[progress]") {
   LoopbackWorld w(2);
-  Progress p0(w.t(0), 0.1, kNames), p1(w.t(1), 0.1, kNames);
+  Progress p0(w.t(0), 0.1, kThreeRanks), p1(w.t(1), 0.1, kThreeRanks);
   auto* last = reinterpret_cast<volatile uint8_t*>(w.at(1, 7));
   *last = 0;
   std::memset(w.at(0, 0), 0x5a, 8);
@@ -241,7 +241,7 @@ TEST_CASE("On a CPU-driven NIC a long wait sleeps, leaving the cores to the tran
   LoopbackWorld w(2, LoopbackOptions{.cpu_driven_nic = true});  // as verbs over rxe reports it
   w.fabric->inject(
       {.op = PostKind::write, .rank = 0, .peer = 1, .hold = Hold::delay, .delay = std::chrono::milliseconds(200)});
-  Progress p(w.t(0), 5, kNames);
+  Progress p(w.t(0), 5, kThreeRanks);
   // The delay runs from the post: timed from after it, a slow post (a loaded host, a
   // sanitizer build) would make the wait look shorter than the 200 ms it is.
   const auto t0 = Clock::now();

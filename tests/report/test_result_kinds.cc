@@ -53,13 +53,13 @@ std::string widget_section(const report::RunContext& ctx) {
 }
 
 // A file under a fresh temporary directory, removed with it.
-struct TempDir {
+struct KindsDir {
   std::filesystem::path dir;
-  TempDir() {
+  KindsDir() {
     dir = std::filesystem::temp_directory_path() / fmt::format("railbench-kinds-test-{}", ::getpid());
     std::filesystem::create_directories(dir);
   }
-  ~TempDir() { std::filesystem::remove_all(dir); }
+  ~KindsDir() { std::filesystem::remove_all(dir); }
   std::string write(const std::string& name, const json& doc) const {
     std::ofstream(dir / name) << doc.dump(2);
     return (dir / name).string();
@@ -69,7 +69,7 @@ struct TempDir {
 }  // namespace
 
 TEST_CASE("result kinds: a registered kind is what --csv, compare and report make of its files", "[report][kinds]") {
-  TempDir tmp;
+  KindsDir tmp;
   const std::string path = tmp.write("widgets.json", results_doc("widgetbench"));
   // Unknown to every reader until registered: no reader has a case of its own for it.
   CHECK(find_result_kind("widgetbench", ResultPart::csv) == nullptr);
@@ -101,7 +101,7 @@ TEST_CASE("result kinds: a registered kind is what --csv, compare and report mak
 }
 
 TEST_CASE("result kinds: a reader refuses a kind without its part, naming the kinds that have it", "[report][kinds]") {
-  TempDir tmp;
+  KindsDir tmp;
   register_result_kind({"widgetbench-csv-only", widget_csv, nullptr, nullptr});
   const std::string path = tmp.write("widgetbench-csv-only.json", results_doc("widgetbench-csv-only"));
   CHECK(results_csv(results_doc("widgetbench-csv-only")).rows.size() == 2);
@@ -113,7 +113,7 @@ TEST_CASE("result kinds: a reader refuses a kind without its part, naming the ki
 
 TEST_CASE("result kinds: a results file of a kind nobody registered is refused, naming the file and the kinds known",
           "[report][kinds]") {
-  TempDir tmp;
+  KindsDir tmp;
   const std::string path = tmp.write("nosuch.json", results_doc("nosuch"));
   // The real kinds, registered by the commands' folders (bench/commands/*/..._kind*.cc).
   const std::string known = "allgather, allreduce, alltoall, kvcache, reducescatter, sendrecv, validate";

@@ -14,7 +14,7 @@ SuConfig two_rails() {
                "line_rate_gbps": 200, "leaf": "leafB"}],
     "tests": {"bisection": true}, "thresholds": {"bisection_min_fraction": 0.75}})");
 }
-const std::vector<std::string> kNodes{"n1", "n2", "n3", "n4", "n5"};
+const std::vector<std::string> kFiveNodes{"n1", "n2", "n3", "n4", "n5"};
 }  // namespace
 
 TEST_CASE("bisection: node i of the first half meets node i of the second; an odd one sits out", "[bisection]") {
@@ -47,7 +47,7 @@ TEST_CASE("bisection: a cut below the fraction is a finding naming it and its we
   const SuConfig c = two_rails();
   const BisectionRail same = summarize_cut(c, BisectionCut::rail, 0, {{0, 2, 0, 0, 90}, {1, 3, 0, 0, 96}});
   const BisectionRail cross = summarize_cut(c, BisectionCut::cross_rail, 0, {{0, 2, 0, 1, 30}, {1, 3, 0, 1, 20}});
-  const auto found = judge_bisection(c, kNodes, {same, cross});
+  const auto found = judge_bisection(c, kFiveNodes, {same, cross});
   REQUIRE(found.size() == 1);
   CHECK(found[0].kind == FindingKind::bisection);
   CHECK(found[0].severity == Severity::fail);
@@ -55,7 +55,7 @@ TEST_CASE("bisection: a cut below the fraction is a finding naming it and its we
   CHECK(found[0].subject == "rail0 -> rail1 (through the spine) cross-rail cut");
   CHECK_THAT(found[0].reason, Catch::Contains("(50%, need 75%"));
   CHECK_THAT(found[0].reason, Catch::Contains("weakest n2 <-> n4 20.000 GB/s"));
-  const auto j = to_json(c, kNodes, cross);
+  const auto j = to_json(c, kFiveNodes, cross);
   CHECK(j.at("cut") == "cross-rail");
   CHECK(j.at("pairs").size() == 2);
   CHECK(j.at("fraction").get<double>() == Approx(0.5));

@@ -30,7 +30,7 @@ std::string config(const std::string& tenants, const std::string& transport = "o
                      ib ? 4096 : 9000, tenants);
 }
 
-const std::vector<std::string> kNodes{"n1", "n2", "n3", "n4", "n5", "n6"};
+const std::vector<std::string> kSixNodes{"n1", "n2", "n3", "n4", "n5", "n6"};
 
 }  // namespace
 
@@ -73,11 +73,11 @@ TEST_CASE("tenants: config mistakes name the field and the fix", "[tenants]") {
 
 TEST_CASE("tenants: pair tests stay inside a tenant, probes cover every cross-tenant pair once", "[tenants]") {
   const SuConfig cfg = parse_su_config(config(R"({"a": "n[1-2]", "b": "n[3-6]"})"));
-  const TenantMap m = make_tenant_map(cfg, kNodes);
+  const TenantMap m = make_tenant_map(cfg, kSixNodes);
   REQUIRE(m.on());
   CHECK(m.members[0] == std::vector<int>{0, 1});
   CHECK(m.members[1] == std::vector<int>{2, 3, 4, 5});
-  CHECK(m.who(kNodes, 3) == "n4 (tenant b)");
+  CHECK(m.who(kSixNodes, 3) == "n4 (tenant b)");
   // Phase 3 pairs consecutive nodes of a tenant.
   CHECK(cross_rail_partner(m, 0).node == 1);
   CHECK(cross_rail_partner(m, 0).first);
@@ -100,12 +100,12 @@ TEST_CASE("tenants: pair tests stay inside a tenant, probes cover every cross-te
   // Without tenants, phase 3 is node 2m with 2m+1 as before, and nothing is probed.
   SuConfig plain = cfg;
   plain.tenants.clear();
-  const TenantMap one = make_tenant_map(plain, kNodes);
+  const TenantMap one = make_tenant_map(plain, kSixNodes);
   CHECK_FALSE(one.on());
   CHECK(cross_rail_partner(one, 2).node == 3);
   CHECK(cross_rail_partner(one, 5).node == 4);
   CHECK(isolation_rounds(one, 6).empty());
-  CHECK(one.who(kNodes, 0) == "n1");
+  CHECK(one.who(kSixNodes, 0) == "n1");
 }
 
 TEST_CASE("tenants: re-test partners come from the suspect's tenant", "[tenants]") {
@@ -127,10 +127,10 @@ TEST_CASE("tenants: re-test partners come from the suspect's tenant", "[tenants]
 
 TEST_CASE("tenants: a probe that got through is a breach naming both ends", "[tenants]") {
   const SuConfig cfg = parse_su_config(config(R"({"a": "n[1-2]", "b": "n[3-6]"})"));
-  const TenantMap m = make_tenant_map(cfg, kNodes);
+  const TenantMap m = make_tenant_map(cfg, kSixNodes);
   std::vector<IsolationProbe> probes{
       {0, 2, 1, 1, false, false, 2.0}, {1, 2, 1, 1, true, true, 0.01}, {1, 3, 0, 1, false, true, 2.0}};
-  const auto found = judge_isolation(cfg, kNodes, m, probes);
+  const auto found = judge_isolation(cfg, kSixNodes, m, probes);
   REQUIRE(found.size() == 2);
   CHECK(found[0].kind == FindingKind::isolation);
   CHECK(found[0].severity == Severity::fail);
@@ -141,12 +141,12 @@ TEST_CASE("tenants: a probe that got through is a breach naming both ends", "[te
   CHECK(found[1].subject == "n2 -> n4 rail0 -> rail1");
   CHECK_THAT(found[1].reason, Catch::Contains("one way (a to b)"));
   // All timed out: isolated, nothing to say.
-  CHECK(judge_isolation(cfg, kNodes, m, {probes[0]}).empty());
+  CHECK(judge_isolation(cfg, kSixNodes, m, {probes[0]}).empty());
 }
 
 TEST_CASE("tenants: one port in another tenant's network is singled out, a shared network is not", "[tenants]") {
   const SuConfig cfg = parse_su_config(config(R"({"a": "n[1-2]", "b": "n[3-6]"})"));
-  const TenantMap m = make_tenant_map(cfg, kNodes);
+  const TenantMap m = make_tenant_map(cfg, kSixNodes);
   // n2 rail1 in tenant b's network: it reaches n3..n6 on rail1 and through b's spine on
   // rail0; each of them reaches only n2.
   std::vector<IsolationProbe> probes;
@@ -155,7 +155,7 @@ TEST_CASE("tenants: one port in another tenant's network is singled out, a share
     probes.push_back({1, b, 1, 0, true, true, 0.01});
     probes.push_back({0, b, 1, 1, false, false, 2.0});
   }
-  const auto found = judge_isolation(cfg, kNodes, m, probes);
+  const auto found = judge_isolation(cfg, kSixNodes, m, probes);
   REQUIRE(found.size() == 8 + 1);
   const Finding& port = found.back();
   CHECK(port.node == 1);
@@ -168,7 +168,7 @@ TEST_CASE("tenants: one port in another tenant's network is singled out, a share
   for (int a = 0; a < 2; ++a)
     for (int b = 2; b < 6; ++b)
       for (int r = 0; r < 2; ++r) shared.push_back({a, b, r, r, true, true, 0.01});
-  const auto all = judge_isolation(cfg, kNodes, m, shared);
+  const auto all = judge_isolation(cfg, kSixNodes, m, shared);
   CHECK(all.size() == shared.size());
   for (const auto& f : all) CHECK(f.node == -1);
 }
@@ -202,14 +202,14 @@ TEST_CASE("tenants: InfiniBand P_Key tables read from sysfs and judged", "[tenan
 
   const SuConfig cfg = parse_su_config(
       config(R"({"a": {"nodes": "n[1-2]", "pkey": "0x8001"}, "b": {"nodes": "n[3-6]", "pkey": "0x8002"}})", "verbs"));
-  const TenantMap m = make_tenant_map(cfg, kNodes);
+  const TenantMap m = make_tenant_map(cfg, kSixNodes);
   // n3 (tenant b): right; n4: also in a's partition; n5: b's key as a limited member; n6: no key.
   std::vector<std::vector<NicReport>> nics(6, std::vector<NicReport>(2));
   nics[2][0] = good;
   nics[3][0] = two;
   nics[4][0] = limited;
   nics[5][0] = none;
-  const auto found = judge_pkeys(cfg, kNodes, m, nics);
+  const auto found = judge_pkeys(cfg, kSixNodes, m, nics);
   REQUIRE(found.size() == 3);
   for (const auto& f : found) CHECK(f.kind == FindingKind::isolation);
   CHECK(found[0].node == 3);
@@ -219,12 +219,12 @@ TEST_CASE("tenants: InfiniBand P_Key tables read from sysfs and judged", "[tenan
   CHECK(found[2].node == 5);
   CHECK_THAT(found[2].reason, Catch::Contains("lacks tenant b's partition key 0x8002"));
   // RoCE and netdev ports have no table read: nothing to judge.
-  CHECK(judge_pkeys(cfg, kNodes, m, std::vector<std::vector<NicReport>>(6, std::vector<NicReport>(2))).empty());
+  CHECK(judge_pkeys(cfg, kSixNodes, m, std::vector<std::vector<NicReport>>(6, std::vector<NicReport>(2))).empty());
 }
 
 TEST_CASE("tenants: interference below the ratio is a finding for that tenant", "[tenants]") {
   const SuConfig cfg = parse_su_config(config(R"({"a": "n[1-2]", "b": "n[3-6]"})"));
-  const TenantMap m = make_tenant_map(cfg, kNodes);
+  const TenantMap m = make_tenant_map(cfg, kSixNodes);
   const auto found = judge_interference(cfg, m, {{0, 10, 9.5, true}, {1, 10, 5, true}});
   REQUIRE(found.size() == 1);
   CHECK(found[0].kind == FindingKind::interference);
