@@ -26,9 +26,6 @@ if [[ ${1-} != --inside ]]; then
     echo "compare-perftest: REPS must be a whole number >= 1, got '$reps'" >&2
     exit 2
   }
-  build=${RAILBENCH_BUILD_DIR:-$root/build}
-  [[ -x $build/railbench ]] || "$root/scripts/build.sh" >/dev/null
-  out=$(mktemp -d)
   case ${VM_CLOCK:-} in
     "") ;;
     tsc) export RXE_VM_APPEND="${RXE_VM_APPEND:+$RXE_VM_APPEND }clocksource=tsc tsc=reliable" ;;
@@ -37,6 +34,10 @@ if [[ ${1-} != --inside ]]; then
       exit 2
       ;;
   esac
+  # After every refusal: a bad argument is answered before any build.
+  build=${RAILBENCH_BUILD_DIR:-$root/build}
+  [[ -x $build/railbench ]] || "$root/scripts/build.sh" >/dev/null
+  out=$(mktemp -d)
   RAILBENCH_BUILD_DIR=$build "$root/scripts/rxe-vm/run.sh" --rails 1 --out "$out" --timeout 3000 \
     --env "CASES=${CASES:-send write read qps}" --share "$root" --share "$build" -- \
     "$root/scripts/bench/compare-perftest.sh" --inside "$reps"

@@ -16,36 +16,54 @@ set(RAILBENCH_RAILS_tcp --rails lo)
 set(RAILBENCH_RAILS_shm "")
 
 # How the suite shares the cores (scripts/test.sh runs ctest with -j and the resource spec
-# that tests/cmake/resources.sh writes: 2 slots of `cores` per core). A test whose verdict
-# is a time, a rate or a deadline runs alone (RUN_SERIAL): by its labels, or by a pattern
-# of its name for the timing verdicts inside the mpi label. The others take slots: ranks
-# that move data busy-poll, so an mpirun or transport case takes 2 (two at once on 2
-# cores); a unit case, a refusal or a style check takes 1.
+# that tests/cmake/resources.sh writes: 2 slots of `cores` per core, one `vm`). A test whose
+# verdict is a time, a rate or a deadline runs alone (RUN_SERIAL): by its labels, or by a
+# pattern of its name for the timing verdicts inside the mpi label; every such test also
+# gets the label `alone`, so scripts/test.sh runs the others first, packed, and these
+# after. The others take slots: ranks that move data busy-poll, so an mpirun or transport
+# case takes 2 (two at once on 2 cores); a unit case, a refusal or a style check takes 1.
 set(RAILBENCH_ALONE_LABELS netns rxe slurm robustness compare congestion stragglers bisection tenants timeline
                            burn-in progress)
 set(RAILBENCH_ALONE_NAMES "--serve" "--stragglers" "--find-max-rate")
 set(RAILBENCH_ONE_SLOT_LABELS unit bad-input style)
 
+# railbench_run_alone(<name>): RUN_SERIAL and the label `alone`.
+function(railbench_run_alone name)
+  get_test_property("${name}" LABELS labels)
+  if(NOT labels)
+    set(labels "")
+  endif()
+  list(APPEND labels alone)
+  set_tests_properties("${name}" PROPERTIES RUN_SERIAL TRUE LABELS "${labels}")
+endfunction()
+
 # railbench_schedule(<name> <labels>): RUN_SERIAL or the test's share of the cores, as above.
 function(railbench_schedule name labels)
   get_test_property("${name}" RUN_SERIAL serial)
   get_test_property("${name}" RESOURCE_GROUPS groups)
-  if(serial OR groups)  # the test's own PROPERTIES chose
+  if(serial)  # the test's own PROPERTIES chose
+    railbench_run_alone("${name}")
     return()
   endif()
-  foreach(label IN LISTS labels)
-    if(label IN_LIST RAILBENCH_ALONE_LABELS)
-      set_tests_properties("${name}" PROPERTIES RUN_SERIAL TRUE)
-      return()
-    endif()
-  endforeach()
-  foreach(pattern IN LISTS RAILBENCH_ALONE_NAMES)
-    string(FIND "${name}" "${pattern}" at)
-    if(at GREATER -1)
-      set_tests_properties("${name}" PROPERTIES RUN_SERIAL TRUE)
-      return()
-    endif()
-  endforeach()
+  if(groups)
+    return()
+  endif()
+  # A refusal ends before it measures anything, whatever its name says.
+  if(NOT bad-input IN_LIST labels)
+    foreach(label IN LISTS labels)
+      if(label IN_LIST RAILBENCH_ALONE_LABELS)
+        railbench_run_alone("${name}")
+        return()
+      endif()
+    endforeach()
+    foreach(pattern IN LISTS RAILBENCH_ALONE_NAMES)
+      string(FIND "${name}" "${pattern}" at)
+      if(at GREATER -1)
+        railbench_run_alone("${name}")
+        return()
+      endif()
+    endforeach()
+  endif()
   set(slots 2)
   foreach(label IN LISTS labels)
     if(label IN_LIST RAILBENCH_ONE_SLOT_LABELS)
@@ -115,8 +133,9 @@ endfunction()
 # "mpirun: bad input: <name>", railbench refusing an input under mpirun: non-zero exit
 # (or exactly <code>), one error line matching <regex>, no hang.
 function(railbench_bad_input_test name np mode regex)
-  railbench_mpi_test("bad input: ${name}" ${np} ${mode} "${regex}" ${ARGN})
-  set_tests_properties("mpirun: bad input: ${name}" PROPERTIES LABELS "mpi;bad-input")
+  railbench_test("mpirun: bad input: ${name}" LABELS mpi bad-input TIMEOUT 400
+                 COMMAND ${RAILBENCH_TESTS_SOURCE_DIR}/bench/mpi_case.sh ${np} ${mode} "${regex}" --
+                         $<TARGET_FILE:railbench> ${ARGN})
 endfunction()
 
 # railbench_fault_test(<name> <case>): "robustness: <name>", one case of
