@@ -134,7 +134,7 @@ void Progress::wait_until(Pred pred, const char* what, int focus_peer) {
   // The idle clock starts at the first check, 512 idle polls in (tens of microseconds,
   // more than an 8 B round trip), then checks every 32: a clock read costs 0.7 us under
   // a VM's emulated timer (HPET), and at 32 the soft-RoCE ping-pong read it about twice
-  // per wait (issue 18's profile).
+  // per wait (scripts/bench/profile-rxe-lat.sh measured it).
   constexpr uint32_t kFirstCheck = 512;
   Clock::time_point idle_since, last_check;
   bool timing = false;

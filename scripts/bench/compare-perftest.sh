@@ -11,7 +11,7 @@
 #   VM_CLOCK=tsc scripts/bench/compare-perftest.sh   (the guest kernel keeps time with the
 #     TSC, as a real host does, instead of the emulated HPET it picks under TCG, whose
 #     every clock_gettime is a 0.7 us system call; perftest times with rdtsc either way)
-# Targets (issue 18): send and write latency p50 <= 1.10x perftest's typical (median)
+# Targets: send and write latency p50 <= 1.10x perftest's typical (median)
 # latency at 8 B; write bandwidth >= 0.95x ib_write_bw at 64 KiB and 1 MiB. The rest
 # is shown for the record. railbench's write latency is its default method, `poll`
 # (the responder polls the last byte, as ib_write_lat does). Latencies: send and write

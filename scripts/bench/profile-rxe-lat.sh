@@ -5,7 +5,8 @@
 # system-wide `perf record -e cpu-clock` (where the vCPUs' time goes: by command and
 # symbol, kernel included). Prints both side by side per tool.
 #   scripts/bench/profile-rxe-lat.sh [VERB] [ITERS]   (default: write 20000)
-# Issue 18: railbench's 8 B send and write latency on rxe was 1.3-2x perftest's.
+# Use it when railbench's 8 B send or write latency on rxe is well above perftest's
+# (scripts/bench/compare-perftest.sh): the two profiles show where the extra time goes.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 

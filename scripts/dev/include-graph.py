@@ -28,9 +28,11 @@ LAYERS = {
     "transports/verbs": LIB,
     "transports/nccl": LIB,
     "transports": LIB,
-    # Algorithms are written only against lib/ (and, for features, the collectives).
+    # Algorithms are written only against lib/. The features built on them (the KV-cache
+    # transfer, a training step's workload) may use the collectives, never one another.
     "collectives": LIB,
     "collectives/kvcache": LIB + ["collectives"],
+    "collectives/workload": LIB + ["collectives"],
     # bench/: kinds < runner < cli < commands, offline < main. The result-kind registry
     # (kinds) is below both the readers (runner's CSV, offline) and the commands whose
     # folders register their kinds, naming parts from offline's public headers: so
@@ -50,6 +52,9 @@ LAYERS = {
 # Within bench/commands and bench/offline each command folder is its own unit: one
 # command does not include another's code.
 PER_CHILD = ["bench/commands", "bench/offline", "transports"]
+# The feature folders under collectives/: "collectives" in their lists covers the
+# algorithms, not a sibling feature.
+FEATURES = ["collectives/kvcache", "collectives/workload"]
 SOURCES = (".h", ".cc", ".cu", ".c")
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
 # bench/ asks lib/ what this build has (the transport registry, mpi_bootstrap_built) and
@@ -80,6 +85,8 @@ def allowed(src_layer, src_node, dst_path):
         return True  # a generated or system-like header: not ours to judge
     if dst_node == src_node:
         return True
+    if src_layer in FEATURES and dst_layer in FEATURES:
+        return False  # one feature does not include another's code
     for prefix in LAYERS[src_layer]:
         if dst_path == prefix or dst_path.startswith(prefix + "/"):
             # A command folder may include the shared layers, not a sibling command.

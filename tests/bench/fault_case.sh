@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Faults under a real mpirun, each with a hard deadline (issue 13, items 4 and 6):
+# Faults under a real mpirun, each with a hard deadline (a stopped or dead rank is named,
+# an oversized send window runs in chunks; neither may hang the job):
 #   fault_case.sh stop RAILBENCH   rank 2 of 4 is SIGSTOPped mid-allreduce: every error
 #                                  line names rank 2 as not answering a liveness probe
 #                                  (not rank 0's live ring neighbour, rank 3)

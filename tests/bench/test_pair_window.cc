@@ -1,4 +1,5 @@
-// Send windows larger than the transport's queues (issue 13, item 6): the loopback's
+// Send windows larger than the transport's queues (sendrecv's --window is the user's, the
+// queue depth is the provider's, so any window must run): the loopback's
 // receive queue holds max_outstanding receives, as a provider's does, and a window of
 // many times that must run in chunks instead of waiting for its deadline.
 #include <catch2/catch.hpp>

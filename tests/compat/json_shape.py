@@ -31,11 +31,12 @@ VOLATILE = {
 # validate's drain list, checked by tests/netns/cases.sh; launcher: world.launcher;
 # counters, counters_a, counters_b: the fabric counters that moved, which vary by machine
 # and run, checked by tests/lib/test_counters.cc and the netns lossy case; burn_in:
-# --duration / --cycles only; test_s: validate's pair results, issue 16; cabling: validate's
-# cabling check, issue 17, checked by the netns healthy and swapped cases; pkeys: an
-# InfiniBand port's P_Key table in validate's inventory, isolation and tenant_collectives:
-# validate with tenants, issue 17, checked by tests/validate/test_tenants.cc and the netns
-# tenants case; bisection: validate's tests.bisection, checked by the netns bisection case).
+# --duration / --cycles only; test_s: the seconds a validate pair test took, which a burn-in
+# window divides its bytes by; cabling: validate's cabling check, checked by the netns
+# healthy and swapped cases; pkeys: an InfiniBand port's P_Key table in validate's
+# inventory, isolation and tenant_collectives: validate with tenants, checked by
+# tests/validate/test_tenants.cc and the netns tenants case; bisection: validate's
+# tests.bisection, checked by the netns bisection case).
 ADDED = {"railbench_commit", "updated_at", "launcher", "bad_nodes", "counters", "counters_a", "counters_b", "burn_in",
          "test_s", "cabling", "pkeys", "isolation", "tenant_collectives",
          "bisection"}

@@ -1,6 +1,6 @@
 // The liveness probe (lib/runtime/liveness.h) and what Progress and the bootstrap say with it:
 // a timed-out wait names the rank that is stopped or dead, not the live neighbour it
-// happened to wait on (issue 13, item 4).
+// happened to wait on, so the operator looks at the right host.
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>

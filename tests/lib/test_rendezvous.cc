@@ -1,4 +1,5 @@
-// The TCP rendezvous admits only its own job (issue 14): the frame's checks, and rank 0
+// The TCP rendezvous admits only its own job (a port open on the network is found by
+// scanners and other jobs' ranks; lib/runtime/README.md): the frame's checks, and rank 0
 // with real sockets facing strangers that send garbage, another job's token or nothing.
 // tests/rendezvous/strangers.py does the same to the railbench binary.
 #include <arpa/inet.h>

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Where rank 0 of the TCP rendezvous listens (issue 14; README "The rendezvous: who may
-# join"), with the railbench binary:
+# Where rank 0 of the TCP rendezvous listens (lib/runtime/README.md, "The rendezvous:
+# who may join"), with the railbench binary:
 #   1. RAILBENCH_ROOT's host is not this machine's: exit 2 naming the host, its address
 #      and the fix (RAILBENCH_BIND);
 #   2. Debian's /etc/hosts maps the machine's own name to 127.0.1.1: with

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Strangers at the TCP rendezvous (issue 14; README "The rendezvous: who may join").
+"""Strangers at the TCP rendezvous (lib/runtime/README.md, "The rendezvous: who may join").
 
     strangers.py RAILBENCH
 

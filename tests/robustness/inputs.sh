@@ -65,7 +65,7 @@ case2() {
   check "$name" $rc "$work/err" "$regex"
 }
 
-# ---- issue 13 item 3: no input takes the host's memory ----
+# ---- inputs that would take the host's memory: refused with their bound ----
 case1 "--rails 999" "--rails 999 is more than the 64 rails" "$rb" allreduce -t ofi:tcp --rails 999 -b 8 -e 8
 case1 "-b 1 -e 1G -i 1" "more than 10000 sizes" "$rb" allreduce -t ofi:tcp -b 1 -e 1G -i 1
 mk_config() {
@@ -85,7 +85,7 @@ case2 "kvcache --tokens 1000000000 (block tables)" "block tables and copy plans"
   "RAILBENCH_RANK=0 RAILBENCH_WORLD_SIZE=2" "RAILBENCH_RANK=1 RAILBENCH_WORLD_SIZE=2" -- \
   "$rb" "${kv[@]}" --tokens 1000000000 --layers 1 --kv-heads 1 --head-dim 1
 
-# ---- issue 13 item 7: small inputs that must be errors ----
+# ---- small inputs that must be errors (negative counts, bad ports, bad numbers) ----
 case1 "-n -1" "iters.*-1.*1 or more" "$rb" allreduce -t ofi:tcp -b 8 -e 8 -n -1
 case1 "-w -1" "warmup-iters.*-1.*0 or more" "$rb" allreduce -t ofi:tcp -b 8 -e 8 -w -1
 case1 "-f -1" "step-factor.*-1.*2 or more" "$rb" allreduce -t ofi:tcp -b 8 -e 1K -f -1

@@ -227,7 +227,7 @@ TEST_CASE("ofi: a peer that never sends is named in the timeout", "[ofi]") {
   }
 }
 
-// Teardown after a failure (issue 13): a region destroyed while a receive into it is
+// Teardown after a failure: a region destroyed while a receive into it is
 // still posted must close the endpoint first, or the provider later copies a late
 // message into freed memory (a SIGSEGV in libfabric during teardown). The buffer is
 // unmapped, so a write into it crashes instead of passing unnoticed.

@@ -313,7 +313,7 @@ TEST_CASE("ucx: a peer that goes away fails its endpoint, named with UCX's code"
   CHECK_THAT(post_error, Catch::Contains("send with peer 1 on rail 0 (lo)") && Catch::Contains("UCS_ERR_"));
 }
 
-// Teardown after a failure (issue 13): a region destroyed while a receive into it is
+// Teardown after a failure: a region destroyed while a receive into it is
 // still posted must close the endpoint first, or the provider later copies a late
 // message into freed memory (a SIGSEGV in libfabric during teardown). The buffer is
 // unmapped, so a write into it crashes instead of passing unnoticed.

@@ -10,8 +10,9 @@
 //     does the next one when the peer's reply overtook the last one's completion (the
 //     CQE comes with the ACK, the reply may come first). Unsignaled, that message would
 //     need a flush write of its own: a second packet and its ACK on every iteration,
-//     which soft-RoCE's ping-pong measured (0.5 flushes per iteration, issue 18). A
-//     burst pays one CQE more: its first two WRs are signaled,
+//     which soft-RoCE's ping-pong measured (0.5 flushes per iteration, with
+//     scripts/bench/profile-rxe-lat.sh). A burst pays one CQE more: its first two WRs
+//     are signaled,
 //   - `signal_every` WRs have gone unsignaled, or
 //   - it takes the last caller slot (a full queue always ends in a signaled WR).
 // Unsignaled WRs at the tail of a burst ("uncovered") would otherwise never complete:
