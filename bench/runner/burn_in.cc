@@ -11,6 +11,7 @@
 #include "bench/runner/status_line.h"
 #include "lib/core/config_path.h"
 #include "lib/core/errors.h"
+#include "lib/core/stats.h"
 
 namespace railbench {
 
@@ -25,21 +26,6 @@ std::string utc_now() {
   char buf[32];
   std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
   return buf;
-}
-
-// Nearest-rank median, lower middle for an even count (as the rest of railbench).
-double median_of(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return v[(v.size() - 1) / 2];
-}
-
-// The median as the mean of the two middle values for an even count: a rail's reference
-// in a window, where one flapping link of four must not become the median itself.
-double middle_of(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
 }  // namespace
@@ -195,7 +181,7 @@ std::vector<BurnInLink> BurnInLog::summarize() const {
       if (!std::isnan(v)) by_group[s.group].push_back(v);
   }
   std::map<std::string, double> reference;
-  for (auto& [g, v] : by_group) reference[g] = median_of(std::move(v));
+  for (auto& [g, v] : by_group) reference[g] = median(std::move(v));
   std::map<std::string, std::vector<double>> window_reference;  // per group, per window
   for (const auto& [g, n] : links_in) {
     auto& per = window_reference[g];
@@ -203,7 +189,7 @@ std::vector<BurnInLink> BurnInLog::summarize() const {
       std::vector<double> v;
       for (const auto& [link, s] : series_)
         if (s.group == g && !std::isnan(s.values[w])) v.push_back(s.values[w]);
-      per.push_back(n >= kBurnInPerWindowLinks && !v.empty() ? middle_of(std::move(v)) : reference[g]);
+      per.push_back(n >= kBurnInPerWindowLinks && !v.empty() ? median(std::move(v)) : reference[g]);
     }
   }
 
@@ -239,7 +225,7 @@ std::vector<BurnInLink> BurnInLog::summarize() const {
     if (!finished.empty()) {
       l.min = *std::min_element(finished.begin(), finished.end());
       l.max = *std::max_element(finished.begin(), finished.end());
-      l.median = median_of(finished);
+      l.median = median(finished);
     }
     out.push_back(std::move(l));
   }

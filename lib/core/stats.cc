@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
+#include <utility>
 
 namespace railbench {
 
@@ -14,6 +16,25 @@ double percentile_sorted(std::span<const double> sorted, double p) {
   long long rank = (permille * n + 999) / 1000;
   rank = std::clamp(rank, 1LL, n);
   return sorted[static_cast<size_t>(rank - 1)];
+}
+
+double median(std::vector<double> values) {
+  if (values.empty()) return 0.0;
+  const size_t n = values.size(), mid = n / 2;
+  std::nth_element(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(mid), values.end());
+  if (n % 2) return values[mid];
+  // The lower middle is the largest value below the upper one, which nth_element left in
+  // front of it.
+  const double lower = *std::max_element(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(mid));
+  return (lower + values[mid]) / 2;
+}
+
+double scaled_mad(const std::vector<double>& values) {
+  const double center = median(values);
+  std::vector<double> deviation;
+  deviation.reserve(values.size());
+  for (double x : values) deviation.push_back(std::fabs(x - center));
+  return 1.4826 * median(std::move(deviation));
 }
 
 Summary summarize(std::span<const double> samples) {

@@ -6,6 +6,8 @@
 
 #include <fmt/format.h>
 
+#include "lib/core/stats.h"
+
 namespace railbench {
 
 namespace {
@@ -75,12 +77,6 @@ int64_t busy_ns(const LinkAcc& a) {
     for (const auto& st : stalls) busy -= overlap(m.first, m.second, st.first, st.second);
   }
   return std::max<int64_t>(0, busy);
-}
-
-template <class T>
-T median_of(std::vector<T> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
 }
 
 class Analysis {
@@ -241,14 +237,15 @@ void Analysis::blame_link(const OpView& v, OpBlame& b) {
   for (const auto& [k, a] : links)
     if (judged(a)) rates.push_back(static_cast<double>(a.bytes) / static_cast<double>(a.ns));
   if (rates.size() < 2) return;  // nothing to compare with
-  const double median = median_of(rates);
+  const double median_rate = median(rates);
   const LinkKey* worst = nullptr;
   double worst_ratio = 1;
   int64_t worst_cost = 0;
   for (const auto& [k, a] : links) {
     if (!judged(a)) continue;
-    const double ratio = static_cast<double>(a.bytes) / static_cast<double>(a.ns) / median;
-    const auto cost = std::min<int64_t>(b.op_ns, a.ns - static_cast<int64_t>(static_cast<double>(a.bytes) / median));
+    const double ratio = static_cast<double>(a.bytes) / static_cast<double>(a.ns) / median_rate;
+    const auto cost =
+        std::min<int64_t>(b.op_ns, a.ns - static_cast<int64_t>(static_cast<double>(a.bytes) / median_rate));
     if (ratio < worst_ratio && ratio < kSlowLinkRatio && cost > a.uncertainty_ns && cost > 0) {
       worst = &k;
       worst_ratio = ratio;

@@ -172,7 +172,10 @@ TEST_CASE("validate --baseline: the slowed link is found against its accepted fi
   CHECK(found[0].kind == FindingKind::baseline);
   CHECK(found[0].severity == Severity::fail);
   CHECK(found[0].subject == "node03 rail1 (leaf1)");
-  CHECK_THAT(found[0].reason, Catch::Matches(".*GB/s, [0-9]+% below its accepted 0\\.0[0-9]+ GB/s \\(base\\.json\\)"));
+  // The rail's median ratio is the mean of its two middle links, both healthy here, so
+  // the reason may add their few percent of noise as "its rail moved".
+  CHECK_THAT(found[0].reason, Catch::Matches(".*GB/s, [0-9]+% below its accepted 0\\.0[0-9]+ GB/s "
+                                             "\\(base\\.json(; its rail moved -[0-9]%)?\\)"));
   CHECK(found[0].measured < found[0].expected * (1 - c.thresholds.baseline_bw_below));
 }
 

@@ -53,3 +53,28 @@ TEST_CASE("iteration time is the maximum over ranks", "[stats]") {
   std::vector<std::vector<double>> by_rank{{1, 5, 3}, {4, 2, 3}, {2, 2, 9}};
   CHECK(max_over_ranks(by_rank) == std::vector<double>{4, 5, 9});
 }
+
+TEST_CASE("median is the middle value, the mean of the two middle ones for an even count", "[stats]") {
+  CHECK(median({}) == 0);
+  CHECK(median({7}) == 7);
+  CHECK(median({3, 1, 2}) == 2);
+  CHECK(median({4, 1, 3, 2}) == Approx(2.5));  // unsorted on purpose
+  CHECK(median({10, 10, 10, 1}) == 10);        // ties: the middle pair is (10, 10)
+  // One bad link of four cannot become the reference it is judged against.
+  CHECK(median({50, 50, 48, 5}) == Approx(49));
+  // Differs from the nearest-rank p50, which is a measured value (the lower middle).
+  const std::vector<double> even{1, 2, 3, 4, 5, 6};
+  CHECK(summarize(even).p50 == 3);
+  CHECK(median(even) == Approx(3.5));
+}
+
+TEST_CASE("scaled MAD is 1.4826 times the median absolute deviation and ignores one outlier", "[stats]") {
+  CHECK(scaled_mad({}) == 0);
+  CHECK(scaled_mad({5, 5, 5, 5}) == 0);
+  // median 3; deviations {2, 1, 0, 1, 2} -> median 1.
+  CHECK(scaled_mad({1, 2, 3, 4, 5}) == Approx(1.4826));
+  // One wild value moves the standard deviation a lot, the scaled MAD not at all.
+  CHECK(scaled_mad({1, 2, 3, 4, 1000}) == Approx(1.4826));
+  // Even count: median 2.5; deviations {1.5, 0.5, 0.5, 1.5} -> median 1.
+  CHECK(scaled_mad({1, 2, 3, 4}) == Approx(1.4826));
+}

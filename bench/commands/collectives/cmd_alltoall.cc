@@ -121,7 +121,7 @@ void AllToAllRunner::print_summary(const RunContext& ctx) const {
   std::sort(order.begin(), order.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
   std::vector<double> p50s;
   for (const auto& [v, p] : order) p50s.push_back(v);
-  const double median = summarize(p50s).p50;
+  const double median_p50 = median(std::move(p50s));
   ctx.print(
       fmt::format("# Slowest all-to-all links at {} B (step time: step posted until the block arrived):", last_bytes_));
   ctx.print(fmt::format("#   {:<24} {:<24} {:>10} {:>10} {:>8} {:>9}", "src", "dst", "p50 (us)", "p99 (us)", "GB/s",
@@ -130,7 +130,7 @@ void AllToAllRunner::print_summary(const RunContext& ctx) const {
     const json& p = *order[i].second;
     ctx.print(fmt::format("#   {:<24} {:<24} {:>10.1f} {:>10.1f} {:>8.3f} {:>9.2f}", ctx.peer_name(p.at("src")),
                           ctx.peer_name(p.at("dst")), order[i].first, p.at("step_us").at("p99").get<double>(),
-                          p.at("gbps").get<double>(), median > 0 ? order[i].first / median : 0.0));
+                          p.at("gbps").get<double>(), median_p50 > 0 ? order[i].first / median_p50 : 0.0));
   }
 }
 

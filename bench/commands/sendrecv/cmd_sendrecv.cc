@@ -13,6 +13,7 @@
 #include "bench/runner/sweep.h"
 #include "lib/core/schedule.h"
 #include "lib/core/sizes.h"
+#include "lib/core/stats.h"
 #include "lib/results/results.h"
 #include "lib/transport/gpu.h"
 
@@ -61,12 +62,6 @@ std::vector<PairRecord> merge_pairs(const std::vector<std::string>& per_rank) {
   std::vector<PairRecord> out;
   for (auto& [k, v] : merged) out.push_back(v);
   return out;
-}
-
-double median_of(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return v[(v.size() - 1) / 2];
 }
 
 void print_header(const RunContext& ctx, const SendRecvOptions& opt, size_t npairs, bool per_pair) {
@@ -123,8 +118,8 @@ void print_size(const RunContext& ctx, uint64_t bytes, const std::vector<PairRec
       wrong += p->wrong;
     }
     ctx.print(fmt::format("  {:>10} {:>4} {:>6} {:>9.2f} {:>9.2f} {:>10.2f} {:>10.3f} {:>10.3f} {:>10.3f} {:>7}", bytes,
-                          rail, list.size(), median_of(lat50), lat99, lat999, *std::min_element(uni.begin(), uni.end()),
-                          median_of(uni), median_of(bidir), wrong));
+                          rail, list.size(), median(lat50), lat99, lat999, *std::min_element(uni.begin(), uni.end()),
+                          median(uni), median(bidir), wrong));
   }
 }
 

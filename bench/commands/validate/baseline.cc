@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "lib/core/errors.h"
+#include "lib/core/stats.h"
 #include "lib/results/read.h"
 
 namespace railbench {
@@ -85,8 +86,7 @@ int judge_against_baseline(const SuConfig& config, const std::vector<std::string
     // link's partners, or a uniformly slower rerun, would be named link by link.
     std::vector<double> ratios;
     for (const auto& j : links) ratios.push_back(j.ratio);
-    std::nth_element(ratios.begin(), ratios.begin() + static_cast<long>(ratios.size() / 2), ratios.end());
-    const double typical = std::min(1.0, ratios[ratios.size() / 2]);
+    const double typical = std::min(1.0, median(std::move(ratios)));
     const int r = links.front().link->link.rail;
     if (1 - typical > margin) {
       findings.push_back({Severity::warn, FindingKind::baseline, fmt::format("rail{}", r),

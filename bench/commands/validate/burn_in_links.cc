@@ -7,6 +7,8 @@
 
 #include <fmt/format.h>
 
+#include "lib/core/stats.h"
+
 namespace railbench {
 
 namespace {
@@ -36,12 +38,11 @@ std::string log_rail_window(BurnInLog& log, const SuConfig& c, const std::vector
   double lo = 0, hi = 0;
   std::string lowest;
   for (auto& [key, v] : rates) {
-    std::sort(v.begin(), v.end());
-    const double median = v[(v.size() - 1) / 2];
+    const double typical = median(std::move(v));
     const std::string label = link_label(node_names, key.second, key.first);
-    log.add(label, fmt::format("rail{}", key.first), "GB/s", median);
-    if (lowest.empty() || median < lo) lo = median, lowest = label;
-    hi = std::max(hi, median);
+    log.add(label, fmt::format("rail{}", key.first), "GB/s", typical);
+    if (lowest.empty() || typical < lo) lo = typical, lowest = label;
+    hi = std::max(hi, typical);
   }
   if (lowest.empty()) return "no pair tests";
   return fmt::format("links {:.3f} .. {:.3f} GB/s, lowest {}", lo, hi, lowest);

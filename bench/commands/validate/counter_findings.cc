@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "lib/core/stats.h"
 #include "lib/observe/counters.h"
 
 namespace railbench {
@@ -30,12 +31,6 @@ void add_side(const nlohmann::json& side, std::map<std::string, uint64_t>& kinds
   if (const auto d = side.find("deltas"); d != side.end() && d->is_object())
     for (const auto& [name, v] : d->items())
       if (v.is_number_integer() && v.get<int64_t>() >= 0) deltas[name] += v.get<uint64_t>();
-}
-
-double median_of(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n == 0 ? 0 : n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
 uint64_t kind_of(const std::map<std::string, uint64_t>& kinds, const char* k) {
@@ -117,7 +112,7 @@ void judge_counters(const SuConfig& config, const std::vector<std::string>& node
       retransmits.push_back(static_cast<double>(kind_of(c.kinds, "retransmit")));
     }
     if (drops.empty()) continue;
-    const double drop_median = median_of(drops), retransmit_median = median_of(retransmits);
+    const double drop_median = median(drops), retransmit_median = median(retransmits);
     for (size_t n = 0; n < counters[r].size(); ++n) {
       const LinkCounterDeltas& c = counters[r][n];
       if (!c.read) continue;

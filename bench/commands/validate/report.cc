@@ -6,6 +6,8 @@
 
 #include <fmt/format.h>
 
+#include "lib/core/stats.h"
+
 namespace railbench {
 
 using nlohmann::json;
@@ -213,8 +215,8 @@ std::vector<std::string> summary_lines(const SuConfig& c, const std::vector<std:
     });
     out.push_back(fmt::format("  {:>5} {:>8} {:>7} {:>11.3f} {:>11.3f} {:>11.3f} {:>10.1f} {:>10.1f} {:>6}  {}", r,
                               c.rails[r].leaf, fmt::format("{}/{}", measured, stats[r].size()),
-                              tx.empty() ? 0.0 : tx.front(), tx.empty() ? 0.0 : tx[(tx.size() - 1) / 2],
-                              line_gbytes(c.rails[r]), p50.empty() ? 0.0 : p50[(p50.size() - 1) / 2], p99, downs,
+                              tx.empty() ? 0.0 : tx.front(), median(tx), line_gbytes(c.rails[r]), median(p50), p99,
+                              downs,
                               bad             ? "FAIL"
                               : measured == 0 ? "not run"
                                               : "PASS"));

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "lib/core/errors.h"
+#include "lib/core/stats.h"
 
 namespace railbench {
 namespace {
@@ -26,21 +27,6 @@ Enum parse_word(const std::string& word, const std::string& field, const Enum (&
                   field, word, known));
 }
 
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
-// Scaled median absolute deviation: an estimate of the spread that a few outliers do
-// not move (1.4826 makes it match the standard deviation of normal data).
-double mad(const std::vector<double>& v, double med) {
-  std::vector<double> d;
-  for (double x : v) d.push_back(std::fabs(x - med));
-  return 1.4826 * median(d);
-}
-
 struct RailBaseline {
   double tx = 0, rx = 0, bidir = 0, lat = 0, spread = 0;
   double tx_mad = 0, rx_mad = 0, bidir_mad = 0, lat_mad = 0, spread_mad = 0;
@@ -58,8 +44,8 @@ RailBaseline baseline(const std::vector<LinkStats>& links) {
   }
   RailBaseline b;
   b.tx = median(tx), b.rx = median(rx), b.bidir = median(bidir), b.lat = median(lat), b.spread = median(spread);
-  b.tx_mad = mad(tx, b.tx), b.rx_mad = mad(rx, b.rx), b.bidir_mad = mad(bidir, b.bidir), b.lat_mad = mad(lat, b.lat);
-  b.spread_mad = mad(spread, b.spread);
+  b.tx_mad = scaled_mad(tx), b.rx_mad = scaled_mad(rx), b.bidir_mad = scaled_mad(bidir), b.lat_mad = scaled_mad(lat);
+  b.spread_mad = scaled_mad(spread);
   return b;
 }
 
@@ -531,7 +517,7 @@ std::vector<Finding> judge_links(const SuConfig& config, const std::vector<std::
   for (const auto& p : cross)
     if (p.ok) xs.push_back(std::min(p.bw_ab, p.bw_ba));
   const double xmed = median(xs);
-  const double xspread = mad(xs, xmed);
+  const double xspread = scaled_mad(xs);
   for (const auto& p : cross) {
     if (blamed.count({p.rail_a, p.node_a}) || blamed.count({p.rail_b, p.node_b})) continue;
     const std::string subject =

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "bench/offline/compare/figures.h"
+#include "lib/core/stats.h"
 
 namespace railbench::compare {
 
@@ -19,21 +20,6 @@ namespace {
 
 double num(const json& j, const char* key) {
   return j.at(key).get<double>();
-}
-
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
-// Scaled MAD: the standard deviation of normal data, unmoved by one bad link.
-double scaled_mad(const std::vector<double>& v) {
-  const double med = median(v);
-  std::vector<double> d;
-  for (double x : v) d.push_back(std::fabs(x - med));
-  return 1.4826 * median(d);
 }
 
 // One link metric: its figure is the median over its partners (bench/validate); its

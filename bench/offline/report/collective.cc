@@ -10,6 +10,7 @@
 #include "bench/offline/report/html.h"
 #include "bench/offline/report/sections.h"
 #include "bench/offline/report/svg.h"
+#include "lib/core/stats.h"
 
 namespace railbench::report {
 
@@ -105,8 +106,7 @@ std::string step_matrix(const RunContext& ctx, const nlohmann::json& results) {
   for (double v : p50)
     if (!std::isnan(v)) measured.push_back(v);
   if (measured.empty()) return "";
-  std::nth_element(measured.begin(), measured.begin() + measured.size() / 2, measured.end());
-  const double median = measured[measured.size() / 2];
+  const double reference = median(std::move(measured));
   Heatmap h;
   h.id = ctx.id + "-steps";
   h.title = fmt::format("step time src &#8594; dst at {} (p50, us)", esc(size_label(e->value("bytes", uint64_t{0}))));
@@ -122,11 +122,11 @@ std::string step_matrix(const RunContext& ctx, const nlohmann::json& results) {
         c.classes = s == d ? "self" : "missing";
         c.title = s == d ? "" : fmt::format("rank {} -> rank {}: not measured", s, d);
       } else {
-        c.fill = viridis_class(std::min(1.0, median / p50[i]));
+        c.fill = viridis_class(std::min(1.0, reference / p50[i]));
         const auto st = at[i]->value("step_us", nlohmann::json::object());
         c.title = fmt::format("rank {} -> rank {}: step p50 {} us, p99 {} us, {} GB/s ({} of the median link)", s, d,
                               num(p50[i]), num(stat(st, "p99")), num(number_at(*at[i], "gbps")),
-                              num(p50[i] / median, 2) + "x");
+                              num(p50[i] / reference, 2) + "x");
         c.text = num(p50[i], 2);
       }
       h.cells.push_back(std::move(c));
@@ -135,7 +135,7 @@ std::string step_matrix(const RunContext& ctx, const nlohmann::json& results) {
   std::string out = "<h3>alltoall: step time per link</h3>";
   if (!note.empty()) out += "<p class=\"note\">" + esc(note) + "</p>";
   out += colour_key({viridis(0), viridis(0.5), viridis(1)}, "4x the median or slower", "2x",
-                    "the median link (" + num(median) + " us) or faster", true);
+                    "the median link (" + num(reference) + " us) or faster", true);
   return out + h.svg();
 }
 

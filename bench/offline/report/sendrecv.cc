@@ -12,6 +12,7 @@
 #include "bench/offline/report/html.h"
 #include "bench/offline/report/sections.h"
 #include "bench/offline/report/svg.h"
+#include "lib/core/stats.h"
 
 namespace railbench::report {
 
@@ -82,14 +83,14 @@ std::vector<Series> metric_series(const nlohmann::json& results, const Metric& m
     }
     if (v.empty()) continue;
     std::sort(v.begin(), v.end());
-    const double median = v[(v.size() - 1) / 2], bad = m.higher_is_better ? v.front() : v.back();
+    const double middle = median(v), bad = m.higher_is_better ? v.front() : v.back();
     med.x.push_back(static_cast<double>(r.value("bytes", uint64_t{0})));
-    med.y.push_back(median);
+    med.y.push_back(middle);
     worst.x.push_back(med.x.back());
     worst.y.push_back(bad);
     if (!baseline) {
-      med.lo.push_back(std::min(median, bad));
-      med.hi.push_back(std::max(median, bad));
+      med.lo.push_back(std::min(middle, bad));
+      med.hi.push_back(std::max(middle, bad));
     }
   }
   out.push_back(std::move(med));

@@ -11,6 +11,7 @@
 
 #include "bench/offline/report/html.h"
 #include "bench/offline/report/validate_data.h"
+#include "lib/core/stats.h"
 
 namespace railbench::report {
 
@@ -69,8 +70,8 @@ std::string rail_table(const ValidateRun& v) {
       if (f.rail == rail) fail = fail || f.severity == "FAIL", warn = warn || f.severity == "WARN";
     t.row({fmt::format("{}", rail), esc(text_at(r, "leaf")), esc(text_at(r, "nic")),
            fmt::format("{}/{}", measured, links.size()), num(tx.empty() ? NAN : tx.front()),
-           num(tx.empty() ? NAN : tx[(tx.size() - 1) / 2]), num(number_at(r, "line_rate_gbps") / 8),
-           num(p50.empty() ? NAN : p50[(p50.size() - 1) / 2]), num(p99max), fmt::format("{}", downs),
+           num(tx.empty() ? NAN : median(tx)), num(number_at(r, "line_rate_gbps") / 8),
+           num(p50.empty() ? NAN : median(p50)), num(p99max), fmt::format("{}", downs),
            fail   ? "FAIL"
            : warn ? "WARN"
                   : "PASS"},

@@ -15,6 +15,7 @@
 #include "bench/offline/report/html.h"
 #include "bench/offline/report/svg.h"
 #include "bench/offline/report/validate_data.h"
+#include "lib/core/stats.h"
 
 namespace railbench::report {
 
@@ -46,8 +47,7 @@ double latency_reference(const std::vector<RailGrid>& grids, RailMatrix RailGrid
         if (a != b && !std::isnan(at(m, a, b))) all.push_back(at(m, a, b));
   }
   if (all.empty()) return NAN;
-  std::nth_element(all.begin(), all.begin() + all.size() / 2, all.end());
-  return all[all.size() / 2];
+  return median(std::move(all));
 }
 
 // The hover of a row or column label: the link's medians over its partners.

@@ -13,6 +13,7 @@
 #include "bench/offline/report/colour.h"
 #include "bench/offline/report/html.h"
 #include "bench/offline/report/validate_data.h"
+#include "lib/core/stats.h"
 
 namespace railbench::report {
 
@@ -73,13 +74,11 @@ BlockFigures block_figures(const RailGrid& g, const LeafGroup& li, const LeafGro
       if (!(g.p99.at(a, b) <= f.p99)) f.p99 = std::isnan(g.p99.at(a, b)) ? f.p99 : g.p99.at(a, b);
     }
   }
-  const auto median = [](std::vector<float>& v) {
-    if (v.empty()) return static_cast<float>(NAN);
-    std::nth_element(v.begin(), v.begin() + (v.size() - 1) / 2, v.end());
-    return v[(v.size() - 1) / 2];
+  const auto middle = [](const std::vector<float>& v) {
+    return v.empty() ? static_cast<float>(NAN) : static_cast<float>(median({v.begin(), v.end()}));
   };
-  f.median = median(bw);
-  f.p50 = median(p50);
+  f.median = middle(bw);
+  f.p50 = middle(p50);
   return f;
 }
 
@@ -156,8 +155,7 @@ double link_fraction(const RailGrid& g, int x, std::vector<float>& scratch) {
     for (int y = 0; y < g.bw.n; ++y)
       if (const float f = row ? g.bw.at(x, y) : g.bw.at(y, x); y != x && !std::isnan(f)) scratch.push_back(f);
     if (scratch.empty()) continue;
-    std::nth_element(scratch.begin(), scratch.begin() + (scratch.size() - 1) / 2, scratch.end());
-    const double f = scratch[(scratch.size() - 1) / 2] / g.line_rate;
+    const double f = median({scratch.begin(), scratch.end()}) / g.line_rate;
     if (!(f >= lowest)) lowest = f;
   }
   return lowest;
