@@ -1,0 +1,103 @@
+// One flow through the fabric, chosen by its 5-tuple: its switch path learned by
+// TTL-limited probes that carry the flow's own header fields (the Paris-traceroute
+// idea: same addresses, ports and protocol, so every ECMP hash on the way makes the
+// same choice as for the flow itself), then the flow measured.
+//
+// TCP (ofi:tcp, netdev rails): the probes are the flow's own SYNs. A socket bound to
+// (src_ip, src_port) with IP_TTL = h and IP_RECVERR connects to (dst_ip, dst_port); the
+// switch where the TTL runs out answers ICMP time exceeded, which the kernel queues on
+// that socket's error queue with the switch's address (SO_EE_OFFENDER). No raw socket,
+// no CAP_NET_RAW. The SYN that reaches the destination opens the connection, which is
+// then the measured flow: its path is the traced one, not a lookalike's.
+// UDP (RoCE v2: destination port 4791, the QP's source port): the same with UDP
+// datagrams; the destination's answer is ICMP port unreachable or nothing.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace railbench {
+
+enum class FlowProto { tcp, udp };
+
+struct FlowTuple {
+  std::string src_ip, dst_ip;  // dotted IPv4
+  uint16_t src_port = 0, dst_port = 0;
+  FlowProto proto = FlowProto::tcp;
+};
+
+// One TTL of a trace: who answered (the ICMP's source, "" when nobody did in time).
+struct TraceHop {
+  int ttl = 0;
+  std::string address;
+  double rtt_us = 0;
+};
+
+struct FlowTrace {
+  std::vector<TraceHop> hops;  // ttl 1..n, in order; the last may be the destination
+  bool reached = false;        // the destination answered (TCP: connected)
+  std::string error;           // why the trace stopped, "" when it reached
+};
+
+// A cap on probes per second, shared by every trace of one process: switches answer
+// ICMP from their CPU and rate-limit it (control-plane policing), so a probe too many
+// looks like a lost hop. Thread-safe; blocks until the next probe may go.
+class ProbePacer {
+ public:
+  explicit ProbePacer(double probes_per_s);
+  void wait();
+
+ private:
+  double interval_s_;
+  std::chrono::steady_clock::time_point next_;
+};
+
+struct TraceOptions {
+  int max_ttl = 8;
+  std::chrono::milliseconds hop_timeout{300};  // wait for one hop's answer
+  int tries = 2;                               // probes per TTL before the hop counts as silent
+};
+
+// TCP: traces (src_ip:src_port -> dst_ip:dst_port) and, when a SYN reaches the
+// destination, returns the connected socket in `fd` (IP_TTL back to the default; the
+// caller owns it), else -1. A socket that cannot be bound (port in use, address not
+// local) is a setup error: trace.error says which and `fd` is -1.
+FlowTrace trace_and_connect(const FlowTuple& tuple, const TraceOptions& options, ProbePacer& pacer, int& fd);
+
+// UDP (RoCE v2 paths): traces only; `reached` when the destination answered.
+FlowTrace trace_udp(const FlowTuple& tuple, const TraceOptions& options, ProbePacer& pacer);
+
+// A TCP listener on one address (the rail's), port chosen by the kernel.
+class FlowListener {
+ public:
+  explicit FlowListener(const std::string& ip);  // throws SetupError naming the address
+  ~FlowListener();
+  FlowListener(const FlowListener&) = delete;
+  FlowListener& operator=(const FlowListener&) = delete;
+  uint16_t port() const { return port_; }
+  // The next connection, or -1 when none came before the deadline.
+  int accept_until(std::chrono::steady_clock::time_point deadline);
+
+ private:
+  int fd_ = -1;
+  uint16_t port_ = 0;
+};
+
+struct FlowFigures {
+  bool completed = false;      // every byte moved before the deadline
+  uint64_t bytes = 0;          // moved (receiver: arrived)
+  double seconds = 0;          // first to last byte
+  double gbps = 0;             // bytes * 8 / seconds / 1e9
+  uint32_t retransmits = 0;    // sender: TCP_INFO tcpi_total_retrans during the send
+  double rtt_us = 0;           // sender: TCP_INFO tcpi_rtt at the end
+  std::string error;           // why it did not complete
+};
+
+// The two ends of one measured flow: the sender writes `bytes`, the receiver reads them
+// and answers one byte, so both know when it is over. Both return by the deadline.
+FlowFigures send_flow(int fd, uint64_t bytes, std::chrono::steady_clock::time_point deadline);
+FlowFigures receive_flow(int fd, uint64_t bytes, std::chrono::steady_clock::time_point deadline);
+
+}  // namespace railbench

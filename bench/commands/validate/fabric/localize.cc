@@ -1,0 +1,2 @@
+// Placeholder while the implementation is written on its branch; replaced before landing.
+#include "bench/commands/validate/fabric/localize.h"
