@@ -39,7 +39,9 @@ BadNodes find_bad_nodes(const std::vector<Finding>& findings, const std::vector<
   for (const auto& f : findings) {
     if (f.severity != Severity::fail) continue;
     const std::string text = fmt::format("{} {}: {}", to_string(f.kind), f.subject, f.reason);
-    if (f.ends.empty() && f.node >= 0 && rail_wide.count(f.rail)) {
+    if (f.kind == FindingKind::fabric) {
+      out.switch_ports.push_back(fmt::format("{}: {}", f.subject, f.reason));
+    } else if (f.ends.empty() && f.node >= 0 && rail_wide.count(f.rail)) {
       // One suspect entry per rail, with every node as an end.
       if (!rail_wide_listed.insert(f.rail).second) continue;
       SuspectLink s{fmt::format("rail{} (every node)", f.rail), f.kind, node_names,
@@ -67,7 +69,7 @@ void to_json(json& j, const BadNodes& b) {
   for (const auto& s : b.suspect_links) {
     links.push_back(json{{"subject", s.subject}, {"kind", to_string(s.kind)}, {"ends", s.ends}, {"reason", s.reason}});
   }
-  j = json{{"hosts", b.hosts}, {"hostlist", b.hostlist}, {"reasons", b.reasons}, {"suspect_links", links}};
+  j = json{{"hosts", b.hosts}, {"hostlist", b.hostlist}, {"reasons", b.reasons}, {"suspect_links", links}, {"switch_ports", b.switch_ports}};
 }
 
 DrainListFile::DrainListFile(std::string path) : path_(std::move(path)) {

@@ -29,12 +29,15 @@ struct BadNodes {
   std::string hostlist;                                     // compressed: "gpu[003,017-018]"; "" when none
   std::map<std::string, std::vector<std::string>> reasons;  // host -> "kind subject: reason" per finding
   std::vector<SuspectLink> suspect_links;
+  // Fabric findings (a leaf-spine link): the switch ports to take out of service, never
+  // a host. "su1-leaf0 port spine2 / spine2 port s1l0 (su1-leaf0-spine2): reason".
+  std::vector<std::string> switch_ports;
 };
 
 BadNodes find_bad_nodes(const std::vector<Finding>& findings, const std::vector<std::string>& node_names);
 
 // {"hosts": [...], "hostlist": "...", "reasons": {host: [...]}, "suspect_links": [{"subject",
-// "kind", "ends", "reason"}]}: the results file's "bad_nodes".
+// "kind", "ends", "reason"}], "switch_ports": [...]}: the results file's "bad_nodes".
 void to_json(nlohmann::json& j, const BadNodes& b);
 
 // The --drain-list file of rank 0 (an empty path on the other ranks: nothing is written).

@@ -17,6 +17,7 @@
 #include "bench/commands/validate/collectives.h"
 #include "bench/commands/validate/counter_findings.h"
 #include "bench/commands/validate/drain_list.h"
+#include "bench/commands/validate/fabric_phase.h"
 #include "bench/commands/validate/inventory.h"
 #include "bench/commands/validate/pair_runner.h"
 #include "bench/commands/validate/plan.h"
@@ -163,6 +164,7 @@ void print_bad_nodes(ValidateState& s, const BadNodes& bad) {
     for (const auto& e : l.ends) ends += (ends.empty() ? "" : ", ") + e;
     s.ctx.print(fmt::format("# suspect link, not drained: {}: the fault may lie with any of {}", l.subject, ends));
   }
+  for (const auto& p : bad.switch_ports) s.ctx.print(fmt::format("# switch port, no host drained: {}", p));
   if (!s.run.drain_path.empty()) {
     s.ctx.print(fmt::format("# drain list: {} ({})", s.run.drain_path,
                             bad.hosts.empty() ? "empty: no node to drain" : bad.hostlist));
@@ -272,6 +274,16 @@ bool phase_cabling(ValidateState& s) {
   s.findings.insert(s.findings.end(), found.begin(), found.end());
   publish_bad_nodes(s, false);
   return !found.empty();
+}
+
+// Phase 1c (fabric_phase.h), when the config describes the fabric above the leaves.
+void phase_fabric(ValidateState& s) {
+  if (!s.c.fabric.present() || !s.c.fabric.tests.enabled) return;
+  std::string why;
+  const std::string port = cabling_port(s.nics[s.my_node][s.my_slot], why);
+  auto found = run_fabric_phase(s.ctx, s.c, s.L, port, why, s.results);
+  s.findings.insert(s.findings.end(), found.begin(), found.end());
+  publish_bad_nodes(s, false);
 }
 
 // After a transport refused to open: what each rank's port did since the inventory.
@@ -768,6 +780,7 @@ int validate_phases(RunContext& ctx, const SuConfig& c, const SuLayout& L, const
     const bool blocking = phase_inventory(s);
     if (blocking || run.inventory_only) return finish(s);
     if (phase_cabling(s)) return finish(s);
+    phase_fabric(s);
 
     if (!open_rail(s)) return finish(s);
     PairTraffic traffic(s);

@@ -82,6 +82,20 @@ std::vector<std::string> describe_plan(const SuConfig& c, const ValidatePlan& p)
   out.push_back(
       "#          cabling: each Ethernet/RoCE port ARPs for every other node's NIC on every rail (300 ms), "
       "naming a NIC on the wrong leaf or two swapped");
+  if (c.fabric.present()) {
+    const SuFabric& f = c.fabric;
+    double flow_gbps = f.uplink_gbps;
+    for (const auto& r : c.rails) flow_gbps = std::min(flow_gbps, r.line_rate_gbps);
+    const FabricPlan fp = plan_fabric(f, p.ranks, flow_gbps);
+    out.push_back(fmt::format(
+        "#          fabric: {} SUs, {} leaves, {} spines, {} leaf-spine links at {} Gb/s; {} TCP flows (up to {} until "
+        "every leaf has crossed every spine both ways), each traced by its own TTL-limited SYNs ({} probes, {:.1f}/s "
+        "per rank so no switch answers more than {}/s: ~{}), then measured alone on its path ({} of {}: {:.0f} "
+        "rounds, ~{}); names the leaf-spine link that explains the bad flows",
+        f.sus.size(), f.leaves.size(), f.spines.size(), f.links.size(), f.uplink_gbps, fp.flows, fp.max_flows,
+        fp.probes, fp.per_rank_probe_rate, f.tests.probe_rate, duration(fp.discovery_s), format_size(f.tests.flow_bytes),
+        fp.flows, fp.measure_rounds, duration(fp.measure_s)));
+  }
   out.push_back(fmt::format(
       "# phase 2  rail checks: {} rounds of {} disjoint node pairs, all {} rails at once = {} pair tests; each: "
       "{} x {} B ping-pongs, {} windows of {} x {} each way and both ways",

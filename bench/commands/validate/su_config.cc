@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "bench/commands/validate/config_reader.h"
 #include "lib/core/config_path.h"
 #include "lib/core/errors.h"
 #include "lib/core/sizes.h"
@@ -19,97 +20,12 @@ namespace {
 
 using nlohmann::json;
 
-class Reader {
- public:
-  explicit Reader(std::string path) : path_(std::move(path)) {}
-
-  [[noreturn]] void fail(const std::string& field, const std::string& why) const {
-    // Both may quote the file (a key, a value, a hostlist): cut, so the line stays one line.
-    throw UsageError(fmt::format("config {}: {}: {}", path_, cut_for_error(field, 120), cut_for_error(why, 400)));
-  }
-
-  // Every key of `obj` must be one of `known`: a typo is an error, not a default.
-  void only(const json& obj, const std::string& where, std::initializer_list<const char*> known) const {
-    if (!obj.is_object())
-      fail(where.empty() ? "(top level)" : where, fmt::format("expected an object, got {}", cut_for_error(obj.dump())));
-    for (const auto& [key, value] : obj.items()) {
-      bool ok = false;
-      std::string list;
-      for (const char* k : known) {
-        ok = ok || key == k;
-        list += fmt::format("{}{}", list.empty() ? "" : ", ", k);
-      }
-      if (!ok) fail(join(where, key), fmt::format("unknown field; the fields here are: {}", list));
-    }
-  }
-
-  static std::string join(const std::string& where, const std::string& key) {
-    return where.empty() ? key : where + "." + key;
-  }
-
-  double number(const json& obj, const std::string& where, const char* key, double fallback, double lo, double hi,
-                bool required = false) const {
-    if (!obj.contains(key)) {
-      if (required) fail(join(where, key), fmt::format("missing; expected a number in [{}, {}]", lo, hi));
-      return fallback;
-    }
-    const json& v = obj.at(key);
-    if (!v.is_number()) fail(join(where, key), fmt::format("expected a number, got {}", cut_for_error(v.dump())));
-    const double d = v.get<double>();
-    if (d < lo || d > hi) fail(join(where, key), fmt::format("{} is outside [{}, {}]", d, lo, hi));
-    return d;
-  }
-
-  int integer(const json& obj, const std::string& where, const char* key, int fallback, int lo, int hi,
-              bool required = false) const {
-    if (obj.contains(key) && !obj.at(key).is_number_integer()) {
-      fail(join(where, key), fmt::format("expected a whole number, got {}", cut_for_error(obj.at(key).dump())));
-    }
-    return static_cast<int>(number(obj, where, key, fallback, lo, hi, required));
-  }
-
-  std::string string(const json& obj, const std::string& where, const char* key, const std::string& fallback,
-                     bool required = false) const {
-    if (!obj.contains(key)) {
-      if (required) fail(join(where, key), "missing; expected a string");
-      return fallback;
-    }
-    const json& v = obj.at(key);
-    if (!v.is_string() || v.get<std::string>().empty()) {
-      fail(join(where, key), fmt::format("expected a non-empty string, got {}", cut_for_error(v.dump())));
-    }
-    return v.get<std::string>();
-  }
-
-  uint64_t size(const json& obj, const std::string& where, const char* key, uint64_t fallback) const {
-    if (!obj.contains(key)) return fallback;
-    const json& v = obj.at(key);
-    try {
-      if (v.is_number_unsigned()) return v.get<uint64_t>();
-      if (v.is_string()) return parse_size(v.get<std::string>());
-    } catch (const UsageError& e) {
-      fail(join(where, key), e.what());
-    }
-    fail(join(where, key), fmt::format("expected a size such as 8, \"4K\" or \"8M\", got {}", cut_for_error(v.dump())));
-  }
-
-  bool boolean(const json& obj, const std::string& where, const char* key, bool fallback) const {
-    if (!obj.contains(key)) return fallback;
-    if (!obj.at(key).is_boolean())
-      fail(join(where, key), fmt::format("expected true or false, got {}", cut_for_error(obj.at(key).dump())));
-    return obj.at(key).get<bool>();
-  }
-
- private:
-  std::string path_;
-};
-
 bool valid_ib_mtu(int mtu) {
   return mtu == 256 || mtu == 512 || mtu == 1024 || mtu == 2048 || mtu == 4096;
 }
 
 // The fields outside rails, thresholds and tests: the SU's name, nodes and transport.
-void read_top_level(const Reader& r, const json& doc, SuConfig& c) {
+void read_top_level(const ConfigReader& r, const json& doc, SuConfig& c) {
   c.name = r.string(doc, "", "name", std::filesystem::path(c.path).stem().string());
   c.nodes_expr = r.string(doc, "", "nodes", "", true);
   try {
@@ -132,7 +48,7 @@ void read_top_level(const Reader& r, const json& doc, SuConfig& c) {
 
 // rails[i].leaves: {"r0-leaf0": "gpu[001-032]", "r0-leaf1": "gpu[033-064]"}: every node of
 // the SU under exactly one leaf, as the fabric's cabling plan has it.
-void read_leaves(const Reader& r, const json& j, const std::string& where, const SuConfig& c, SuRail& rail) {
+void read_leaves(const ConfigReader& r, const json& j, const std::string& where, const SuConfig& c, SuRail& rail) {
   if (!j.is_object() || j.empty())
     r.fail(where, "expected an object of leaf -> hostlist, e.g. {\"leaf0\": \"gpu[001-032]\", \"leaf1\": ...}");
   const std::set<std::string> known(c.nodes.begin(), c.nodes.end());
@@ -160,7 +76,7 @@ void read_leaves(const Reader& r, const json& j, const std::string& where, const
 
 // rails[i]: one NIC per GPU slot, each slot and each NIC used once. `have` and `nics`
 // are what the entries before it took.
-SuRail read_rail(const Reader& r, const json& e, size_t i, const SuConfig& c, std::vector<bool>& have,
+SuRail read_rail(const ConfigReader& r, const json& e, size_t i, const SuConfig& c, std::vector<bool>& have,
                  std::set<std::string>& nics) {
   const std::string where = fmt::format("rails[{}]", i);
   r.only(e, where, {"gpu", "nic", "leaf", "leaves", "speed_gbps", "line_rate_gbps", "mtu"});
@@ -187,7 +103,7 @@ SuRail read_rail(const Reader& r, const json& e, size_t i, const SuConfig& c, st
   return rail;
 }
 
-void read_rails(const Reader& r, const json& doc, SuConfig& c) {
+void read_rails(const ConfigReader& r, const json& doc, SuConfig& c) {
   if (!doc.contains("rails") || !doc.at("rails").is_array()) {
     r.fail("rails", "missing; expected a list with one entry per GPU slot: {\"gpu\": 0, \"nic\": \"mlx5_0\", ...}");
   }
@@ -206,7 +122,7 @@ void read_rails(const Reader& r, const json& doc, SuConfig& c) {
 }
 
 // Every threshold is optional: a missing one keeps its default (su_config.h).
-void read_thresholds(const Reader& r, const json& j, SuThresholds& t) {
+void read_thresholds(const ConfigReader& r, const json& j, SuThresholds& t) {
   const std::string w = "thresholds";
   r.only(j, w,
          {"bw_min_fraction",
@@ -253,7 +169,7 @@ void read_thresholds(const Reader& r, const json& j, SuThresholds& t) {
 }
 
 // Every test setting is optional too; the sizes are checked against each other after.
-void read_tests(const Reader& r, const json& j, SuTests& s) {
+void read_tests(const ConfigReader& r, const json& j, SuTests& s) {
   const std::string w = "tests";
   r.only(j, w,
          {"bw_bytes", "bw_window", "bw_iters", "lat_bytes", "lat_iters", "collective_bytes", "collective_iters",
@@ -280,7 +196,7 @@ void read_tests(const Reader& r, const json& j, SuTests& s) {
 }
 
 // "0x8001" or 32769: a 16-bit P_Key; bit 15 is the membership bit, the rest the key.
-int read_pkey(const Reader& r, const json& e, const std::string& where) {
+int read_pkey(const ConfigReader& r, const json& e, const std::string& where) {
   const json& v = e.at("pkey");
   long long key = -1;
   if (v.is_number_unsigned()) {
@@ -302,7 +218,7 @@ int read_pkey(const Reader& r, const json& e, const std::string& where) {
 // tenants: {"a": "node[01-02]", "b": {"nodes": "node[03-04]", "pkey": "0x8002"}}. Every
 // node of the SU is in exactly one tenant, each tenant has two nodes or more (a tenant
 // of one has no pair to test), and there are two tenants or more.
-void read_tenants(const Reader& r, const json& j, SuConfig& c) {
+void read_tenants(const ConfigReader& r, const json& j, SuConfig& c) {
   if (!j.is_object() || j.size() < 2) {
     r.fail("tenants",
            "expected an object of 2 or more tenants, name -> hostlist, e.g. {\"a\": \"node[01-02]\", "
@@ -378,10 +294,10 @@ SuConfig parse_su_config(const std::string& text, const std::string& path) {
     throw UsageError(fmt::format("config {}: not valid JSON ({}); comments // and /* */ are allowed", path,
                                  cut_for_error(e.what(), 200)));
   }
-  Reader r(path);
+  ConfigReader r(path);
   r.only(doc, "",
          {"name", "description", "nodes", "gpus_per_node", "transport", "gid_index", "qps_per_peer", "rails",
-          "thresholds", "tests", "tenants"});
+          "thresholds", "tests", "tenants", "fabric"});
   SuConfig c;
   c.path = path;
   read_top_level(r, doc, c);
@@ -389,6 +305,7 @@ SuConfig parse_su_config(const std::string& text, const std::string& path) {
   if (doc.contains("thresholds")) read_thresholds(r, doc.at("thresholds"), c.thresholds);
   if (doc.contains("tests")) read_tests(r, doc.at("tests"), c.tests);
   if (doc.contains("tenants")) read_tenants(r, doc.at("tenants"), c);
+  if (doc.contains("fabric")) c.fabric = read_fabric(r, doc.at("fabric"), c.nodes, c.gpus_per_node);
   return c;
 }
 

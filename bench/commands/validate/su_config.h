@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "bench/commands/validate/fabric_config.h"
+
 namespace railbench {
 
 struct SuRail {
@@ -125,6 +127,7 @@ struct SuConfig {
   SuThresholds thresholds;
   SuTests tests;
   std::vector<SuTenant> tenants;  // empty: one tenant, every node may reach every other
+  SuFabric fabric;                // empty (!present()): the config says nothing above the leaves
 
   // The tenant (index into tenants) of each name in `node_names`; -1 for a node the
   // config gives none (never, once parsed: every node must be in one). Empty when the

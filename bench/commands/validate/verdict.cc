@@ -195,6 +195,7 @@ const char* to_string(FindingKind k) {
     case FindingKind::isolation: return "isolation";
     case FindingKind::interference: return "interference";
     case FindingKind::bisection: return "bisection";
+    case FindingKind::fabric: return "fabric";
   }
   return "?";
 }
@@ -217,7 +218,8 @@ FindingKind parse_finding_kind(const std::string& word, const std::string& field
                     {FindingKind::inventory, FindingKind::unreachable, FindingKind::bandwidth,
                      FindingKind::bidirectional, FindingKind::latency, FindingKind::cross_rail, FindingKind::collective,
                      FindingKind::intermittent, FindingKind::baseline, FindingKind::counters, FindingKind::cabling,
-                     FindingKind::isolation, FindingKind::interference, FindingKind::bisection});
+                     FindingKind::isolation, FindingKind::interference, FindingKind::bisection,
+                     FindingKind::fabric});
 }
 
 PairPhase parse_pair_phase(const std::string& word, const std::string& field) {

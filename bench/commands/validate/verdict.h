@@ -36,12 +36,13 @@ enum class FindingKind {
   cabling,       // a NIC reaches another rail's leaf: cables swapped or on the wrong leaf (cabling.h)
   isolation,     // tenants: one tenant reached another's node, or a port holds the wrong P_Key
   interference,  // tenants: a tenant's all-reduce slows while the others run theirs
-  bisection      // every pair of a cut between two halves of the nodes at once fell short (bisection.h)
+  bisection,     // every pair of a cut between two halves of the nodes at once fell short (bisection.h)
+  fabric         // a leaf-spine link inside the fabric (fabric_phase.h): a switch port to fix, no host
 };
 enum class PairPhase { rail, cross, retest };  // rail checks, cross-rail spot checks, re-tests
 
 const char* to_string(Severity s);     // "FAIL", "WARN"
-const char* to_string(FindingKind k);  // "inventory", ..., "cabling", "isolation", "interference", "bisection"
+const char* to_string(FindingKind k);  // "inventory", ..., "cabling", "isolation", "interference", "bisection", "fabric"
 const char* to_string(PairPhase p);    // "rail", "cross", "retest"
 Severity parse_severity(const std::string& word, const std::string& field);
 FindingKind parse_finding_kind(const std::string& word, const std::string& field);

@@ -1,0 +1,405 @@
+#include "bench/commands/validate/fabric_phase.h"
+
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "bench/commands/validate/arp_probe.h"
+#include "bench/commands/validate/fabric/flow_probe.h"
+#include "bench/commands/validate/fabric/localize.h"
+#include "bench/commands/validate/fabric_flows.h"
+#include "bench/commands/validate/fabric_verdict.h"
+#include "lib/core/errors.h"
+#include "lib/core/stats.h"
+
+namespace railbench {
+namespace {
+
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+// Source ports of the fabric's flows start above Linux's default ephemeral range
+// (32768-60999), so the kernel's own connections never hold one.
+constexpr uint16_t kFirstSourcePort = 61000;
+constexpr auto kAcceptDeadline = std::chrono::seconds(10);
+
+// What every rank knows alike once a discovery round's traces are gathered.
+struct Discovery {
+  std::vector<PlannedFlow> flows;  // by id
+  std::vector<FlowTrace> traces;   // by id
+  std::vector<FlowPath> paths;     // by id
+  std::vector<bool> skipped;       // by id: the source could not open it (a port in use): not a fault
+  int rounds = 0;
+};
+
+json trace_json(int id, const FlowTrace& t) {
+  json hops = json::array();
+  for (const auto& h : t.hops) hops.push_back(json{h.ttl, h.address, h.rtt_us});
+  return json{{"id", id}, {"hops", hops}, {"reached", t.reached}, {"error", t.error}};
+}
+
+FlowTrace trace_from_json(const json& j) {
+  FlowTrace t;
+  for (const auto& h : j.at("hops"))
+    t.hops.push_back({h.at(0).get<int>(), h.at(1).get<std::string>(), h.at(2).get<double>()});
+  t.reached = j.at("reached").get<bool>();
+  t.error = j.at("error").get<std::string>();
+  return t;
+}
+
+// Writes all of `bytes` by the deadline (the flow's id header).
+bool write_all(int fd, const void* data, size_t bytes, Clock::time_point deadline) {
+  const char* p = static_cast<const char*>(data);
+  while (bytes > 0) {
+    pollfd pfd{fd, POLLOUT, 0};
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+    if (left <= 0 || ::poll(&pfd, 1, static_cast<int>(left)) <= 0) return false;
+    const ssize_t n = ::send(fd, p, bytes, MSG_NOSIGNAL);
+    if (n <= 0) return false;
+    p += n;
+    bytes -= static_cast<size_t>(n);
+  }
+  return true;
+}
+
+bool read_all(int fd, void* data, size_t bytes, Clock::time_point deadline) {
+  char* p = static_cast<char*>(data);
+  while (bytes > 0) {
+    pollfd pfd{fd, POLLIN, 0};
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+    if (left <= 0 || ::poll(&pfd, 1, static_cast<int>(left)) <= 0) return false;
+    const ssize_t n = ::recv(fd, p, bytes, 0);
+    if (n <= 0) return false;
+    p += n;
+    bytes -= static_cast<size_t>(n);
+  }
+  return true;
+}
+
+// The sockets of this rank's flows, closed with the phase.
+struct FlowSockets {
+  std::map<int, int> out, in;  // flow id -> connected socket (this rank sends / receives)
+  ~FlowSockets() {
+    for (const auto& [id, fd] : out) ::close(fd);
+    for (const auto& [id, fd] : in) ::close(fd);
+  }
+};
+
+// Traces this rank's flows of `batch` (the ones it is the source of); a flow that
+// reaches its destination keeps its connection, which first carries the flow's id.
+json trace_mine(const std::vector<PlannedFlow>& batch, const std::vector<FabricNic>& nics, int me,
+                const FabricTests& t, ProbePacer& pacer, FlowSockets& sockets) {
+  TraceOptions options;
+  options.max_ttl = t.max_ttl;
+  json out = json::array();
+  for (const auto& flow : batch) {
+    if (nics[flow.src].rank != me) continue;
+    const FlowTuple tuple{nics[flow.src].ip, nics[flow.dst].ip, flow.src_port, nics[flow.dst].port, FlowProto::tcp};
+    int fd = -1;
+    FlowTrace trace = trace_and_connect(tuple, options, pacer, fd);
+    if (fd >= 0) {
+      const uint32_t id = static_cast<uint32_t>(flow.id);
+      if (write_all(fd, &id, sizeof id, Clock::now() + std::chrono::seconds(2))) {
+        sockets.out[flow.id] = fd;
+      } else {
+        ::close(fd);
+        trace.reached = false;
+        trace.error = "connected, but the flow's first bytes did not go through";
+      }
+    }
+    out.push_back(trace_json(flow.id, trace));
+  }
+  return out;
+}
+
+// The flows planned so far: per leaf, how many left (arrived) and over which spines.
+struct Coverage {
+  std::vector<int> out, in;
+  std::vector<std::set<int>> up, down;
+  std::vector<int> next_dest, next_source;  // round-robin partner leaves
+  std::map<std::pair<int, int>, int> used;  // NIC pairs already given a flow
+  std::vector<uint16_t> next_port;          // per NIC
+  int next_id = 0;
+};
+
+// `count` flows from leaf a (to_leaf false) or into leaf a (true), their partner leaves
+// in turn, so every leaf's uplinks are covered in both directions by flows that meet
+// every other leaf.
+std::vector<PlannedFlow> plan_for_leaf(const std::vector<FabricNic>& nics, int leaves, int a, bool into, int count,
+                                       Coverage& c) {
+  std::vector<PlannedFlow> out;
+  if (leaves < 2) return out;
+  for (int k = 0; k < count; ++k) {
+    int& next = into ? c.next_source[a] : c.next_dest[a];
+    int b = (a + 1 + next++ % (leaves - 1)) % leaves;
+    auto one = into ? plan_leaf_pair(nics, b, a, 1, c.next_id, c.next_port, c.used)
+                    : plan_leaf_pair(nics, a, b, 1, c.next_id, c.next_port, c.used);
+    for (const auto& flow : one) {
+      c.out[nics[flow.src].leaf] += 1;
+      c.in[nics[flow.dst].leaf] += 1;
+    }
+    out.insert(out.end(), one.begin(), one.end());
+  }
+  return out;
+}
+
+// Discovery: spines x flows_per_spine flows out of every leaf, traced; then more out of
+// (into) a leaf whose flows have not crossed every spine, until they have or the bound.
+Discovery discover(RunContext& ctx, const SuFabric& f, const std::vector<FabricNic>& nics, ProbePacer& pacer,
+                   FlowSockets& sockets) {
+  const int spines = static_cast<int>(f.spines.size());
+  const int leaves = static_cast<int>(f.leaves.size());
+  const FabricTests& t = f.tests;
+  Discovery d;
+  Coverage c{std::vector<int>(leaves), std::vector<int>(leaves), std::vector<std::set<int>>(leaves),
+             std::vector<std::set<int>>(leaves), std::vector<int>(leaves), std::vector<int>(leaves), {},
+             std::vector<uint16_t>(nics.size(), kFirstSourcePort), 0};
+  std::vector<PlannedFlow> batch;
+  for (int a = 0; a < leaves; ++a) {
+    auto more = plan_for_leaf(nics, leaves, a, false, spines * t.flows_per_spine, c);
+    batch.insert(batch.end(), more.begin(), more.end());
+  }
+  while (!batch.empty()) {
+    d.rounds += 1;
+    const json mine = trace_mine(batch, nics, ctx.rank(), t, pacer, sockets);
+    d.flows.insert(d.flows.end(), batch.begin(), batch.end());
+    d.traces.resize(d.flows.size());
+    d.paths.resize(d.flows.size());
+    d.skipped.resize(d.flows.size(), false);
+    for (const auto& text : ctx.bootstrap().all_gather_strings(mine.dump()))
+      for (const auto& j : json::parse(text)) d.traces.at(j.at("id").get<int>()) = trace_from_json(j);
+    for (const auto& flow : batch) {
+      const FlowTrace& tr = d.traces[flow.id];
+      d.skipped[flow.id] = tr.hops.empty() && !tr.reached && !tr.error.empty();
+      d.paths[flow.id] = map_path(f, nics[flow.src], nics[flow.dst], tr);
+      const int spine = d.paths[flow.id].spine;
+      if (spine < 0) continue;
+      c.up[nics[flow.src].leaf].insert(spine);
+      if (tr.reached) c.down[nics[flow.dst].leaf].insert(spine);
+    }
+    batch.clear();
+    const int bound = spines * t.max_flows_per_spine;
+    for (int a = 0; a < leaves; ++a) {
+      std::vector<PlannedFlow> more;
+      if (static_cast<int>(c.up[a].size()) < spines && c.out[a] < bound)
+        more = plan_for_leaf(nics, leaves, a, false, spines, c);
+      else if (static_cast<int>(c.down[a].size()) < spines && c.in[a] < bound)
+        more = plan_for_leaf(nics, leaves, a, true, spines, c);
+      batch.insert(batch.end(), more.begin(), more.end());
+    }
+  }
+  return d;
+}
+
+// The connections of the flows this rank receives: accepted, each known by its id.
+void accept_mine(FlowListener& listener, const Discovery& d, const std::vector<FabricNic>& nics, int me,
+                 FlowSockets& sockets) {
+  std::set<int> expected;
+  for (const auto& flow : d.flows)
+    if (nics[flow.dst].rank == me && d.traces[flow.id].reached) expected.insert(flow.id);
+  const auto deadline = Clock::now() + kAcceptDeadline;
+  while (sockets.in.size() < expected.size()) {
+    const int fd = listener.accept_until(deadline);
+    if (fd < 0) break;
+    uint32_t id = 0;
+    if (!read_all(fd, &id, sizeof id, deadline) || !expected.count(static_cast<int>(id))) {
+      ::close(fd);
+      continue;
+    }
+    sockets.in[static_cast<int>(id)] = fd;
+  }
+}
+
+// Each flow's figures, merged from both ends.
+struct FlowResult {
+  bool measured = false;  // both ends ran it
+  FlowFigures sent, received;
+};
+
+std::vector<FlowResult> measure(RunContext& ctx, const SuFabric& f, const Discovery& d,
+                                const std::vector<FabricNic>& nics, FlowSockets& sockets, double expected_gbps,
+                                double pair_timeout_s, size_t& round_count) {
+  std::vector<bool> connected(d.flows.size());
+  for (const auto& flow : d.flows) connected[flow.id] = d.traces[flow.id].reached;
+  const auto rounds = measurement_rounds(d.flows, d.paths, connected);
+  round_count = rounds.size();
+  // A healthy flow takes bytes / rate; a slow one gets 20 times that, within the pair timeout.
+  const double full_s = static_cast<double>(f.tests.flow_bytes) * 8 / (expected_gbps * 1e9);
+  const auto budget = std::chrono::duration<double>(std::clamp(20 * full_s, 1.0, pair_timeout_s));
+  json mine = json::object();
+  for (const auto& round : rounds) {
+    for (int i : round) {
+      const PlannedFlow& flow = d.flows[i];
+      const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(budget);
+      const bool src = nics[flow.src].rank == ctx.rank(), dst = nics[flow.dst].rank == ctx.rank();
+      if (!src && !dst) continue;
+      const auto& fds = src ? sockets.out : sockets.in;
+      const auto it = fds.find(flow.id);
+      FlowFigures fig;
+      if (it == fds.end()) {
+        fig.error = "no connection";
+      } else {
+        fig = src ? send_flow(it->second, f.tests.flow_bytes, deadline)
+                  : receive_flow(it->second, f.tests.flow_bytes, deadline);
+      }
+      mine[std::to_string(flow.id)][src ? "sent" : "received"] =
+          json{{"completed", fig.completed}, {"bytes", fig.bytes},           {"seconds", fig.seconds},
+               {"gbps", fig.gbps},           {"retransmits", fig.retransmits}, {"rtt_us", fig.rtt_us},
+               {"error", fig.error}};
+    }
+    ctx.bootstrap().barrier();
+  }
+  std::vector<FlowResult> out(d.flows.size());
+  auto figures = [](const json& j) {
+    FlowFigures x;
+    x.completed = j.at("completed").get<bool>();
+    x.bytes = j.at("bytes").get<uint64_t>();
+    x.seconds = j.at("seconds").get<double>();
+    x.gbps = j.at("gbps").get<double>();
+    x.retransmits = j.at("retransmits").get<uint32_t>();
+    x.rtt_us = j.at("rtt_us").get<double>();
+    x.error = j.at("error").get<std::string>();
+    return x;
+  };
+  for (const auto& text : ctx.bootstrap().all_gather_strings(mine.dump())) {
+    const json rank_flows = json::parse(text);  // kept: items() refers into it
+    for (const auto& [key, sides] : rank_flows.items()) {
+      FlowResult& r = out.at(std::stoi(key));
+      if (sides.contains("sent")) r.sent = figures(sides.at("sent"));
+      if (sides.contains("received")) r.received = figures(sides.at("received"));
+      r.measured = sides.contains("sent") || r.measured;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+namespace {
+
+json flow_json(const SuFabric& f, const std::vector<FabricNic>& nics, const FabricFlow& x, const FlowObservation* o) {
+  json hops = json::array();
+  for (size_t i = 0; i < x.trace.hops.size(); ++i)
+    hops.push_back(json{{"ttl", x.trace.hops[i].ttl},
+                        {"address", x.trace.hops[i].address},
+                        {"switch", i < x.path.switches.size() ? x.path.switches[i] : ""}});
+  json links = json::array();
+  for (int l : x.path.links) links.push_back(f.links.at(l).name);
+  const char* health = "skipped";
+  if (o) {
+    constexpr const char* kWords[] = {"good", "slow", "lossy", "dead"};
+    health = kWords[static_cast<int>(o->health)];
+  }
+  return json{{"id", x.plan.id},
+              {"src", nics[x.plan.src].label},
+              {"dst", nics[x.plan.dst].label},
+              {"src_port", x.plan.src_port},
+              {"dst_port", nics[x.plan.dst].port},
+              {"hops", hops},
+              {"reached", x.trace.reached},
+              {"error", x.trace.error},
+              {"spine", x.path.spine >= 0 ? f.spines[x.path.spine].name : ""},
+              {"links", links},
+              {"gbps", x.gbps},
+              {"retransmits", x.retransmits},
+              {"rtt_us", x.rtt_us},
+              {"health", health}};
+}
+
+double expected_flow_gbps(const SuConfig& c) {
+  double rate = c.fabric.uplink_gbps;
+  for (const auto& r : c.rails) rate = std::min(rate, r.line_rate_gbps);
+  return rate;
+}
+
+}  // namespace
+
+std::vector<Finding> run_fabric_phase(RunContext& ctx, const SuConfig& c, const SuLayout& L, const std::string& port,
+                                      const std::string& why, ResultsRun& results) {
+  const SuFabric& f = c.fabric;
+  const auto t0 = Clock::now();
+  std::string ip = port.empty() ? "" : read_port_address(port).ipv4;
+  std::string mine_why = port.empty() ? why : (ip.empty() ? fmt::format("{} has no IPv4 address", port) : "");
+  std::unique_ptr<FlowListener> listener;
+  if (!ip.empty()) {
+    try {
+      listener = std::make_unique<FlowListener>(ip);
+    } catch (const Error& e) {
+      mine_why = e.what();
+      ip.clear();
+    }
+  }
+  const auto all = ctx.bootstrap().all_gather_strings(
+      json{{"ip", ip}, {"port", listener ? listener->port() : 0}, {"why", mine_why}}.dump());
+  std::vector<std::string> ips;
+  std::vector<uint16_t> ports;
+  std::string skipped;
+  for (const auto& text : all) {
+    const json j = json::parse(text);
+    ips.push_back(j.at("ip").get<std::string>());
+    ports.push_back(j.at("port").get<uint16_t>());
+    if (skipped.empty()) skipped = j.at("why").get<std::string>();
+  }
+  const auto nics = fabric_nics(f, L, ips, ports);
+  ProbePacer pacer(probe_rate_per_rank(f, static_cast<int>(nics.size())));
+  FlowSockets sockets;
+  const Discovery d = discover(ctx, f, nics, pacer, sockets);
+  const double discover_s = std::chrono::duration<double>(Clock::now() - t0).count();
+  if (listener) accept_mine(*listener, d, nics, ctx.rank(), sockets);
+  ctx.bootstrap().barrier();
+  const auto t1 = Clock::now();
+  const double expected = expected_flow_gbps(c);
+  size_t rounds = 0;
+  const auto measured = measure(ctx, f, d, nics, sockets, expected, c.tests.pair_timeout_s, rounds);
+  const double measure_s = std::chrono::duration<double>(Clock::now() - t1).count();
+
+  std::vector<FabricFlow> flows;
+  for (const auto& p : d.flows) {
+    FabricFlow x{p, d.traces[p.id], d.paths[p.id], d.skipped[p.id]};
+    const FlowResult& r = measured[p.id];
+    x.completed = r.received.completed && r.sent.completed;
+    x.gbps = r.received.gbps;
+    x.retransmits = r.sent.retransmits;
+    x.rtt_us = r.sent.rtt_us;
+    flows.push_back(std::move(x));
+  }
+  const auto observed = observe_flows(f, flows, expected);
+  FabricJudgment j = judge_fabric(f, nics, flows, observed, expected);
+
+  json flow_list = json::array();
+  size_t k = 0;
+  for (const auto& x : flows) flow_list.push_back(flow_json(f, nics, x, x.skipped ? nullptr : &observed.at(k++)));
+  results.set("fabric", json{{"flows", flow_list},
+                             {"links", j.links},
+                             {"ecmp", j.ecmp},
+                             {"expected_flow_gbps", expected},
+                             {"discovery_rounds", d.rounds},
+                             {"discovery_s", discover_s},
+                             {"measure_rounds", rounds},
+                             {"measure_s", measure_s},
+                             {"skipped", skipped}});
+  int reached = 0, opened = 0;
+  for (const auto& x : flows) {
+    opened += !x.skipped;
+    reached += x.trace.reached;
+  }
+  if (!skipped.empty()) ctx.print(fmt::format("# fabric: some NICs open no flows: {}", skipped));
+  ctx.print(fmt::format("# phase 1c fabric: {} flows over {} leaf-spine links ({} reached their destination), paths "
+                        "traced in {:.1f} s ({} round(s)), measured in {} rounds ({:.1f} s), {} finding(s)",
+                        opened, f.links.size(), reached, discover_s, d.rounds, rounds, measure_s, j.findings.size()));
+  for (const auto& line : j.lines) ctx.print(line);
+  for (const auto& x : j.findings)
+    ctx.print(fmt::format("# fabric {}: {}: {}", to_string(x.severity), x.subject, x.reason));
+  return j.findings;
+}
+
+}  // namespace railbench

@@ -1,0 +1,218 @@
+#include "bench/commands/validate/fabric_verdict.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "lib/core/stats.h"
+
+namespace railbench {
+
+using nlohmann::json;
+
+std::vector<FlowObservation> observe_flows(const SuFabric& f, const std::vector<FabricFlow>& flows,
+                                           double expected_gbps) {
+  // Retransmits a healthy flow shows here (a shaped port's shallow queue drops some
+  // in slow start): a lossy flow is one far above the flows' own median.
+  std::vector<double> retx;
+  for (const auto& x : flows)
+    if (!x.skipped && x.completed) retx.push_back(x.retransmits);
+  const double typical = retx.empty() ? 0 : median(retx);
+  std::vector<FlowObservation> out;
+  for (const auto& x : flows) {
+    FlowObservation o;
+    o.label = fmt::format("flow {} port {}", x.plan.id, x.plan.src_port);
+    o.links = x.path.links;
+    o.next_candidates = x.path.next_candidates;
+    o.src_nic = x.plan.src;
+    o.dst_nic = x.plan.dst;
+    o.retransmits = x.retransmits;
+    o.fraction = expected_gbps > 0 ? x.gbps / expected_gbps : 0;
+    if (x.skipped) continue;
+    if (!x.trace.reached || !x.completed) {
+      o.health = FlowHealth::dead;
+      o.fraction = 0;
+    } else if (o.fraction < f.tests.flow_min_fraction) {
+      o.health = FlowHealth::slow;
+    } else if (x.retransmits >= static_cast<unsigned>(f.tests.retransmits_lossy) && x.retransmits > 4 * typical) {
+      o.health = FlowHealth::lossy;
+    }
+    out.push_back(std::move(o));
+  }
+  return out;
+}
+
+namespace {
+
+std::string link_subject(const FabricLink& l) {
+  return fmt::format("{} port {} <-> {} port {} ({})", l.leaf, l.leaf_port, l.spine, l.spine_port, l.name);
+}
+
+Finding fabric_finding(Severity sev, const std::string& subject, const std::string& reason, double measured = 0,
+                       double expected = 0, const std::string& unit = "") {
+  Finding x;
+  x.severity = sev;
+  x.kind = FindingKind::fabric;
+  x.subject = subject;
+  x.reason = reason;
+  x.measured = measured;
+  x.expected = expected;
+  x.unit = unit;
+  return x;
+}
+
+// Links that no flow crossed in one direction or both, though flows from (to) its leaf
+// crossed the other spines: down (routing goes around it) or a route withdrawn.
+void coverage_findings(const SuFabric& f, const std::vector<FabricNic>& nics, const std::vector<FabricFlow>& flows,
+                       const std::vector<int>& blamed, FabricJudgment& out) {
+  std::map<int, int> up, down, from_leaf, to_leaf;  // link -> flows that crossed it; leaf -> flows with a spine seen
+  for (const auto& x : flows) {
+    if (x.skipped || x.path.spine < 0) continue;
+    const int a = nics[x.plan.src].leaf, b = nics[x.plan.dst].leaf;
+    from_leaf[a] += 1;
+    to_leaf[b] += 1;
+    const std::string& spine = f.spines[x.path.spine].name;
+    up[f.link_index(f.leaves[a].name, spine)] += 1;
+    down[f.link_index(f.leaves[b].name, spine)] += 1;
+  }
+  for (size_t i = 0; i < f.links.size(); ++i) {
+    const FabricLink& l = f.links[i];
+    if (std::find(blamed.begin(), blamed.end(), static_cast<int>(i)) != blamed.end()) continue;  // named already
+    int leaf = 0;
+    while (f.leaves[leaf].name != l.leaf) ++leaf;
+    const int n_up = up[static_cast<int>(i)], n_down = down[static_cast<int>(i)];
+    const int out_flows = from_leaf[leaf], in_flows = to_leaf[leaf];
+    // With k spines a healthy link is missed by n flows with chance ((k-1)/k)^n: judge
+    // only where that is below 1%.
+    const double k = static_cast<double>(f.spines.size());
+    auto sure = [&](int n) { return n > 0 && std::pow((k - 1) / k, n) < 0.01; };
+    std::string why;
+    if (n_up == 0 && n_down == 0 && sure(out_flows) && sure(in_flows)) {
+      why = fmt::format("no flow crossed it either way ({} flows left {} over the other spines, {} arrived): down, "
+                        "or both its routes withdrawn; the fabric is short of its capacity",
+                        out_flows, l.leaf, in_flows);
+    } else if (n_up == 0 && n_down > 0 && sure(out_flows)) {
+      why = fmt::format("{} sends nothing through {} ({} flows left it over the other spines, {} arrived through "
+                        "{}): its route via {} is withdrawn",
+                        l.leaf, l.spine, out_flows, n_down, l.spine, l.spine);
+    } else if (n_down == 0 && n_up > 0 && sure(in_flows)) {
+      why = fmt::format("nothing reaches {} through {} ({} flows arrived over the other spines): the other leaves' "
+                        "routes to {} via {} are withdrawn",
+                        l.leaf, l.spine, in_flows, l.leaf, l.spine);
+    }
+    if (!why.empty()) out.findings.push_back(fabric_finding(Severity::fail, link_subject(l), why));
+  }
+}
+
+std::string health_word(const LinkEvidence& e, const FabricTests& t) {
+  if (e.median_fraction < 1e-9) return "dead";
+  if (e.median_fraction < t.flow_min_fraction) return "slow";
+  return "lossy";
+}
+
+}  // namespace
+
+namespace {
+
+void link_findings(const SuFabric& f, const std::vector<FabricNic>& nics, const std::vector<FlowObservation>& observed,
+                   const Localization& loc, double expected_gbps, FabricJudgment& out) {
+  int bad_total = 0;
+  for (const auto& o : observed) bad_total += o.health != FlowHealth::good;
+  for (int link : loc.blamed) {
+    const LinkEvidence& e = loc.links.at(link);
+    std::string apart;
+    for (const auto& group : loc.ambiguous) {
+      if (std::find(group.begin(), group.end(), link) == group.end()) continue;
+      for (int other : group)
+        if (other != link) apart += (apart.empty() ? "" : ", ") + f.links.at(other).name;
+    }
+    const int total = static_cast<int>(observed.size());
+    std::string reason = fmt::format(
+        "{:.0f}% of the expected {:.3g} Gb/s (median of its flows), {} of {} flows through it {}, {} of {} others; "
+        "{} retransmits; votes {:.2f}",
+        100 * e.median_fraction, expected_gbps, e.bad_flows, e.bad_flows + e.good_flows, health_word(e, f.tests),
+        bad_total - e.bad_flows, total - e.bad_flows - e.good_flows, e.retransmits, e.votes);
+    if (!apart.empty()) reason += fmt::format("; no flow tells it apart from {}", apart);
+    out.findings.push_back(fabric_finding(Severity::fail, link_subject(f.links.at(link)), reason,
+                                          e.median_fraction * expected_gbps, expected_gbps, "Gb/s"));
+  }
+  for (int nic : loc.host_nics)
+    out.lines.push_back(fmt::format("# fabric: {}: its flows are bad on every path: the host's NIC, cable or leaf "
+                                    "port, not the fabric (the pair tests judge it)",
+                                    nics.at(nic).label));
+  if (!loc.unexplained_flows.empty())
+    out.lines.push_back(fmt::format("# fabric: {} bad flow(s) no fabric link explains (e.g. {})",
+                                    loc.unexplained_flows.size(), observed.at(loc.unexplained_flows[0]).label));
+}
+
+void ecmp_lines(const SuFabric& f, const std::vector<FabricNic>& nics, const std::vector<FabricFlow>& flows,
+                const std::vector<FlowObservation>& observed, FabricJudgment& out) {
+  for (size_t leaf = 0; leaf < f.leaves.size(); ++leaf) {
+    std::vector<int> uplinks;
+    for (size_t i = 0; i < f.links.size(); ++i)
+      if (f.links[i].leaf == f.leaves[leaf].name) uplinks.push_back(static_cast<int>(i));
+    std::vector<FlowObservation> mine;
+    size_t k = 0;
+    for (const auto& x : flows) {
+      if (x.skipped) continue;
+      if (nics[x.plan.src].leaf == static_cast<int>(leaf) && x.path.spine >= 0) mine.push_back(observed.at(k));
+      ++k;
+    }
+    if (mine.empty() || uplinks.empty()) continue;
+    const EcmpBalance b = ecmp_balance(uplinks, mine);
+    json per = json::object();
+    std::string text;
+    for (size_t u = 0; u < uplinks.size(); ++u) {
+      per[f.links[uplinks[u]].spine] = b.flows_per_link.at(u);
+      text += fmt::format("{}{} {}", text.empty() ? "" : ", ", f.links[uplinks[u]].spine, b.flows_per_link.at(u));
+    }
+    out.ecmp.push_back(json{{"leaf", f.leaves[leaf].name},
+                            {"flows", mine.size()},
+                            {"flows_per_uplink", per},
+                            {"max_over_mean", b.max_over_mean},
+                            {"uplinks_used", b.links_used}});
+    out.lines.push_back(fmt::format("# fabric ECMP {}: {} flows, per uplink {} (max/mean {:.2f})", f.leaves[leaf].name,
+                                    mine.size(), text, b.max_over_mean));
+    if (mine.size() >= 4 * uplinks.size() && b.max_over_mean >= 2) {
+      out.findings.push_back(fabric_finding(
+          Severity::warn, f.leaves[leaf].name,
+          fmt::format("ECMP polarized: {} flows with distinct source ports use {} of its {} uplinks, the busiest "
+                      "{:.1f}x the mean: check the switches' hash fields and seeds",
+                      mine.size(), b.links_used, uplinks.size(), b.max_over_mean)));
+    }
+  }
+}
+
+}  // namespace
+
+FabricJudgment judge_fabric(const SuFabric& f, const std::vector<FabricNic>& nics, const std::vector<FabricFlow>& flows,
+                            const std::vector<FlowObservation>& observed, double expected_gbps) {
+  FabricJudgment out;
+  std::set<std::string> mismatches;
+  for (const auto& x : flows)
+    if (!x.path.mismatch.empty()) mismatches.insert(x.path.mismatch);
+  for (const auto& m : mismatches) {
+    if (out.findings.size() >= 4) break;  // one config error repeats on every flow
+    out.findings.push_back(fabric_finding(Severity::warn, "fabric config", m));
+  }
+  const Localization loc = localize(static_cast<int>(f.links.size()), observed);
+  link_findings(f, nics, observed, loc, expected_gbps, out);
+  coverage_findings(f, nics, flows, loc.blamed, out);
+  ecmp_lines(f, nics, flows, observed, out);
+  for (const auto& e : loc.links) {
+    const bool blamed = std::find(loc.blamed.begin(), loc.blamed.end(), e.link) != loc.blamed.end();
+    out.links.push_back(json{{"link", f.links.at(e.link).name},
+                             {"votes", e.votes},
+                             {"bad_flows", e.bad_flows},
+                             {"good_flows", e.good_flows},
+                             {"median_fraction", e.median_fraction},
+                             {"retransmits", e.retransmits},
+                             {"blamed", blamed}});
+  }
+  return out;
+}
+
+}  // namespace railbench

@@ -1,0 +1,43 @@
+// The fabric phase's judgment (pure, the same on every rank): each flow's health from
+// its figures, then the findings: leaf-spine links the bad flows point at
+// (fabric/localize.h), links no flow could cross (down, or a route withdrawn), and a
+// config that disagrees with what the traces saw.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "bench/commands/validate/fabric/localize.h"
+#include "bench/commands/validate/fabric_flows.h"
+#include "bench/commands/validate/verdict.h"
+
+namespace railbench {
+
+// One flow, traced and measured.
+struct FabricFlow {
+  PlannedFlow plan;
+  FlowTrace trace;
+  FlowPath path;
+  bool skipped = false;    // never opened (its source port was taken): no evidence either way
+  bool completed = false;  // every byte arrived by its deadline
+  double gbps = 0;         // at the receiver
+  unsigned retransmits = 0;
+  double rtt_us = 0;
+};
+
+// Health against `expected_gbps` (what one flow alone on its path should carry).
+std::vector<FlowObservation> observe_flows(const SuFabric& f, const std::vector<FabricFlow>& flows,
+                                           double expected_gbps);
+
+struct FabricJudgment {
+  std::vector<Finding> findings;
+  std::vector<std::string> lines;  // what the run prints under the phase's line
+  nlohmann::json links = nlohmann::json::array(), ecmp = nlohmann::json::array();
+};
+
+FabricJudgment judge_fabric(const SuFabric& f, const std::vector<FabricNic>& nics, const std::vector<FabricFlow>& flows,
+                            const std::vector<FlowObservation>& observed, double expected_gbps);
+
+}  // namespace railbench
