@@ -3,7 +3,8 @@
 #   scripts/install-deps.sh [--for run|build|deb|test|all]     (default: all)
 #   run    what running a built railbench needs: Open MPI's mpirun, the NICs' user-space
 #          drivers, the transports' libraries
-#   build  run, plus the compiler, CMake, Ninja and the transports' headers (quickstart.sh)
+#   build  run, plus the compiler, CMake, Ninja, the transports' headers and GLPK's
+#          (quickstart.sh)
 #   deb    build, plus what cpack's DEB generator uses (dpkg-shlibdeps, file): the .deb's build
 #   test   build, plus what only the test suite uses: Catch2, clang-format, the soft-RoCE VM
 #          (QEMU), the local Slurm, headless Chromium, Prometheus' promtool, perftest, ...
@@ -32,13 +33,14 @@ case $purpose in
 esac
 
 # run: mpirun launches the ranks; libfabric's, UCX's and verbs' libraries with the NICs'
-# providers (mlx5, efa, rxe, ...); fi_info for `railbench info`'s provider list.
+# providers (mlx5, efa, rxe, ...); fi_info for `railbench info`'s provider list; GLPK,
+# the solver of validate's fabric localization.
 packages=(openmpi-bin libfabric1 libfabric-bin libucx0 libibverbs1 librdmacm1 ibverbs-providers
-  libfmt9 python3 iproute2 procps)
+  libfmt9 libglpk40 python3 iproute2 procps)
 if [[ $purpose != run ]]; then
   packages+=(build-essential cmake ninja-build pkg-config git
     libfabric-dev libucx-dev libibverbs-dev librdmacm-dev libopenmpi-dev
-    libcli11-dev nlohmann-json3-dev libfmt-dev)
+    libcli11-dev nlohmann-json3-dev libfmt-dev libglpk-dev)
 fi
 if [[ $purpose != run && $purpose != build ]]; then
   # cpack's DEB generator: dpkg-shlibdeps for Depends, file to find the binaries; mount
