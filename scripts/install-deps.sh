@@ -66,6 +66,8 @@ if [[ $purpose == test || $purpose == all ]]; then
   packages+=(tmux)
   # The export test checks every metrics file with Prometheus' promtool.
   packages+=(prometheus)
+  # The fabric probe test checks validate's flow traces against Debian's traceroute.
+  packages+=(traceroute)
 fi
 
 missing=()

@@ -72,7 +72,7 @@ FlowTrace trace_udp(const FlowTuple& tuple, const TraceOptions& options, ProbePa
 // A TCP listener on one address (the rail's), port chosen by the kernel.
 class FlowListener {
  public:
-  explicit FlowListener(const std::string& ip);  // throws SetupError naming the address
+  explicit FlowListener(const std::string& ip);  // throws UsageError / TransportError naming the address
   ~FlowListener();
   FlowListener(const FlowListener&) = delete;
   FlowListener& operator=(const FlowListener&) = delete;
@@ -86,13 +86,13 @@ class FlowListener {
 };
 
 struct FlowFigures {
-  bool completed = false;      // every byte moved before the deadline
-  uint64_t bytes = 0;          // moved (receiver: arrived)
-  double seconds = 0;          // first to last byte
-  double gbps = 0;             // bytes * 8 / seconds / 1e9
-  uint32_t retransmits = 0;    // sender: TCP_INFO tcpi_total_retrans during the send
-  double rtt_us = 0;           // sender: TCP_INFO tcpi_rtt at the end
-  std::string error;           // why it did not complete
+  bool completed = false;    // every byte moved before the deadline
+  uint64_t bytes = 0;        // moved (receiver: arrived)
+  double seconds = 0;        // first to last byte
+  double gbps = 0;           // bytes * 8 / seconds / 1e9
+  uint32_t retransmits = 0;  // sender: TCP_INFO tcpi_total_retrans during the send
+  double rtt_us = 0;         // sender: TCP_INFO tcpi_rtt at the end
+  std::string error;         // why it did not complete
 };
 
 // The two ends of one measured flow: the sender writes `bytes`, the receiver reads them
