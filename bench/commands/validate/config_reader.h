@@ -45,8 +45,8 @@ class ConfigReader {
     return where.empty() ? key : where + "." + key;
   }
 
-  double number(const nlohmann::json& obj, const std::string& where, const char* key, double fallback, double lo, double hi,
-                bool required = false) const {
+  double number(const nlohmann::json& obj, const std::string& where, const char* key, double fallback, double lo,
+                double hi, bool required = false) const {
     if (!obj.contains(key)) {
       if (required) fail(join(where, key), fmt::format("missing; expected a number in [{}, {}]", lo, hi));
       return fallback;

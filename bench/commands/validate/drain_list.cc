@@ -69,7 +69,11 @@ void to_json(json& j, const BadNodes& b) {
   for (const auto& s : b.suspect_links) {
     links.push_back(json{{"subject", s.subject}, {"kind", to_string(s.kind)}, {"ends", s.ends}, {"reason", s.reason}});
   }
-  j = json{{"hosts", b.hosts}, {"hostlist", b.hostlist}, {"reasons", b.reasons}, {"suspect_links", links}, {"switch_ports", b.switch_ports}};
+  j = json{{"hosts", b.hosts},
+           {"hostlist", b.hostlist},
+           {"reasons", b.reasons},
+           {"suspect_links", links},
+           {"switch_ports", b.switch_ports}};
 }
 
 DrainListFile::DrainListFile(std::string path) : path_(std::move(path)) {

@@ -47,12 +47,14 @@ std::vector<std::string> read_addresses(const ConfigReader& r, const json& e, co
   std::vector<std::string> out;
   if (!e.contains("addresses")) return out;
   const json& a = e.at("addresses");
-  if (!a.is_array()) r.fail(where + ".addresses", "expected a list of IPv4 addresses or prefixes, e.g. [\"10.0.0.254\"]");
+  if (!a.is_array())
+    r.fail(where + ".addresses", "expected a list of IPv4 addresses or prefixes, e.g. [\"10.0.0.254\"]");
   for (const auto& x : a) {
     uint32_t addr = 0;
     int len = 0;
     if (!x.is_string() || !parse_prefix(x.get<std::string>(), addr, len))
-      r.fail(where + ".addresses", fmt::format("{} is not an IPv4 address or a.b.c.d/len prefix", cut_for_error(x.dump())));
+      r.fail(where + ".addresses",
+             fmt::format("{} is not an IPv4 address or a.b.c.d/len prefix", cut_for_error(x.dump())));
     out.push_back(x.get<std::string>());
   }
   return out;
@@ -60,7 +62,8 @@ std::vector<std::string> read_addresses(const ConfigReader& r, const json& e, co
 
 void read_sus(const ConfigReader& r, const json& j, const std::vector<std::string>& node_names, SuFabric& f) {
   if (!j.contains("sus") || !j.at("sus").is_array() || j.at("sus").empty())
-    r.fail("fabric.sus", "missing; expected the SUs and their nodes: [{\"name\": \"su1\", \"nodes\": \"node[01-32]\"}, ...]");
+    r.fail("fabric.sus",
+           "missing; expected the SUs and their nodes: [{\"name\": \"su1\", \"nodes\": \"node[01-32]\"}, ...]");
   std::map<std::string, std::string> owner;
   for (size_t i = 0; i < j.at("sus").size(); ++i) {
     const json& e = j.at("sus")[i];
@@ -86,7 +89,8 @@ void read_sus(const ConfigReader& r, const json& j, const std::vector<std::strin
 
 void read_switches(const ConfigReader& r, const json& j, int rails, SuFabric& f) {
   if (!j.contains("spines") || !j.at("spines").is_array() || j.at("spines").empty())
-    r.fail("fabric.spines", "missing; expected the spine switches: [\"spine0\", ...] or [{\"name\": ..., \"addresses\": [...]}]");
+    r.fail("fabric.spines",
+           "missing; expected the spine switches: [\"spine0\", ...] or [{\"name\": ..., \"addresses\": [...]}]");
   for (size_t i = 0; i < j.at("spines").size(); ++i) {
     const json& e = j.at("spines")[i];
     const std::string where = fmt::format("fabric.spines[{}]", i);
@@ -98,21 +102,34 @@ void read_switches(const ConfigReader& r, const json& j, int rails, SuFabric& f)
     f.spines.push_back({r.string(e, where, "name", "", true), read_addresses(r, e, where)});
   }
   if (!j.contains("leaves") || !j.at("leaves").is_array())
-    r.fail("fabric.leaves", "missing; expected one leaf per SU and rail: [{\"name\": \"su1-leaf0\", \"su\": \"su1\", "
-                            "\"rail\": 0, \"addresses\": [...]}, ...]");
+    r.fail("fabric.leaves",
+           "missing; expected one leaf per SU and rail: [{\"name\": \"su1-leaf0\", \"su\": \"su1\", "
+           "\"rail\": 0, \"addresses\": [...]}, ...]");
   for (size_t i = 0; i < j.at("leaves").size(); ++i) {
     const json& e = j.at("leaves")[i];
     const std::string where = fmt::format("fabric.leaves[{}]", i);
-    r.only(e, where, {"name", "su", "rail", "addresses"});
+    r.only(e, where, {"name", "su", "rail", "rails", "addresses"});
     FabricLeaf leaf;
     leaf.name = r.string(e, where, "name", "", true);
     leaf.su = r.string(e, where, "su", "", true);
-    leaf.rail = r.integer(e, where, "rail", 0, 0, rails - 1, true);
+    if (e.contains("rails") == e.contains("rail"))
+      r.fail(where, "give the leaf's rail (\"rail\": 0) or its rails (\"rails\": [0, 1]), one of the two");
+    if (e.contains("rail")) leaf.rails.push_back(r.integer(e, where, "rail", 0, 0, rails - 1, true));
+    if (e.contains("rails")) {
+      if (!e.at("rails").is_array() || e.at("rails").empty())
+        r.fail(where + ".rails", "expected a list of rail numbers, e.g. [0, 1]");
+      for (const auto& x : e.at("rails")) {
+        if (!x.is_number_integer() || x.get<int>() < 0 || x.get<int>() >= rails)
+          r.fail(where + ".rails", fmt::format("{} is not a rail: use 0..{}", cut_for_error(x.dump()), rails - 1));
+        leaf.rails.push_back(x.get<int>());
+      }
+    }
     leaf.addresses = read_addresses(r, e, where);
     const auto su = std::find_if(f.sus.begin(), f.sus.end(), [&](const FabricSu& s) { return s.name == leaf.su; });
     if (su == f.sus.end()) r.fail(where + ".su", fmt::format("'{}' is not one of fabric.sus", leaf.su));
-    if (f.leaf_index(static_cast<int>(su - f.sus.begin()), leaf.rail) >= 0)
-      r.fail(where, fmt::format("SU {} rail {} has two leaves: one leaf per SU and rail", leaf.su, leaf.rail));
+    for (int rail : leaf.rails)
+      if (f.leaf_index(static_cast<int>(su - f.sus.begin()), rail) >= 0)
+        r.fail(where, fmt::format("SU {} rail {} has two leaves: one leaf per SU and rail", leaf.su, rail));
     f.leaves.push_back(std::move(leaf));
   }
   for (size_t s = 0; s < f.sus.size(); ++s)
@@ -166,7 +183,9 @@ int SuFabric::su_of(const std::string& node) const {
 int SuFabric::leaf_index(int su, int rail) const {
   if (su < 0 || su >= static_cast<int>(sus.size())) return -1;
   for (size_t i = 0; i < leaves.size(); ++i)
-    if (leaves[i].su == sus[su].name && leaves[i].rail == rail) return static_cast<int>(i);
+    if (leaves[i].su == sus[su].name &&
+        std::find(leaves[i].rails.begin(), leaves[i].rails.end(), rail) != leaves[i].rails.end())
+      return static_cast<int>(i);
   return -1;
 }
 
@@ -207,7 +226,7 @@ FabricPlan plan_fabric(const SuFabric& f, int nics, double flow_gbps) {
   const long long spines = static_cast<long long>(f.spines.size());
   p.flows = leaves * spines * f.tests.flows_per_spine;
   p.max_flows = leaves * spines * f.tests.max_flows_per_spine * 2;  // out of and into every leaf
-  p.probes = p.flows * 4;  // three switch hops and the SYN that connects
+  p.probes = p.flows * 4;                                           // three switch hops and the SYN that connects
   p.per_rank_probe_rate = probe_rate_per_rank(f, nics);
   p.discovery_s = nics > 0 ? static_cast<double>(p.probes) / nics / p.per_rank_probe_rate : 0;
   // A round holds flows that share no NIC and no fabric link (each crosses two).
@@ -227,8 +246,9 @@ SuFabric read_fabric(const ConfigReader& r, const json& j, const std::vector<std
   if (j.contains("tests")) {
     const json& t = j.at("tests");
     const std::string w = "fabric.tests";
-    r.only(t, w, {"enabled", "flows_per_spine", "max_flows_per_spine", "probe_rate", "flow_bytes",
-                  "flow_min_fraction", "retransmits_lossy", "max_ttl"});
+    r.only(t, w,
+           {"enabled", "flows_per_spine", "max_flows_per_spine", "probe_rate", "flow_bytes", "flow_min_fraction",
+            "retransmits_lossy", "max_ttl"});
     FabricTests& x = f.tests;
     x.enabled = r.boolean(t, w, "enabled", x.enabled);
     x.flows_per_spine = r.integer(t, w, "flows_per_spine", x.flows_per_spine, 1, 64);

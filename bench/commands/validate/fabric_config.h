@@ -29,7 +29,7 @@ struct FabricSwitch {
 
 struct FabricLeaf : FabricSwitch {
   std::string su;
-  int rail = 0;
+  std::vector<int> rails;  // the rails cabled to it (one, or several on a wide leaf)
 };
 
 struct FabricLink {
@@ -40,13 +40,13 @@ struct FabricLink {
 
 // How the fabric phase probes and measures (all optional in the config).
 struct FabricTests {
-  bool enabled = true;            // run the phase when the config has a fabric
-  int flows_per_spine = 2;        // first flows per leaf pair: spines x this
-  int max_flows_per_spine = 8;    // ...then more until every spine is seen, up to spines x this
-  double probe_rate = 100;        // ICMP answers per second asked of any one switch (its CPU polices them)
-  uint64_t flow_bytes = 1 << 20;  // bytes each measured flow moves
-  double flow_min_fraction = 0.6; // a flow below this share of its expected rate is slow
-  int retransmits_lossy = 20;     // ...one with this many retransmits (and k MADs above the median) lossy
+  bool enabled = true;             // run the phase when the config has a fabric
+  int flows_per_spine = 2;         // first flows per leaf pair: spines x this
+  int max_flows_per_spine = 8;     // ...then more until every spine is seen, up to spines x this
+  double probe_rate = 100;         // ICMP answers per second asked of any one switch (its CPU polices them)
+  uint64_t flow_bytes = 1 << 20;   // bytes each measured flow moves
+  double flow_min_fraction = 0.6;  // a flow below this share of its expected rate is slow
+  int retransmits_lossy = 20;      // ...one with this many retransmits (and k MADs above the median) lossy
   int max_ttl = 6;
 };
 
@@ -59,8 +59,8 @@ struct SuFabric {
   FabricTests tests;
 
   bool present() const { return !spines.empty(); }
-  int su_of(const std::string& node) const;          // index into sus, -1: none
-  int leaf_index(int su, int rail) const;            // index into leaves, -1: none
+  int su_of(const std::string& node) const;                                 // index into sus, -1: none
+  int leaf_index(int su, int rail) const;                                   // index into leaves, -1: none
   int link_index(const std::string& leaf, const std::string& spine) const;  // -1: none
   // The switch an address belongs to ("" when none): a link end's address, or an
   // address or prefix listed on a leaf or spine.

@@ -71,9 +71,10 @@ FlowPath map_path(const SuFabric& f, const FabricNic& src, const FabricNic& dst,
     if (!h.address.empty() && h.address != dst.ip) {
       sw = f.switch_of(h.address);
       if (sw.empty() && p.mismatch.empty())
-        p.mismatch = fmt::format("hop {} answered from {}, which is in no switch of the config's fabric: add it to its "
-                                 "leaf's or spine's addresses (or its link's)",
-                                 h.ttl, h.address);
+        p.mismatch = fmt::format(
+            "hop {} answered from {}, which is in no switch of the config's fabric: add it to its "
+            "leaf's or spine's addresses (or its link's)",
+            h.ttl, h.address);
     }
     p.switches.push_back(sw);
     if (sw.empty()) continue;
@@ -98,7 +99,8 @@ FlowPath map_path(const SuFabric& f, const FabricNic& src, const FabricNic& dst,
 }
 
 std::vector<std::vector<int>> measurement_rounds(const std::vector<PlannedFlow>& flows,
-                                                 const std::vector<FlowPath>& paths, const std::vector<bool>& connected) {
+                                                 const std::vector<FlowPath>& paths,
+                                                 const std::vector<bool>& connected) {
   std::vector<std::vector<int>> rounds;
   std::vector<std::set<int>> nics_in, links_in;
   for (size_t i = 0; i < flows.size(); ++i) {

@@ -20,10 +20,10 @@ struct SuLayout;
 // One rank's NIC as the fabric sees it.
 struct FabricNic {
   int rank = -1, node = -1, rail = -1;
-  int leaf = -1;       // index into SuFabric::leaves
-  std::string ip;      // its rail address ("" when it has none: it opens no flows)
-  uint16_t port = 0;   // its flow listener's port
-  std::string label;   // "node01 rail0"
+  int leaf = -1;      // index into SuFabric::leaves
+  std::string ip;     // its rail address ("" when it has none: it opens no flows)
+  uint16_t port = 0;  // its flow listener's port
+  std::string label;  // "node01 rail0"
 };
 
 struct PlannedFlow {
@@ -58,6 +58,7 @@ FlowPath map_path(const SuFabric& f, const FabricNic& src, const FabricNic& dst,
 // Rounds of flows (indexes into `flows`) that share no NIC and no fabric link, so each
 // is measured alone on its path. Flows with no connection are left out.
 std::vector<std::vector<int>> measurement_rounds(const std::vector<PlannedFlow>& flows,
-                                                 const std::vector<FlowPath>& paths, const std::vector<bool>& connected);
+                                                 const std::vector<FlowPath>& paths,
+                                                 const std::vector<bool>& connected);
 
 }  // namespace railbench

@@ -96,8 +96,8 @@ struct FlowSockets {
 
 // Traces this rank's flows of `batch` (the ones it is the source of); a flow that
 // reaches its destination keeps its connection, which first carries the flow's id.
-json trace_mine(const std::vector<PlannedFlow>& batch, const std::vector<FabricNic>& nics, int me,
-                const FabricTests& t, ProbePacer& pacer, FlowSockets& sockets) {
+json trace_mine(const std::vector<PlannedFlow>& batch, const std::vector<FabricNic>& nics, int me, const FabricTests& t,
+                ProbePacer& pacer, FlowSockets& sockets) {
   TraceOptions options;
   options.max_ttl = t.max_ttl;
   json out = json::array();
@@ -160,9 +160,15 @@ Discovery discover(RunContext& ctx, const SuFabric& f, const std::vector<FabricN
   const int leaves = static_cast<int>(f.leaves.size());
   const FabricTests& t = f.tests;
   Discovery d;
-  Coverage c{std::vector<int>(leaves), std::vector<int>(leaves), std::vector<std::set<int>>(leaves),
-             std::vector<std::set<int>>(leaves), std::vector<int>(leaves), std::vector<int>(leaves), {},
-             std::vector<uint16_t>(nics.size(), kFirstSourcePort), 0};
+  Coverage c{std::vector<int>(leaves),
+             std::vector<int>(leaves),
+             std::vector<std::set<int>>(leaves),
+             std::vector<std::set<int>>(leaves),
+             std::vector<int>(leaves),
+             std::vector<int>(leaves),
+             {},
+             std::vector<uint16_t>(nics.size(), kFirstSourcePort),
+             0};
   std::vector<PlannedFlow> batch;
   for (int a = 0; a < leaves; ++a) {
     auto more = plan_for_leaf(nics, leaves, a, false, spines * t.flows_per_spine, c);
@@ -252,9 +258,8 @@ std::vector<FlowResult> measure(RunContext& ctx, const SuFabric& f, const Discov
                   : receive_flow(it->second, f.tests.flow_bytes, deadline);
       }
       mine[std::to_string(flow.id)][src ? "sent" : "received"] =
-          json{{"completed", fig.completed}, {"bytes", fig.bytes},           {"seconds", fig.seconds},
-               {"gbps", fig.gbps},           {"retransmits", fig.retransmits}, {"rtt_us", fig.rtt_us},
-               {"error", fig.error}};
+          json{{"completed", fig.completed},     {"bytes", fig.bytes},   {"seconds", fig.seconds}, {"gbps", fig.gbps},
+               {"retransmits", fig.retransmits}, {"rtt_us", fig.rtt_us}, {"error", fig.error}};
     }
     ctx.bootstrap().barrier();
   }
@@ -393,9 +398,10 @@ std::vector<Finding> run_fabric_phase(RunContext& ctx, const SuConfig& c, const 
     reached += x.trace.reached;
   }
   if (!skipped.empty()) ctx.print(fmt::format("# fabric: some NICs open no flows: {}", skipped));
-  ctx.print(fmt::format("# phase 1c fabric: {} flows over {} leaf-spine links ({} reached their destination), paths "
-                        "traced in {:.1f} s ({} round(s)), measured in {} rounds ({:.1f} s), {} finding(s)",
-                        opened, f.links.size(), reached, discover_s, d.rounds, rounds, measure_s, j.findings.size()));
+  ctx.print(
+      fmt::format("# phase 1c fabric: {} flows over {} leaf-spine links ({} reached their destination), paths "
+                  "traced in {:.1f} s ({} round(s)), measured in {} rounds ({:.1f} s), {} finding(s)",
+                  opened, f.links.size(), reached, discover_s, d.rounds, rounds, measure_s, j.findings.size()));
   for (const auto& line : j.lines) ctx.print(line);
   for (const auto& x : j.findings)
     ctx.print(fmt::format("# fabric {}: {}: {}", to_string(x.severity), x.subject, x.reason));

@@ -91,17 +91,20 @@ void coverage_findings(const SuFabric& f, const std::vector<FabricNic>& nics, co
     auto sure = [&](int n) { return n > 0 && std::pow((k - 1) / k, n) < 0.01; };
     std::string why;
     if (n_up == 0 && n_down == 0 && sure(out_flows) && sure(in_flows)) {
-      why = fmt::format("no flow crossed it either way ({} flows left {} over the other spines, {} arrived): down, "
-                        "or both its routes withdrawn; the fabric is short of its capacity",
-                        out_flows, l.leaf, in_flows);
+      why = fmt::format(
+          "no flow crossed it either way ({} flows left {} over the other spines, {} arrived): down, "
+          "or both its routes withdrawn; the fabric is short of its capacity",
+          out_flows, l.leaf, in_flows);
     } else if (n_up == 0 && n_down > 0 && sure(out_flows)) {
-      why = fmt::format("{} sends nothing through {} ({} flows left it over the other spines, {} arrived through "
-                        "{}): its route via {} is withdrawn",
-                        l.leaf, l.spine, out_flows, n_down, l.spine, l.spine);
+      why = fmt::format(
+          "{} sends nothing through {} ({} flows left it over the other spines, {} arrived through "
+          "{}): its route via {} is withdrawn",
+          l.leaf, l.spine, out_flows, n_down, l.spine, l.spine);
     } else if (n_down == 0 && n_up > 0 && sure(in_flows)) {
-      why = fmt::format("nothing reaches {} through {} ({} flows arrived over the other spines): the other leaves' "
-                        "routes to {} via {} are withdrawn",
-                        l.leaf, l.spine, in_flows, l.leaf, l.spine);
+      why = fmt::format(
+          "nothing reaches {} through {} ({} flows arrived over the other spines): the other leaves' "
+          "routes to {} via {} are withdrawn",
+          l.leaf, l.spine, in_flows, l.leaf, l.spine);
     }
     if (!why.empty()) out.findings.push_back(fabric_finding(Severity::fail, link_subject(l), why));
   }
@@ -140,9 +143,10 @@ void link_findings(const SuFabric& f, const std::vector<FabricNic>& nics, const 
                                           e.median_fraction * expected_gbps, expected_gbps, "Gb/s"));
   }
   for (int nic : loc.host_nics)
-    out.lines.push_back(fmt::format("# fabric: {}: its flows are bad on every path: the host's NIC, cable or leaf "
-                                    "port, not the fabric (the pair tests judge it)",
-                                    nics.at(nic).label));
+    out.lines.push_back(
+        fmt::format("# fabric: {}: its flows are bad on every path: the host's NIC, cable or leaf "
+                    "port, not the fabric (the pair tests judge it)",
+                    nics.at(nic).label));
   if (!loc.unexplained_flows.empty())
     out.lines.push_back(fmt::format("# fabric: {} bad flow(s) no fabric link explains (e.g. {})",
                                     loc.unexplained_flows.size(), observed.at(loc.unexplained_flows[0]).label));
@@ -151,9 +155,14 @@ void link_findings(const SuFabric& f, const std::vector<FabricNic>& nics, const 
 void ecmp_lines(const SuFabric& f, const std::vector<FabricNic>& nics, const std::vector<FabricFlow>& flows,
                 const std::vector<FlowObservation>& observed, FabricJudgment& out) {
   for (size_t leaf = 0; leaf < f.leaves.size(); ++leaf) {
+    // Uplinks a finding names already (down, withdrawn, blamed) are no imbalance of the hash.
     std::vector<int> uplinks;
-    for (size_t i = 0; i < f.links.size(); ++i)
-      if (f.links[i].leaf == f.leaves[leaf].name) uplinks.push_back(static_cast<int>(i));
+    for (size_t i = 0; i < f.links.size(); ++i) {
+      const std::string tag = "(" + f.links[i].name + ")";
+      const bool named = std::any_of(out.findings.begin(), out.findings.end(),
+                                     [&](const Finding& x) { return x.subject.find(tag) != std::string::npos; });
+      if (f.links[i].leaf == f.leaves[leaf].name && !named) uplinks.push_back(static_cast<int>(i));
+    }
     std::vector<FlowObservation> mine;
     size_t k = 0;
     for (const auto& x : flows) {

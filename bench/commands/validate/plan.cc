@@ -93,8 +93,8 @@ std::vector<std::string> describe_plan(const SuConfig& c, const ValidatePlan& p)
         "per rank so no switch answers more than {}/s: ~{}), then measured alone on its path ({} of {}: {:.0f} "
         "rounds, ~{}); names the leaf-spine link that explains the bad flows",
         f.sus.size(), f.leaves.size(), f.spines.size(), f.links.size(), f.uplink_gbps, fp.flows, fp.max_flows,
-        fp.probes, fp.per_rank_probe_rate, f.tests.probe_rate, duration(fp.discovery_s), format_size(f.tests.flow_bytes),
-        fp.flows, fp.measure_rounds, duration(fp.measure_s)));
+        fp.probes, fp.per_rank_probe_rate, f.tests.probe_rate, duration(fp.discovery_s),
+        format_size(f.tests.flow_bytes), fp.flows, fp.measure_rounds, duration(fp.measure_s)));
   }
   out.push_back(fmt::format(
       "# phase 2  rail checks: {} rounds of {} disjoint node pairs, all {} rails at once = {} pair tests; each: "

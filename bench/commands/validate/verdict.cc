@@ -218,8 +218,7 @@ FindingKind parse_finding_kind(const std::string& word, const std::string& field
                     {FindingKind::inventory, FindingKind::unreachable, FindingKind::bandwidth,
                      FindingKind::bidirectional, FindingKind::latency, FindingKind::cross_rail, FindingKind::collective,
                      FindingKind::intermittent, FindingKind::baseline, FindingKind::counters, FindingKind::cabling,
-                     FindingKind::isolation, FindingKind::interference, FindingKind::bisection,
-                     FindingKind::fabric});
+                     FindingKind::isolation, FindingKind::interference, FindingKind::bisection, FindingKind::fabric});
 }
 
 PairPhase parse_pair_phase(const std::string& word, const std::string& field) {

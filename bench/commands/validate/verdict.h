@@ -41,9 +41,10 @@ enum class FindingKind {
 };
 enum class PairPhase { rail, cross, retest };  // rail checks, cross-rail spot checks, re-tests
 
-const char* to_string(Severity s);     // "FAIL", "WARN"
-const char* to_string(FindingKind k);  // "inventory", ..., "cabling", "isolation", "interference", "bisection", "fabric"
-const char* to_string(PairPhase p);    // "rail", "cross", "retest"
+const char* to_string(Severity s);  // "FAIL", "WARN"
+const char* to_string(
+    FindingKind k);                  // "inventory", ..., "cabling", "isolation", "interference", "bisection", "fabric"
+const char* to_string(PairPhase p);  // "rail", "cross", "retest"
 Severity parse_severity(const std::string& word, const std::string& field);
 FindingKind parse_finding_kind(const std::string& word, const std::string& field);
 PairPhase parse_pair_phase(const std::string& word, const std::string& field);

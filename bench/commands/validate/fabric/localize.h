@@ -25,31 +25,31 @@ struct FabricLinkRef {
 enum class FlowHealth { good, slow, lossy, dead };
 
 struct FlowObservation {
-  std::string label;        // "node01 rail0 -> node05 rail0, port 40123"
-  std::vector<int> links;   // fabric links (indexes) the path is known to cross
+  std::string label;       // "node01 rail0 -> node05 rail0, port 40123"
+  std::vector<int> links;  // fabric links (indexes) the path is known to cross
   // A path cut short (a hop that never answered; a flow that died): one of these links
   // is the next one it took, unknown which. Empty when the path is complete.
   std::vector<int> next_candidates;
   int src_nic = -1, dst_nic = -1;  // the caller's NIC ids (host side), -1: none
   FlowHealth health = FlowHealth::good;
-  double fraction = 1;       // measured / expected bandwidth (0 when dead)
+  double fraction = 1;  // measured / expected bandwidth (0 when dead)
   unsigned retransmits = 0;
 };
 
 struct LinkEvidence {
   int link = -1;
-  double votes = 0;         // sum of 1/h over the bad flows through it
+  double votes = 0;  // sum of 1/h over the bad flows through it
   int bad_flows = 0, good_flows = 0;
   double median_fraction = 1;  // of the flows through it
   unsigned retransmits = 0;    // of the flows through it
 };
 
 struct Localization {
-  std::vector<LinkEvidence> links;           // every link, in link order
-  std::vector<int> blamed;                   // the explaining set, most votes first
-  std::vector<std::vector<int>> ambiguous;   // groups of links no flow tells apart
-  std::vector<int> host_nics;                // NICs bad on every path (host side)
-  std::vector<int> unexplained_flows;        // bad flows no blamed link covers
+  std::vector<LinkEvidence> links;          // every link, in link order
+  std::vector<int> blamed;                  // the explaining set, most votes first
+  std::vector<std::vector<int>> ambiguous;  // groups of links no flow tells apart
+  std::vector<int> host_nics;               // NICs bad on every path (host side)
+  std::vector<int> unexplained_flows;       // bad flows no blamed link covers
 };
 
 struct LocalizeOptions {
@@ -58,8 +58,7 @@ struct LocalizeOptions {
   double good_penalty = 0.5;       // a link's score: bad flows it explains - penalty x good flows
 };
 
-Localization localize(int link_count, const std::vector<FlowObservation>& flows,
-                      const LocalizeOptions& options = {});
+Localization localize(int link_count, const std::vector<FlowObservation>& flows, const LocalizeOptions& options = {});
 
 // ECMP balance of one group of flows (e.g. one source leaf's): flows per uplink.
 struct EcmpBalance {
