@@ -27,10 +27,23 @@ struct ValidateOptions {
   double timeout_s = 0;    // --pair-timeout: overrides tests.pair_timeout_s
   std::string drain_list;  // --drain-list: where rank 0 writes the bad nodes as a hostlist
   std::string baseline;    // --baseline: an accepted validate run's results file
+  bool fabric_only = false;  // --fabric-only: inventory, cabling and the fabric phase; no pair tests
+  double probe_rate = 0;     // --probe-rate: overrides fabric.tests.probe_rate
 };
 
+// --fabric-only and --probe-rate need the config's fabric section.
+void apply_fabric_options(const ValidateOptions& opt, SuConfig& c) {
+  if ((opt.fabric_only || opt.probe_rate > 0) && !c.fabric.present())
+    throw UsageError(fmt::format("{}: config {} has no \"fabric\" section: describe the SUs, spines and leaf-spine "
+                                 "links (bench/commands/validate/FABRIC.md), or leave the option out",
+                                 opt.fabric_only ? "--fabric-only" : "--probe-rate", c.path));
+  if (opt.probe_rate > 0) c.fabric.tests.probe_rate = opt.probe_rate;
+  if (opt.fabric_only) c.fabric.tests.enabled = true;
+}
+
 int run_validate_plan(const ValidateOptions& opt) {
-  const SuConfig c = load_su_config(opt.config);
+  SuConfig c = load_su_config(opt.config);
+  apply_fabric_options(opt, c);
   for (const auto& line : describe_plan(c, make_validate_plan(c))) fmt::print("{}\n", line);
   return 0;
 }
@@ -63,6 +76,7 @@ int run_validate(Bootstrap& bootstrap, CommonOptions common, const ValidateOptio
     try {
       burn_in = make_burn_in_plan(common.duration, common.cycles);
       c = load_su_config(opt.config);
+      apply_fabric_options(opt, c);
       if (!opt.baseline.empty()) baseline = load_validate_baseline(opt.baseline, c);
     } catch (const Error& e) {
       error = e.what();
@@ -100,7 +114,7 @@ int run_validate(Bootstrap& bootstrap, CommonOptions common, const ValidateOptio
   results.measure([&] {
     code = validate_phases(ctx, c, L,
                            ValidateRun{common.transport, opt.inventory_only, opt.drain_list,
-                                       opt.baseline.empty() ? nullptr : &baseline, burn_in, note},
+                                       opt.baseline.empty() ? nullptr : &baseline, burn_in, note, opt.fabric_only},
                            results);
   });
   return code;
@@ -125,6 +139,12 @@ const bool cmd_validate_registered = register_subcommand(Subcommand{
       sub.add_option("--config", opt->config, "SU description (JSON): a path, or a name from configs/")->required();
       sub.add_flag("--plan", opt->plan, "Print the schedule and an estimated duration; run nothing");
       sub.add_flag("--inventory-only", opt->inventory_only, "Check NICs, ports, speeds and MTUs; send no traffic");
+      sub.add_flag("--fabric-only", opt->fabric_only,
+                   "Inventory, cabling and the fabric phase (every leaf-spine link, named when bad); no pair tests");
+      sub.add_option("--probe-rate", opt->probe_rate,
+                     "ICMP answers per second any one switch is asked for while paths are traced (default: the "
+                     "config's fabric.tests.probe_rate, 100)")
+          ->check(CLI::PositiveNumber);
       sub.add_option("-t,--transport", opt->transport, "Override the config's transport (verbs, ofi:tcp, ...)");
       sub.add_option("--pair-timeout", opt->timeout_s,
                      "Seconds a pair may go without progress (config: tests.pair_timeout_s)");

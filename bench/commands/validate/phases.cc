@@ -781,6 +781,7 @@ int validate_phases(RunContext& ctx, const SuConfig& c, const SuLayout& L, const
     if (blocking || run.inventory_only) return finish(s);
     if (phase_cabling(s)) return finish(s);
     phase_fabric(s);
+    if (run.fabric_only) return finish(s);
 
     if (!open_rail(s)) return finish(s);
     PairTraffic traffic(s);

@@ -24,6 +24,7 @@ struct ValidateRun {
   const ValidateBaseline* baseline = nullptr;  // --baseline: each link against its accepted figure
   BurnInPlan burn_in;                          // --duration / --cycles: phase 2 repeated in windows
   std::string note;                            // a line printed under the header (a check left out, and why)
+  bool fabric_only = false;                    // --fabric-only: stop after the fabric phase
 };
 
 // Returns the exit code: 0 PASS, 1 FAIL, with the verdict and the epilogue written
