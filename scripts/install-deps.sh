@@ -64,6 +64,9 @@ if [[ $purpose == test || $purpose == all ]]; then
   packages+=(tmux)
   # The export test checks every metrics file with Prometheus' promtool.
   packages+=(prometheus)
+  # The simulated multi-spine fabric's test: traceroute as the paths' oracle, nftables
+  # for its lossy and blackholed links (scripts/netns-su/fault.sh).
+  packages+=(traceroute nftables)
 fi
 
 missing=()
