@@ -66,8 +66,9 @@ if [[ $purpose == test || $purpose == all ]]; then
   packages+=(tmux)
   # The export test checks every metrics file with Prometheus' promtool.
   packages+=(prometheus)
-  # The fabric probe test checks validate's flow traces against Debian's traceroute.
-  packages+=(traceroute)
+  # The simulated multi-spine fabric's test and the flow probes' test: traceroute as the paths' oracle, nftables
+  # for its lossy and blackholed links (scripts/netns-su/fault.sh).
+  packages+=(traceroute nftables)
 fi
 
 missing=()

@@ -12,6 +12,9 @@ for pidfile in "$RB_SU_STATE"/flap-*.pid; do
   f=${f%.pid}
   rb_su_stop_flap "${f%-*}" "${f#*-}"
 done
+for pidfile in "$RB_SU_STATE"/fflap-*.pid; do  # a fabric's flapping links
+  [[ -f $pidfile ]] && rb_su_stop_pidfile "$pidfile"
+done
 # Processes still inside a node (a killed mpirun's ranks) would keep a namespace alive.
 for ns in $(ip netns list | awk '{print $1}' | grep "^$RB_SU_PREFIX-"); do
   pids=$(ip netns pids "$ns" 2>/dev/null)

@@ -47,10 +47,17 @@ rb_su_mgmt_bridge() { printf '%s-mgmt' "$RB_SU_PREFIX"; }
 rb_su_spine_ns() { printf '%s-spine' "$RB_SU_PREFIX"; }
 # Root-namespace end of node N's rail R veth: the leaf's switch port (max 15 characters).
 rb_su_port() { printf '%s-n%02dr%d' "$RB_SU_PREFIX" "$1" "$2"; }
-rb_su_rail_ip() { printf '%s.%d.%d' "$RB_SU_RAIL_NET" "$2" "$1"; }  # node N, rail R
+rb_su_rail_ip() {  # node N, rail R (in fabric mode, on its SU's subnet of the rail)
+  if [[ ${RB_SU_FABRIC:-} == 1 ]]; then
+    printf '%s.%d' "$(rb_su_fab_rail_net "$(rb_su_su_of "$1")" "$2")" "$1"
+  else
+    printf '%s.%d.%d' "$RB_SU_RAIL_NET" "$2" "$1"
+  fi
+}
 
 rb_su_load_state() {
   [[ -f $RB_SU_STATE/su.env ]] || rb_su_die "no simulated SU is up (no $RB_SU_STATE/su.env): run scripts/netns-su/up.sh first"
+  RB_SU_FABRIC=""  # only a fabric's su.env sets it
   # shellcheck disable=SC1091
   source "$RB_SU_STATE/su.env"
   # The subnet up.sh actually took (an SU recorded before it was kept has the derived one).
@@ -59,6 +66,23 @@ rb_su_load_state() {
 
 # Whether 10.X.200.254 (an SU's management address) is on any interface of this host.
 rb_su_net_in_use() { ip -o addr show | grep " $1.200.254/" >/dev/null; }
+
+# Takes RB_SU_NET, or when another SU holds it and it was not given, the next free 10.X.
+rb_su_take_net() {
+  local x i next
+  rb_su_net_in_use "$RB_SU_NET" || return 0
+  [[ -n $RB_SU_NET_GIVEN ]] &&
+    rb_su_die "$RB_SU_MGMT_NET.0/24 (RB_SU_NET=$RB_SU_NET) is already in use on this host (another SU?): set another RB_SU_NET=10.N (100..199) or unset it"
+  # The prefix's hash met another SU's subnet: take the next free 10.X.
+  x=${RB_SU_NET#10.}
+  for ((i = 1; i <= 100; i++)); do
+    next=10.$((100 + (x - 100 + i) % 100))
+    rb_su_net_in_use "$next" || break
+  done
+  rb_su_net_in_use "$next" &&
+    rb_su_die "every subnet 10.100..10.199 holds an SU on this host: take some down (scripts/netns-su/down.sh with their RB_SU_PREFIX)"
+  rb_su_set_net "$next"
+}
 
 # Node number from a node name or number: node03 / 3 -> 3.
 rb_su_node_number() {
@@ -150,4 +174,128 @@ rb_su_shape() {  # rb_su_shape NETNS-or-"" DEV RATE_MBIT
   # a deep one turns a busy direction into tens of milliseconds of delay for the other
   # direction's ACKs.
   "${in[@]}" tc qdisc add dev "$dev" parent 1:10 handle 10: pfifo limit 64
+}
+
+# ---- Fabric mode (up.sh --sus S --spines K; RB_SU_FABRIC=1 in su.env) ----
+# S SUs of RB_SU_SU_NODES nodes each (RB_SU_NODES is then the total, numbered across SUs),
+# one L3 leaf namespace per SU and rail, K spine namespaces, a veth per leaf-spine link:
+#   leaf (s, r)     namespace PREFIX-s<s>l<r>, config name su<s>-leaf<r>: bridge br0 with
+#                   the node ports n<NN> and the SVI 10.X.(16(s-1)+r).254/24
+#   spine k         namespace PREFIX-sp<k>, config name spine<k>
+#   link (s, r, k)  su<s>-leaf<r>-spine<k>: spine<k> in the leaf (10.X.(128+8(s-1)+r).(4k+1)/30),
+#                   s<s>l<r> in the spine (.(4k+2)/30), shaped both ways to RB_SU_UPLINK
+# Every leaf reaches every other leaf's subnet by one multipath route over the spines whose
+# link is usable (rb_su_fab_routes); L4 ECMP hashing with a seed per switch.
+rb_su_su_of() { echo $((($1 - 1) / RB_SU_SU_NODES + 1)); }                 # node N -> SU s
+rb_su_fab_leaf_ns() { printf '%s-s%dl%d' "$RB_SU_PREFIX" "$1" "$2"; }      # SU s, rail r
+rb_su_fab_spine_ns() { printf '%s-sp%d' "$RB_SU_PREFIX" "$1"; }            # spine k
+rb_su_fab_rail_net() { printf '%s.%d' "$RB_SU_NET" $((16 * ($1 - 1) + $2)); } # s r -> 10.X.Y
+rb_su_fab_link_net() { printf '%s.%d' "$RB_SU_NET" $((128 + 8 * ($1 - 1) + $2)); }
+rb_su_fab_leaf_addr() { printf '%s.%d' "$(rb_su_fab_link_net "$1" "$2")" $((4 * $3 + 1)); }  # s r k
+rb_su_fab_spine_addr() { printf '%s.%d' "$(rb_su_fab_link_net "$1" "$2")" $((4 * $3 + 2)); } # s r k
+rb_su_fab_link_name() { printf 'su%d-leaf%d-spine%d' "$1" "$2" "$3"; }
+
+# Where node N's rail-R switch port is: a namespace ("" for the root) and a device.
+rb_su_port_ns() {
+  if [[ ${RB_SU_FABRIC:-} == 1 ]]; then rb_su_fab_leaf_ns "$(rb_su_su_of "$1")" "$2"; fi
+}
+rb_su_port_dev() {
+  if [[ ${RB_SU_FABRIC:-} == 1 ]]; then printf 'n%02d' "$1"; else rb_su_port "$1" "$2"; fi
+}
+# The bridge that port belongs in (in its namespace).
+rb_su_port_bridge() {
+  if [[ ${RB_SU_FABRIC:-} == 1 ]]; then echo br0; else rb_su_node_leaf "$1" "$2"; fi
+}
+
+# su1-leaf0-spine2 -> "1 0 2", or an error naming the links that exist.
+rb_su_fab_link_parse() {
+  [[ $1 =~ ^su([0-9]+)-leaf([0-9]+)-spine([0-9]+)$ ]] &&
+    ((BASH_REMATCH[1] >= 1 && BASH_REMATCH[1] <= RB_SU_SUS && BASH_REMATCH[2] < RB_SU_RAILS &&
+      BASH_REMATCH[3] < RB_SU_SPINES)) ||
+    rb_su_die "no fabric link '$1': links are su<1..$RB_SU_SUS>-leaf<0..$((RB_SU_RAILS - 1))>-spine<0..$((RB_SU_SPINES - 1))>, e.g. su1-leaf0-spine$((RB_SU_SPINES - 1))"
+  echo "$((10#${BASH_REMATCH[1]})) $((10#${BASH_REMATCH[2]})) $((10#${BASH_REMATCH[3]}))"
+}
+
+rb_su_fab_flap_pidfile() { printf '%s/fflap-%s.pid' "$RB_SU_STATE" "$1"; }  # link name
+rb_su_stop_pidfile() {  # stops the loop whose pid the file holds, then removes the file
+  local pid
+  [[ -f $1 ]] || return 0
+  pid=$(cat "$1" 2>/dev/null || true)
+  rm -f "$1"
+  if [[ $pid =~ ^[0-9]+$ ]]; then
+    kill "$pid" 2>/dev/null || true
+    for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+  fi
+}
+
+# Names of the devices whose administrative state is up in namespace NS, one per line.
+rb_su_ns_up_devs() {
+  ip -n "$1" -o link show | awk -F': ' '$3 ~ /[<,]UP[,>]/ { split($2, a, "@"); print a[1] }'
+}
+
+# Routing convergence: recomputes every leaf's and spine's routes from the links' state.
+# A link is usable when both ends are administratively up (a down or flapping link is
+# not, a blackholed one still is: routing cannot see that); a withdrawn (leaf, spine)
+# ($RB_SU_STATE/withdrawn, link names) is not used by that leaf for its own routes only.
+# The caller holds the fabric's lock (rb_su_fab_lock), so that a link's change and the
+# routes that follow from it are one step that no flapping link's loop can split.
+rb_su_fab_lock() {
+  exec 9>"$RB_SU_STATE/routes.lock"
+  flock 9
+}
+rb_su_fab_routes() {
+  (
+    local s r k s2 r2 leaf nh dev
+    declare -A up=() withdrawn=()
+    for ((k = 0; k < RB_SU_SPINES; k++)); do
+      while read -r dev; do up[sp$k-$dev]=1; done < <(rb_su_ns_up_devs "$(rb_su_fab_spine_ns $k)")
+    done
+    for ((s = 1; s <= RB_SU_SUS; s++)); do
+      for ((r = 0; r < RB_SU_RAILS; r++)); do
+        while read -r dev; do up[l$s-$r-$dev]=1; done < <(rb_su_ns_up_devs "$(rb_su_fab_leaf_ns $s $r)")
+      done
+    done
+    if [[ -f $RB_SU_STATE/withdrawn ]]; then
+      while read -r dev; do [[ -n $dev ]] && withdrawn[$dev]=1; done <"$RB_SU_STATE/withdrawn"
+    fi
+    usable() { [[ -n ${up[l$1-$2-spine$3]:-} && -n ${up[sp$3-s$1l$2]:-} ]]; }
+    for ((s = 1; s <= RB_SU_SUS; s++)); do
+      for ((r = 0; r < RB_SU_RAILS; r++)); do
+        leaf=$(rb_su_fab_leaf_ns $s $r)
+        local add="" del=""
+        for ((s2 = 1; s2 <= RB_SU_SUS; s2++)); do
+          for ((r2 = 0; r2 < RB_SU_RAILS; r2++)); do
+            ((s2 == s && r2 == r)) && continue
+            nh=""
+            for ((k = 0; k < RB_SU_SPINES; k++)); do
+              usable $s $r $k && usable $s2 $r2 $k || continue
+              [[ -z ${withdrawn[$(rb_su_fab_link_name $s $r $k)]:-} ]] || continue
+              nh+=" nexthop via $(rb_su_fab_spine_addr $s $r $k) dev spine$k weight 1"
+            done
+            if [[ -n $nh ]]; then
+              add+="route replace $(rb_su_fab_rail_net $s2 $r2).0/24$nh"$'\n'
+            else
+              del+="route del $(rb_su_fab_rail_net $s2 $r2).0/24"$'\n'
+            fi
+          done
+        done
+        [[ -z $add ]] || ip -n "$leaf" -batch - <<<"$add"
+        [[ -z $del ]] || ip -n "$leaf" -force -batch - <<<"$del" >/dev/null 2>&1 || true
+      done
+    done
+    for ((k = 0; k < RB_SU_SPINES; k++)); do
+      local add="" del=""
+      for ((s = 1; s <= RB_SU_SUS; s++)); do
+        for ((r = 0; r < RB_SU_RAILS; r++)); do
+          if usable $s $r $k; then
+            add+="route replace $(rb_su_fab_rail_net $s $r).0/24 via $(rb_su_fab_leaf_addr $s $r $k) dev s${s}l$r"$'\n'
+          else
+            del+="route del $(rb_su_fab_rail_net $s $r).0/24"$'\n'
+          fi
+        done
+      done
+      [[ -z $add ]] || ip -n "$(rb_su_fab_spine_ns $k)" -batch - <<<"$add"
+      [[ -z $del ]] || ip -n "$(rb_su_fab_spine_ns $k)" -force -batch - <<<"$del" >/dev/null 2>&1 || true
+    done
+  )
 }

@@ -6,23 +6,36 @@
 # leaf uplinks of the leaf's whole downlink capacity (1:1; F = 2 halves them).
 # --tenants a=1-2,b=3-4: nodes 1-2 and 3-4 on separate networks (a leaf bridge per tenant
 # on every rail, a spine per tenant), as a multi-tenant fabric's VLANs and VRFs keep them.
+# Fabric mode, when --sus or --spines is given (fabric.sh builds it; lib.sh names it):
+#   up.sh --sus S --spines K [--polarized] [--nodes N] [--rails R] [--rate M] [--oversubscription F]
+# S SUs of N nodes each (S and K default to 1), an L3 leaf per SU and rail, K spines, ECMP with a
+# hash seed per switch (--polarized: one seed for all), uplinks at M x N / F / K Mb/s each.
 # On any failure, everything already created is torn down again.
 here=$(cd "$(dirname "$0")" && pwd)
 source "$here/lib.sh"
 
-nodes=4 rails=2 rate=400 mtu=1500 oversub=1 tenants=""
+nodes=4 rails=2 rate=400 mtu=1500 oversub=1 tenants="" sus="" spines="" polarized=0
 while (($#)); do
   case $1 in
+    --sus) sus=$2; shift 2 ;;
+    --spines) spines=$2; shift 2 ;;
+    --polarized) polarized=1; shift ;;
     --tenants) tenants=$2; shift 2 ;;
     --oversubscription) oversub=$2; shift 2 ;;
     --nodes) nodes=$2; shift 2 ;;
     --rails) rails=$2; shift 2 ;;
     --rate) rate=$2; shift 2 ;;
     --mtu) mtu=$2; shift 2 ;;
-    -h | --help) sed -n '2,9p' "$0"; exit 0 ;;
-    *) rb_su_die "unknown option '$1': use --nodes N --rails R --rate MBIT --mtu BYTES --oversubscription F --tenants SPEC" ;;
+    -h | --help) sed -n '2,13p' "$0"; exit 0 ;;
+    *) rb_su_die "unknown option '$1': use --nodes N --rails R --rate MBIT --mtu BYTES --oversubscription F --tenants SPEC --sus S --spines K --polarized" ;;
   esac
 done
+if [[ -n $sus$spines ]]; then
+  # Fabric mode: its own checks and builder (fabric.sh), then done.
+  source "$here/fabric.sh"
+  exit 0
+fi
+((polarized == 0)) || rb_su_die "--polarized needs a fabric: add --sus S and/or --spines K"
 [[ $nodes =~ ^[0-9]+$ ]] && ((nodes >= 2 && nodes <= 99)) || rb_su_die "--nodes $nodes: use 2..99"
 [[ $rails =~ ^[0-9]+$ ]] && ((rails >= 1 && rails <= 8)) || rb_su_die "--rails $rails: use 1..8"
 [[ $rate =~ ^[0-9]+$ ]] && ((rate >= 1)) || rb_su_die "--rate $rate: a whole number of Mb/s, e.g. 400"
@@ -64,19 +77,7 @@ fi
 uplink=$(awk -v n="$nodes" -v r="$rate" -v f="$oversub" 'BEGIN { u = int(n * r / f); print (u < 1 ? 1 : u) }')
 rb_su_require_root
 [[ -f $RB_SU_STATE/su.env ]] && rb_su_die "a simulated SU is already up ($RB_SU_STATE): run scripts/netns-su/down.sh first"
-if rb_su_net_in_use "$RB_SU_NET"; then
-  [[ -n $RB_SU_NET_GIVEN ]] &&
-    rb_su_die "$RB_SU_MGMT_NET.0/24 (RB_SU_NET=$RB_SU_NET) is already in use on this host (another SU?): set another RB_SU_NET=10.N (100..199) or unset it"
-  # The prefix's hash met another SU's subnet: take the next free 10.X.
-  x=${RB_SU_NET#10.}
-  for ((i = 1; i <= 100; i++)); do
-    next=10.$((100 + (x - 100 + i) % 100))
-    rb_su_net_in_use "$next" || break
-  done
-  rb_su_net_in_use "$next" &&
-    rb_su_die "every subnet 10.100..10.199 holds an SU on this host: take some down (scripts/netns-su/down.sh with their RB_SU_PREFIX)"
-  rb_su_set_net "$next"
-fi
+rb_su_take_net
 
 trap 'echo "netns-su: setup failed, tearing down" >&2; "$here/down.sh" >/dev/null 2>&1 || true' ERR
 mkdir -p "$RB_SU_STATE"
