@@ -131,6 +131,10 @@ for ((n = 1; n <= RB_SU_NODES; n++)); do
     sysctl_ns "$ns" "net.ipv4.conf.rail$r.rp_filter=0"
     ip -n "$ns" addr add "$(rb_su_rail_ip $n $r)/24" dev "rail$r"
     ip -n "$ns" link set "rail$r" up
+    # One wire-sized packet per segment, as a NIC puts on the cable: veth otherwise hands
+    # 64 KiB GSO bursts through the whole fabric, and a lossy link's "P% of packets"
+    # would drop a few bursts instead of P% of the segments.
+    ip -n "$ns" link set "rail$r" gso_max_segs 1
     # Traffic from railR's address leaves through railR; every other rail subnet, of
     # every SU, through the node's own leaf (its SVI).
     table=$((100 + r))

@@ -23,8 +23,10 @@ command -v traceroute >/dev/null || skip "traceroute not found: apt-get install 
 command -v nft >/dev/null || skip "nft not found: apt-get install nftables (scripts/install-deps.sh --for test)"
 [[ -e /proc/sys/net/ipv4/fib_multipath_hash_seed ]] || skip "this kernel has no net.ipv4.fib_multipath_hash_seed (Linux 6.11+)"
 
-# The checked-in config's fabric section is what fabric-config.py prints for its shape.
-sed -n '/^  "fabric": {$/,/^  }$/p' "$rb_root/configs/netns-2su-4x2-4spine.json" >"$work/config-fabric"
+# The checked-in config's fabric section is what fabric-config.py prints for its shape
+# (but for its "tests", validate's settings for the fabric phase, and their comment).
+sed -n '/^  "fabric": {$/,/^  }$/p' "$rb_root/configs/netns-2su-4x2-4spine.json" |
+  sed '/(not from fabric-config.py)/,/"tests":/d' >"$work/config-fabric"
 "$su/fabric-config.py" --sus 2 --nodes 4 --rails 2 --spines 4 --net 10.150 >"$work/printed-fabric" ||
   fail "fabric-config.py failed"
 diff "$work/config-fabric" "$work/printed-fabric" >"$work/fabric-diff.log" ||

@@ -83,13 +83,20 @@ FlowPath map_path(const SuFabric& f, const FabricNic& src, const FabricNic& dst,
     if (h.ttl == 2 && f.is_spine(sw)) p.spine = spine_index(f, sw);
     last_known = std::max(last_known, std::min(h.ttl, 3));
   }
-  if (p.spine >= 0) {
+  if (p.spine >= 0 && !p.reached && last_known >= 3) {
+    // Every switch on the way answered but the destination did not: the SYN got there
+    // (or to its last link), and the answer died on its way back, from the destination
+    // leaf over some spine down to the source leaf: one of those leaves' links, unknown
+    // which (the return path hashes on its own).
+    for (size_t i = 0; i < f.links.size(); ++i)
+      if (f.links[i].leaf == dst_leaf || f.links[i].leaf == src_leaf) p.next_candidates.push_back(static_cast<int>(i));
+  } else if (p.spine >= 0) {
     const int up = f.link_index(src_leaf, f.spines[p.spine].name);
     const int down = f.link_index(dst_leaf, f.spines[p.spine].name);
     if (up >= 0) p.links.push_back(up);
     // The destination leaf past a known spine: one link leads there, whether or not
     // the flow got through it.
-    if (down >= 0) (p.reached || last_known >= 3 ? p.links : p.next_candidates).push_back(down);
+    if (down >= 0) (p.reached ? p.links : p.next_candidates).push_back(down);
   } else if (!p.reached || trace.hops.size() >= 2) {
     // The spine never answered: the flow took one of the source leaf's uplinks.
     for (size_t i = 0; i < f.links.size(); ++i)

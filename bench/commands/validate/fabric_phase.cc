@@ -5,6 +5,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
+#include <thread>
 #include <chrono>
 #include <cstring>
 #include <map>
@@ -94,29 +96,50 @@ struct FlowSockets {
   }
 };
 
-// Traces this rank's flows of `batch` (the ones it is the source of); a flow that
+// Traces this rank's flows of `batch` (the ones it is the source of), several at once
+// (each its own socket and source port; the pacer keeps the switches' rate): a cut
+// path waits out its silent hops, and one at a time they would add up. A flow that
 // reaches its destination keeps its connection, which first carries the flow's id.
-json trace_mine(const std::vector<PlannedFlow>& batch, const std::vector<FabricNic>& nics, int me, const FabricTests& t,
-                ProbePacer& pacer, FlowSockets& sockets) {
+json trace_mine(const std::vector<PlannedFlow>& batch, const std::vector<FabricNic>& nics, int me,
+                const FabricTests& t, ProbePacer& pacer, FlowSockets& sockets) {
+  constexpr size_t kTracers = 8;
   TraceOptions options;
   options.max_ttl = t.max_ttl;
-  json out = json::array();
-  for (const auto& flow : batch) {
-    if (nics[flow.src].rank != me) continue;
-    const FlowTuple tuple{nics[flow.src].ip, nics[flow.dst].ip, flow.src_port, nics[flow.dst].port, FlowProto::tcp};
-    int fd = -1;
-    FlowTrace trace = trace_and_connect(tuple, options, pacer, fd);
-    if (fd >= 0) {
-      const uint32_t id = static_cast<uint32_t>(flow.id);
-      if (write_all(fd, &id, sizeof id, Clock::now() + std::chrono::seconds(2))) {
-        sockets.out[flow.id] = fd;
-      } else {
-        ::close(fd);
-        trace.reached = false;
-        trace.error = "connected, but the flow's first bytes did not go through";
+  options.max_silent = 2;
+  options.hop_timeout = std::chrono::milliseconds(250);
+  std::vector<const PlannedFlow*> mine;
+  for (const auto& flow : batch)
+    if (nics[flow.src].rank == me) mine.push_back(&flow);
+  std::vector<json> traces(mine.size());
+  std::vector<int> fds(mine.size(), -1);
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t i = next++; i < mine.size(); i = next++) {
+      const PlannedFlow& flow = *mine[i];
+      const FlowTuple tuple{nics[flow.src].ip, nics[flow.dst].ip, flow.src_port, nics[flow.dst].port, FlowProto::tcp};
+      int fd = -1;
+      FlowTrace trace = trace_and_connect(tuple, options, pacer, fd);
+      if (fd >= 0) {
+        const uint32_t id = static_cast<uint32_t>(flow.id);
+        if (!write_all(fd, &id, sizeof id, Clock::now() + std::chrono::seconds(2))) {
+          ::close(fd);
+          fd = -1;
+          trace.reached = false;
+          trace.error = "connected, but the flow's first bytes did not go through";
+        }
       }
+      fds[i] = fd;
+      traces[i] = trace_json(flow.id, trace);
     }
-    out.push_back(trace_json(flow.id, trace));
+  };
+  {
+    std::vector<std::jthread> tracers;
+    for (size_t k = 0; k < std::min(kTracers, mine.size()); ++k) tracers.emplace_back(work);
+  }
+  json out = json::array();
+  for (size_t i = 0; i < mine.size(); ++i) {
+    if (fds[i] >= 0) sockets.out[mine[i]->id] = fds[i];
+    out.push_back(std::move(traces[i]));
   }
   return out;
 }
@@ -174,7 +197,9 @@ Discovery discover(RunContext& ctx, const SuFabric& f, const std::vector<FabricN
     auto more = plan_for_leaf(nics, leaves, a, false, spines * t.flows_per_spine, c);
     batch.insert(batch.end(), more.begin(), more.end());
   }
-  while (!batch.empty()) {
+  // The first round, then at most 3 more: a leaf that still misses a spine after them
+  // has a link that nothing crosses (down, withdrawn) or a dead one, both findings.
+  while (!batch.empty() && d.rounds < 4) {
     d.rounds += 1;
     const json mine = trace_mine(batch, nics, ctx.rank(), t, pacer, sockets);
     d.flows.insert(d.flows.end(), batch.begin(), batch.end());
@@ -195,12 +220,14 @@ Discovery discover(RunContext& ctx, const SuFabric& f, const std::vector<FabricN
     batch.clear();
     const int bound = spines * t.max_flows_per_spine;
     for (int a = 0; a < leaves; ++a) {
-      std::vector<PlannedFlow> more;
-      if (static_cast<int>(c.up[a].size()) < spines && c.out[a] < bound)
-        more = plan_for_leaf(nics, leaves, a, false, spines, c);
-      else if (static_cast<int>(c.down[a].size()) < spines && c.in[a] < bound)
-        more = plan_for_leaf(nics, leaves, a, true, spines, c);
-      batch.insert(batch.end(), more.begin(), more.end());
+      if (static_cast<int>(c.up[a].size()) < spines && c.out[a] < bound) {
+        auto more = plan_for_leaf(nics, leaves, a, false, spines, c);
+        batch.insert(batch.end(), more.begin(), more.end());
+      }
+      if (static_cast<int>(c.down[a].size()) < spines && c.in[a] < bound) {
+        auto more = plan_for_leaf(nics, leaves, a, true, spines, c);
+        batch.insert(batch.end(), more.begin(), more.end());
+      }
     }
   }
   return d;
@@ -231,11 +258,12 @@ struct FlowResult {
   FlowFigures sent, received;
 };
 
+// Measures the flows in `which` (by id), alone on their paths.
 std::vector<FlowResult> measure(RunContext& ctx, const SuFabric& f, const Discovery& d,
                                 const std::vector<FabricNic>& nics, FlowSockets& sockets, double expected_gbps,
-                                double pair_timeout_s, size_t& round_count) {
+                                double pair_timeout_s, const std::vector<bool>& which, size_t& round_count) {
   std::vector<bool> connected(d.flows.size());
-  for (const auto& flow : d.flows) connected[flow.id] = d.traces[flow.id].reached;
+  for (const auto& flow : d.flows) connected[flow.id] = d.traces[flow.id].reached && which[flow.id];
   const auto rounds = measurement_rounds(d.flows, d.paths, connected);
   round_count = rounds.size();
   // A healthy flow takes bytes / rate; a slow one gets 20 times that, within the pair timeout.
@@ -363,8 +391,33 @@ std::vector<Finding> run_fabric_phase(RunContext& ctx, const SuConfig& c, const 
   ctx.bootstrap().barrier();
   const auto t1 = Clock::now();
   const double expected = expected_flow_gbps(c);
-  size_t rounds = 0;
-  const auto measured = measure(ctx, f, d, nics, sockets, expected, c.tests.pair_timeout_s, rounds);
+  size_t rounds = 0, retest_rounds = 0;
+  auto measured =
+      measure(ctx, f, d, nics, sockets, expected, c.tests.pair_timeout_s, std::vector<bool>(d.flows.size(), true), rounds);
+  // A flow that looked bad is measured once more before it counts, as a suspect pair
+  // is re-tested: one slow sample on a shared host (or a burst of other traffic) is not
+  // a link. Only flows that completed can go again (their two ends are in step).
+  std::vector<bool> again(d.flows.size(), false);
+  int retested = 0;
+  for (const auto& p : d.flows) {
+    const FlowResult& r = measured[p.id];
+    const bool done = r.received.completed && r.sent.completed;
+    const bool suspect = r.received.gbps < f.tests.flow_min_fraction * expected ||
+                         r.sent.retransmits >= static_cast<unsigned>(f.tests.retransmits_lossy);
+    again[p.id] = done && suspect;
+    retested += again[p.id];
+  }
+  if (ctx.bootstrap().all_reduce_max(std::vector<double>{static_cast<double>(retested)})[0] > 0) {
+    const auto second = measure(ctx, f, d, nics, sockets, expected, c.tests.pair_timeout_s, again, retest_rounds);
+    for (const auto& p : d.flows) {
+      if (!again[p.id]) continue;
+      FlowResult& r = measured[p.id];
+      const FlowResult& s2 = second[p.id];
+      const bool done2 = s2.received.completed && s2.sent.completed;
+      if (done2 && s2.received.gbps > r.received.gbps) r.received = s2.received;  // the better of the two
+      if (done2) r.sent.retransmits = std::min(r.sent.retransmits, s2.sent.retransmits);
+    }
+  }
   const double measure_s = std::chrono::duration<double>(Clock::now() - t1).count();
 
   std::vector<FabricFlow> flows;
@@ -390,6 +443,7 @@ std::vector<Finding> run_fabric_phase(RunContext& ctx, const SuConfig& c, const 
                              {"discovery_rounds", d.rounds},
                              {"discovery_s", discover_s},
                              {"measure_rounds", rounds},
+                             {"retest_rounds", retest_rounds},
                              {"measure_s", measure_s},
                              {"skipped", skipped}});
   int reached = 0, opened = 0;
@@ -400,8 +454,9 @@ std::vector<Finding> run_fabric_phase(RunContext& ctx, const SuConfig& c, const 
   if (!skipped.empty()) ctx.print(fmt::format("# fabric: some NICs open no flows: {}", skipped));
   ctx.print(
       fmt::format("# phase 1c fabric: {} flows over {} leaf-spine links ({} reached their destination), paths "
-                  "traced in {:.1f} s ({} round(s)), measured in {} rounds ({:.1f} s), {} finding(s)",
-                  opened, f.links.size(), reached, discover_s, d.rounds, rounds, measure_s, j.findings.size()));
+                  "traced in {:.1f} s ({} round(s)), measured in {} rounds and {} of re-tests ({:.1f} s), {} finding(s)",
+                  opened, f.links.size(), reached, discover_s, d.rounds, rounds, retest_rounds, measure_s,
+                  j.findings.size()));
   for (const auto& line : j.lines) ctx.print(line);
   for (const auto& x : j.findings)
     ctx.print(fmt::format("# fabric {}: {}: {}", to_string(x.severity), x.subject, x.reason));

@@ -90,7 +90,7 @@ void coverage_findings(const SuFabric& f, const std::vector<FabricNic>& nics, co
     const double k = static_cast<double>(f.spines.size());
     auto sure = [&](int n) { return n > 0 && std::pow((k - 1) / k, n) < 0.01; };
     std::string why;
-    if (n_up == 0 && n_down == 0 && sure(out_flows) && sure(in_flows)) {
+    if (n_up == 0 && n_down == 0 && sure(out_flows + in_flows)) {
       why = fmt::format(
           "no flow crossed it either way ({} flows left {} over the other spines, {} arrived): down, "
           "or both its routes withdrawn; the fabric is short of its capacity",
@@ -98,7 +98,7 @@ void coverage_findings(const SuFabric& f, const std::vector<FabricNic>& nics, co
     } else if (n_up == 0 && n_down > 0 && sure(out_flows)) {
       why = fmt::format(
           "{} sends nothing through {} ({} flows left it over the other spines, {} arrived through "
-          "{}): its route via {} is withdrawn",
+          "{}): its route via {} is withdrawn, or its ECMP hash never picks it",
           l.leaf, l.spine, out_flows, n_down, l.spine, l.spine);
     } else if (n_down == 0 && n_up > 0 && sure(in_flows)) {
       why = fmt::format(
@@ -185,7 +185,7 @@ void ecmp_lines(const SuFabric& f, const std::vector<FabricNic>& nics, const std
                             {"uplinks_used", b.links_used}});
     out.lines.push_back(fmt::format("# fabric ECMP {}: {} flows, per uplink {} (max/mean {:.2f})", f.leaves[leaf].name,
                                     mine.size(), text, b.max_over_mean));
-    if (mine.size() >= 4 * uplinks.size() && b.max_over_mean >= 2) {
+    if (mine.size() >= 8 * uplinks.size() && b.max_over_mean >= 2) {
       out.findings.push_back(fabric_finding(
           Severity::warn, f.leaves[leaf].name,
           fmt::format("ECMP polarized: {} flows with distinct source ports use {} of its {} uplinks, the busiest "

@@ -253,9 +253,9 @@ std::string not_reached_error(const FlowTrace& trace, const FlowTuple& t, const 
     return fmt::format(
         "{}: nothing answered at ttl 1-{} (ICMP time exceeded filtered, or the path is dead from "
         "its first hop)",
-        flow_text(t), o.max_ttl);
+        flow_text(t), trace.hops.empty() ? o.max_ttl : trace.hops.back().ttl);
   return fmt::format("{}: the path is cut after hop {} ({}): nothing answered at ttl {}-{}", flow_text(t), last->ttl,
-                     last->address, last->ttl + 1, o.max_ttl);
+                     last->address, last->ttl + 1, trace.hops.back().ttl);
 }
 
 std::string trace_options_error(const TraceOptions& o) {
@@ -276,6 +276,7 @@ FlowTrace run_trace(const FlowTuple& t, const TraceOptions& o, ProbePacer& pacer
     return trace;
   }
   if (trace.error = trace_options_error(o); !trace.error.empty()) return trace;
+  int silent = 0;
   for (int ttl = 1; ttl <= o.max_ttl; ++ttl) {
     ProbeOutcome out;
     for (int i = 0; i < o.tries && out.answer == ProbeAnswer::silent; ++i) {
@@ -287,6 +288,9 @@ FlowTrace run_trace(const FlowTuple& t, const TraceOptions& o, ProbePacer& pacer
       return trace;
     }
     trace.hops.push_back({ttl, out.from, out.answer == ProbeAnswer::silent ? 0 : out.rtt_us});
+    silent = out.answer == ProbeAnswer::silent ? silent + 1 : 0;
+    // A cut path answers nothing past the cut: the remaining TTLs would only wait.
+    if (o.max_silent > 0 && silent >= o.max_silent) break;
     if (out.answer == ProbeAnswer::reached) {
       trace.reached = true;
       if (connection) *connection = std::move(out.socket);

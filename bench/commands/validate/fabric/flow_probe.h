@@ -58,6 +58,7 @@ struct TraceOptions {
   int max_ttl = 8;
   std::chrono::milliseconds hop_timeout{300};  // wait for one hop's answer
   int tries = 2;                               // probes per TTL before the hop counts as silent
+  int max_silent = 0;                          // stop after this many silent TTLs in a row (0: go to max_ttl)
 };
 
 // TCP: traces (src_ip:src_port -> dst_ip:dst_port) and, when a SYN reaches the
