@@ -248,7 +248,7 @@ SuFabric read_fabric(const ConfigReader& r, const json& j, const std::vector<std
     const std::string w = "fabric.tests";
     r.only(t, w,
            {"enabled", "flows_per_spine", "max_flows_per_spine", "probe_rate", "flow_bytes", "flow_min_fraction",
-            "retransmits_lossy", "max_ttl"});
+            "retransmits_lossy", "max_ttl", "max_flows_per_round"});
     FabricTests& x = f.tests;
     x.enabled = r.boolean(t, w, "enabled", x.enabled);
     x.flows_per_spine = r.integer(t, w, "flows_per_spine", x.flows_per_spine, 1, 64);
@@ -258,6 +258,7 @@ SuFabric read_fabric(const ConfigReader& r, const json& j, const std::vector<std
     x.flow_min_fraction = r.number(t, w, "flow_min_fraction", x.flow_min_fraction, 0.01, 1);
     x.retransmits_lossy = r.integer(t, w, "retransmits_lossy", x.retransmits_lossy, 1, 1000000000);
     x.max_ttl = r.integer(t, w, "max_ttl", x.max_ttl, 3, 32);
+    x.max_flows_per_round = r.integer(t, w, "max_flows_per_round", x.max_flows_per_round, 0, 1000000);
     if (x.flow_bytes < 4096 || x.flow_bytes > (4ULL << 30)) r.fail(w + ".flow_bytes", "use 4K .. 4G");
   }
   return f;

@@ -48,6 +48,7 @@ struct FabricTests {
   double flow_min_fraction = 0.6;  // a flow below this share of its expected rate is slow
   int retransmits_lossy = 20;      // ...one with this many retransmits (and k MADs above the median) lossy
   int max_ttl = 6;
+  int max_flows_per_round = 0;    // flows measured at once (0: as many as share no NIC or link)
 };
 
 struct SuFabric {

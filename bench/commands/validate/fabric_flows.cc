@@ -40,13 +40,15 @@ std::vector<PlannedFlow> plan_leaf_pair(const std::vector<FabricNic>& nics, int 
     // Sources in turn; each takes the destination it has used least, so the flows of a
     // leaf pair cover its NIC pairs before any repeats.
     const int s = src[(next_id + k) % src.size()];
-    int best = dst.front();
+    // Never a NIC of the same node: the kernel delivers that locally, through no switch.
+    int best = -1;
     for (int d : dst)
-      if (used[{s, d}] < used[{s, best}]) best = d;
+      if (nics[d].node != nics[s].node && (best < 0 || used[{s, d}] < used[{s, best}])) best = d;
+    if (best < 0) continue;
     used[{s, best}] += 1;
-    out.push_back({next_id + k, s, best, next_port[s]++});
+    out.push_back({next_id + static_cast<int>(out.size()), s, best, next_port[s]++});
   }
-  next_id += count;
+  next_id += static_cast<int>(out.size());
   return out;
 }
 
@@ -94,9 +96,16 @@ FlowPath map_path(const SuFabric& f, const FabricNic& src, const FabricNic& dst,
     const int up = f.link_index(src_leaf, f.spines[p.spine].name);
     const int down = f.link_index(dst_leaf, f.spines[p.spine].name);
     if (up >= 0) p.links.push_back(up);
-    // The destination leaf past a known spine: one link leads there, whether or not
-    // the flow got through it.
-    if (down >= 0) (p.reached ? p.links : p.next_candidates).push_back(down);
+    if (p.reached) {
+      if (down >= 0) p.links.push_back(down);
+    } else {
+      // Cut after the spine: the probe died on the spine's one link down to the
+      // destination leaf, or the destination leaf's answer died on its way back (over
+      // one of its uplinks and one of the source leaf's links, the return path's hash
+      // unknown). The link down is one of these too.
+      for (size_t i = 0; i < f.links.size(); ++i)
+        if (f.links[i].leaf == dst_leaf || f.links[i].leaf == src_leaf) p.next_candidates.push_back(static_cast<int>(i));
+    }
   } else if (!p.reached || trace.hops.size() >= 2) {
     // The spine never answered: the flow took one of the source leaf's uplinks.
     for (size_t i = 0; i < f.links.size(); ++i)
@@ -107,7 +116,7 @@ FlowPath map_path(const SuFabric& f, const FabricNic& src, const FabricNic& dst,
 
 std::vector<std::vector<int>> measurement_rounds(const std::vector<PlannedFlow>& flows,
                                                  const std::vector<FlowPath>& paths,
-                                                 const std::vector<bool>& connected) {
+                                                 const std::vector<bool>& connected, int max_per_round) {
   std::vector<std::vector<int>> rounds;
   std::vector<std::set<int>> nics_in, links_in;
   for (size_t i = 0; i < flows.size(); ++i) {
@@ -118,7 +127,8 @@ std::vector<std::vector<int>> measurement_rounds(const std::vector<PlannedFlow>&
     for (; r < rounds.size(); ++r) {
       const bool nic_free = !nics_in[r].count(flows[i].src) && !nics_in[r].count(flows[i].dst);
       const bool links_free = std::none_of(links.begin(), links.end(), [&](int l) { return links_in[r].count(l) > 0; });
-      if (nic_free && links_free) break;
+      const bool room = max_per_round <= 0 || static_cast<int>(rounds[r].size()) < max_per_round;
+      if (nic_free && links_free && room) break;
     }
     if (r == rounds.size()) {
       rounds.emplace_back();

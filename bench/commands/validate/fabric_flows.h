@@ -55,10 +55,11 @@ struct FlowPath {
 };
 FlowPath map_path(const SuFabric& f, const FabricNic& src, const FabricNic& dst, const FlowTrace& trace);
 
-// Rounds of flows (indexes into `flows`) that share no NIC and no fabric link, so each
+// Rounds of flows (indexes into `flows`) that share no NIC and no fabric link, at most
+// `max_per_round` in one (0: no cap), so each
 // is measured alone on its path. Flows with no connection are left out.
 std::vector<std::vector<int>> measurement_rounds(const std::vector<PlannedFlow>& flows,
                                                  const std::vector<FlowPath>& paths,
-                                                 const std::vector<bool>& connected);
+                                                 const std::vector<bool>& connected, int max_per_round = 0);
 
 }  // namespace railbench

@@ -264,7 +264,7 @@ std::vector<FlowResult> measure(RunContext& ctx, const SuFabric& f, const Discov
                                 double pair_timeout_s, const std::vector<bool>& which, size_t& round_count) {
   std::vector<bool> connected(d.flows.size());
   for (const auto& flow : d.flows) connected[flow.id] = d.traces[flow.id].reached && which[flow.id];
-  const auto rounds = measurement_rounds(d.flows, d.paths, connected);
+  const auto rounds = measurement_rounds(d.flows, d.paths, connected, f.tests.max_flows_per_round);
   round_count = rounds.size();
   // A healthy flow takes bytes / rate; a slow one gets 20 times that, within the pair timeout.
   const double full_s = static_cast<double>(f.tests.flow_bytes) * 8 / (expected_gbps * 1e9);
@@ -439,6 +439,7 @@ std::vector<Finding> run_fabric_phase(RunContext& ctx, const SuConfig& c, const 
   results.set("fabric", json{{"flows", flow_list},
                              {"links", j.links},
                              {"ecmp", j.ecmp},
+                             {"host_side", j.host_side},
                              {"expected_flow_gbps", expected},
                              {"discovery_rounds", d.rounds},
                              {"discovery_s", discover_s},

@@ -120,6 +120,40 @@ std::string health_word(const LinkEvidence& e, const FabricTests& t) {
 
 namespace {
 
+// A second (third...) link blamed on one bad flow that no other blamed link explains is
+// a noisy flow (one slow sample on a shared host), not a second fault: a fault on a
+// link shows on each flow the hash puts there. Dropped, weakest first; its flow stays
+// unexplained. One blamed link alone is kept: localize already weighed it against the
+// good flows through it.
+void drop_weak_links(const std::vector<FlowObservation>& observed, Localization& loc) {
+  const std::set<int> host(loc.host_nics.begin(), loc.host_nics.end());
+  auto crosses = [](const FlowObservation& o, int link) {
+    return std::count(o.links.begin(), o.links.end(), link) + std::count(o.next_candidates.begin(),
+                                                                          o.next_candidates.end(), link) > 0;
+  };
+  while (loc.blamed.size() > 1) {
+    int weakest = -1, weakest_unique = 2;
+    for (int link : loc.blamed) {
+      int unique = 0;
+      for (size_t i = 0; i < observed.size(); ++i) {
+        const FlowObservation& o = observed[i];
+        if (o.health == FlowHealth::good || host.count(o.src_nic) || host.count(o.dst_nic) || !crosses(o, link))
+          continue;
+        const bool other = std::any_of(loc.blamed.begin(), loc.blamed.end(),
+                                       [&](int b) { return b != link && crosses(o, b); });
+        unique += !other;
+      }
+      if (unique < weakest_unique) weakest = link, weakest_unique = unique;
+    }
+    if (weakest < 0) break;
+    loc.blamed.erase(std::find(loc.blamed.begin(), loc.blamed.end(), weakest));
+    for (size_t i = 0; i < observed.size(); ++i)
+      if (observed[i].health != FlowHealth::good && crosses(observed[i], weakest) &&
+          std::none_of(loc.blamed.begin(), loc.blamed.end(), [&](int b) { return crosses(observed[i], b); }))
+        loc.unexplained_flows.push_back(static_cast<int>(i));
+  }
+}
+
 void link_findings(const SuFabric& f, const std::vector<FabricNic>& nics, const std::vector<FlowObservation>& observed,
                    const Localization& loc, double expected_gbps, FabricJudgment& out) {
   int bad_total = 0;
@@ -142,6 +176,7 @@ void link_findings(const SuFabric& f, const std::vector<FabricNic>& nics, const 
     out.findings.push_back(fabric_finding(Severity::fail, link_subject(f.links.at(link)), reason,
                                           e.median_fraction * expected_gbps, expected_gbps, "Gb/s"));
   }
+  for (int nic : loc.host_nics) out.host_side.push_back(nics.at(nic).label);
   for (int nic : loc.host_nics)
     out.lines.push_back(
         fmt::format("# fabric: {}: its flows are bad on every path: the host's NIC, cable or leaf "
@@ -207,7 +242,8 @@ FabricJudgment judge_fabric(const SuFabric& f, const std::vector<FabricNic>& nic
     if (out.findings.size() >= 4) break;  // one config error repeats on every flow
     out.findings.push_back(fabric_finding(Severity::warn, "fabric config", m));
   }
-  const Localization loc = localize(static_cast<int>(f.links.size()), observed);
+  Localization loc = localize(static_cast<int>(f.links.size()), observed);
+  drop_weak_links(observed, loc);
   link_findings(f, nics, observed, loc, expected_gbps, out);
   coverage_findings(f, nics, flows, loc.blamed, out);
   ecmp_lines(f, nics, flows, observed, out);
