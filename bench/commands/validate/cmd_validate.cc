@@ -23,10 +23,10 @@ struct ValidateOptions {
   std::string config;  // --config: a path, or a name in configs/
   bool plan = false;   // --plan: print the schedule and estimate, run nothing
   bool inventory_only = false;
-  std::string transport;   // -t: overrides the config's transport
-  double timeout_s = 0;    // --pair-timeout: overrides tests.pair_timeout_s
-  std::string drain_list;  // --drain-list: where rank 0 writes the bad nodes as a hostlist
-  std::string baseline;    // --baseline: an accepted validate run's results file
+  std::string transport;     // -t: overrides the config's transport
+  double timeout_s = 0;      // --pair-timeout: overrides tests.pair_timeout_s
+  std::string drain_list;    // --drain-list: where rank 0 writes the bad nodes as a hostlist
+  std::string baseline;      // --baseline: an accepted validate run's results file
   bool fabric_only = false;  // --fabric-only: inventory, cabling and the fabric phase; no pair tests
   double probe_rate = 0;     // --probe-rate: overrides fabric.tests.probe_rate
 };
@@ -34,9 +34,10 @@ struct ValidateOptions {
 // --fabric-only and --probe-rate need the config's fabric section.
 void apply_fabric_options(const ValidateOptions& opt, SuConfig& c) {
   if ((opt.fabric_only || opt.probe_rate > 0) && !c.fabric.present())
-    throw UsageError(fmt::format("{}: config {} has no \"fabric\" section: describe the SUs, spines and leaf-spine "
-                                 "links (bench/commands/validate/FABRIC.md), or leave the option out",
-                                 opt.fabric_only ? "--fabric-only" : "--probe-rate", c.path));
+    throw UsageError(
+        fmt::format("{}: config {} has no \"fabric\" section: describe the SUs, spines and leaf-spine "
+                    "links (bench/commands/validate/FABRIC.md), or leave the option out",
+                    opt.fabric_only ? "--fabric-only" : "--probe-rate", c.path));
   if (opt.probe_rate > 0) c.fabric.tests.probe_rate = opt.probe_rate;
   if (opt.fabric_only) c.fabric.tests.enabled = true;
 }

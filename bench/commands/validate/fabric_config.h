@@ -41,14 +41,14 @@ struct FabricLink {
 // How the fabric phase probes and measures (all optional in the config).
 struct FabricTests {
   bool enabled = true;             // run the phase when the config has a fabric
-  int flows_per_spine = 4;        // first flows out of each leaf: spines x this
+  int flows_per_spine = 4;         // first flows out of each leaf: spines x this
   int max_flows_per_spine = 8;     // ...then more until every spine is seen both ways, up to spines x this
   double probe_rate = 100;         // ICMP answers per second asked of any one switch (its CPU polices them)
   uint64_t flow_bytes = 1 << 20;   // bytes each measured flow moves
   double flow_min_fraction = 0.6;  // a flow below this share of its expected rate is slow
   int retransmits_lossy = 20;      // ...one with this many retransmits (and k MADs above the median) lossy
   int max_ttl = 6;
-  int max_flows_per_round = 0;    // flows measured at once (0: as many as share no NIC or link)
+  int max_flows_per_round = 0;  // flows measured at once (0: as many as share no NIC or link)
 };
 
 struct SuFabric {

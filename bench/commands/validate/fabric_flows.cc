@@ -104,7 +104,8 @@ FlowPath map_path(const SuFabric& f, const FabricNic& src, const FabricNic& dst,
       // one of its uplinks and one of the source leaf's links, the return path's hash
       // unknown). The link down is one of these too.
       for (size_t i = 0; i < f.links.size(); ++i)
-        if (f.links[i].leaf == dst_leaf || f.links[i].leaf == src_leaf) p.next_candidates.push_back(static_cast<int>(i));
+        if (f.links[i].leaf == dst_leaf || f.links[i].leaf == src_leaf)
+          p.next_candidates.push_back(static_cast<int>(i));
     }
   } else if (!p.reached || trace.hops.size() >= 2) {
     // The spine never answered: the flow took one of the source leaf's uplinks.
@@ -115,8 +116,8 @@ FlowPath map_path(const SuFabric& f, const FabricNic& src, const FabricNic& dst,
 }
 
 std::vector<std::vector<int>> measurement_rounds(const std::vector<PlannedFlow>& flows,
-                                                 const std::vector<FlowPath>& paths,
-                                                 const std::vector<bool>& connected, int max_per_round) {
+                                                 const std::vector<FlowPath>& paths, const std::vector<bool>& connected,
+                                                 int max_per_round) {
   std::vector<std::vector<int>> rounds;
   std::vector<std::set<int>> nics_in, links_in;
   for (size_t i = 0; i < flows.size(); ++i) {

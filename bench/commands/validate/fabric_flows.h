@@ -59,7 +59,7 @@ FlowPath map_path(const SuFabric& f, const FabricNic& src, const FabricNic& dst,
 // `max_per_round` in one (0: no cap), so each
 // is measured alone on its path. Flows with no connection are left out.
 std::vector<std::vector<int>> measurement_rounds(const std::vector<PlannedFlow>& flows,
-                                                 const std::vector<FlowPath>& paths,
-                                                 const std::vector<bool>& connected, int max_per_round = 0);
+                                                 const std::vector<FlowPath>& paths, const std::vector<bool>& connected,
+                                                 int max_per_round = 0);
 
 }  // namespace railbench

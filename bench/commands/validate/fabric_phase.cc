@@ -6,12 +6,12 @@
 
 #include <algorithm>
 #include <atomic>
-#include <thread>
 #include <chrono>
 #include <cstring>
 #include <map>
 #include <memory>
 #include <set>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -100,8 +100,8 @@ struct FlowSockets {
 // (each its own socket and source port; the pacer keeps the switches' rate): a cut
 // path waits out its silent hops, and one at a time they would add up. A flow that
 // reaches its destination keeps its connection, which first carries the flow's id.
-json trace_mine(const std::vector<PlannedFlow>& batch, const std::vector<FabricNic>& nics, int me,
-                const FabricTests& t, ProbePacer& pacer, FlowSockets& sockets) {
+json trace_mine(const std::vector<PlannedFlow>& batch, const std::vector<FabricNic>& nics, int me, const FabricTests& t,
+                ProbePacer& pacer, FlowSockets& sockets) {
   constexpr size_t kTracers = 8;
   TraceOptions options;
   options.max_ttl = t.max_ttl;
@@ -354,6 +354,55 @@ double expected_flow_gbps(const SuConfig& c) {
   return rate;
 }
 
+// Every flow measured, and the ones that looked bad measured once more.
+std::vector<FlowResult> measure_twice(RunContext& ctx, const SuConfig& c, const Discovery& d,
+                                      const std::vector<FabricNic>& nics, FlowSockets& sockets, double expected,
+                                      size_t& rounds, size_t& retest_rounds) {
+  const SuFabric& f = c.fabric;
+  auto measured = measure(ctx, f, d, nics, sockets, expected, c.tests.pair_timeout_s,
+                          std::vector<bool>(d.flows.size(), true), rounds);
+  // A flow that looked bad is measured once more before it counts, as a suspect pair
+  // is re-tested: one slow sample on a shared host (or a burst of other traffic) is not
+  // a link. Only flows that completed can go again (their two ends are in step).
+  std::vector<bool> again(d.flows.size(), false);
+  int retested = 0;
+  for (const auto& p : d.flows) {
+    const FlowResult& r = measured[p.id];
+    const bool done = r.received.completed && r.sent.completed;
+    const bool suspect = r.received.gbps < f.tests.flow_min_fraction * expected ||
+                         r.sent.retransmits >= static_cast<unsigned>(f.tests.retransmits_lossy);
+    again[p.id] = done && suspect;
+    retested += again[p.id];
+  }
+  if (ctx.bootstrap().all_reduce_max(std::vector<double>{static_cast<double>(retested)})[0] > 0) {
+    const auto second = measure(ctx, f, d, nics, sockets, expected, c.tests.pair_timeout_s, again, retest_rounds);
+    for (const auto& p : d.flows) {
+      if (!again[p.id]) continue;
+      FlowResult& r = measured[p.id];
+      const FlowResult& s2 = second[p.id];
+      const bool done2 = s2.received.completed && s2.sent.completed;
+      if (done2 && s2.received.gbps > r.received.gbps) r.received = s2.received;  // the better of the two
+      if (done2) r.sent.retransmits = std::min(r.sent.retransmits, s2.sent.retransmits);
+    }
+  }
+  return measured;
+}
+
+// Each flow's plan, trace, path and figures in one.
+std::vector<FabricFlow> merge_flows(const Discovery& d, const std::vector<FlowResult>& measured) {
+  std::vector<FabricFlow> flows;
+  for (const auto& p : d.flows) {
+    FabricFlow x{p, d.traces[p.id], d.paths[p.id], d.skipped[p.id]};
+    const FlowResult& r = measured[p.id];
+    x.completed = r.received.completed && r.sent.completed;
+    x.gbps = r.received.gbps;
+    x.retransmits = r.sent.retransmits;
+    x.rtt_us = r.sent.rtt_us;
+    flows.push_back(std::move(x));
+  }
+  return flows;
+}
+
 }  // namespace
 
 std::vector<Finding> run_fabric_phase(RunContext& ctx, const SuConfig& c, const SuLayout& L, const std::string& port,
@@ -392,44 +441,10 @@ std::vector<Finding> run_fabric_phase(RunContext& ctx, const SuConfig& c, const 
   const auto t1 = Clock::now();
   const double expected = expected_flow_gbps(c);
   size_t rounds = 0, retest_rounds = 0;
-  auto measured =
-      measure(ctx, f, d, nics, sockets, expected, c.tests.pair_timeout_s, std::vector<bool>(d.flows.size(), true), rounds);
-  // A flow that looked bad is measured once more before it counts, as a suspect pair
-  // is re-tested: one slow sample on a shared host (or a burst of other traffic) is not
-  // a link. Only flows that completed can go again (their two ends are in step).
-  std::vector<bool> again(d.flows.size(), false);
-  int retested = 0;
-  for (const auto& p : d.flows) {
-    const FlowResult& r = measured[p.id];
-    const bool done = r.received.completed && r.sent.completed;
-    const bool suspect = r.received.gbps < f.tests.flow_min_fraction * expected ||
-                         r.sent.retransmits >= static_cast<unsigned>(f.tests.retransmits_lossy);
-    again[p.id] = done && suspect;
-    retested += again[p.id];
-  }
-  if (ctx.bootstrap().all_reduce_max(std::vector<double>{static_cast<double>(retested)})[0] > 0) {
-    const auto second = measure(ctx, f, d, nics, sockets, expected, c.tests.pair_timeout_s, again, retest_rounds);
-    for (const auto& p : d.flows) {
-      if (!again[p.id]) continue;
-      FlowResult& r = measured[p.id];
-      const FlowResult& s2 = second[p.id];
-      const bool done2 = s2.received.completed && s2.sent.completed;
-      if (done2 && s2.received.gbps > r.received.gbps) r.received = s2.received;  // the better of the two
-      if (done2) r.sent.retransmits = std::min(r.sent.retransmits, s2.sent.retransmits);
-    }
-  }
+  const auto measured = measure_twice(ctx, c, d, nics, sockets, expected, rounds, retest_rounds);
   const double measure_s = std::chrono::duration<double>(Clock::now() - t1).count();
 
-  std::vector<FabricFlow> flows;
-  for (const auto& p : d.flows) {
-    FabricFlow x{p, d.traces[p.id], d.paths[p.id], d.skipped[p.id]};
-    const FlowResult& r = measured[p.id];
-    x.completed = r.received.completed && r.sent.completed;
-    x.gbps = r.received.gbps;
-    x.retransmits = r.sent.retransmits;
-    x.rtt_us = r.sent.rtt_us;
-    flows.push_back(std::move(x));
-  }
+  const std::vector<FabricFlow> flows = merge_flows(d, measured);
   const auto observed = observe_flows(f, flows, expected);
   FabricJudgment j = judge_fabric(f, nics, flows, observed, expected);
 
@@ -453,11 +468,10 @@ std::vector<Finding> run_fabric_phase(RunContext& ctx, const SuConfig& c, const 
     reached += x.trace.reached;
   }
   if (!skipped.empty()) ctx.print(fmt::format("# fabric: some NICs open no flows: {}", skipped));
-  ctx.print(
-      fmt::format("# phase 1c fabric: {} flows over {} leaf-spine links ({} reached their destination), paths "
-                  "traced in {:.1f} s ({} round(s)), measured in {} rounds and {} of re-tests ({:.1f} s), {} finding(s)",
-                  opened, f.links.size(), reached, discover_s, d.rounds, rounds, retest_rounds, measure_s,
-                  j.findings.size()));
+  ctx.print(fmt::format(
+      "# phase 1c fabric: {} flows over {} leaf-spine links ({} reached their destination), paths "
+      "traced in {:.1f} s ({} round(s)), measured in {} rounds and {} of re-tests ({:.1f} s), {} finding(s)",
+      opened, f.links.size(), reached, discover_s, d.rounds, rounds, retest_rounds, measure_s, j.findings.size()));
   for (const auto& line : j.lines) ctx.print(line);
   for (const auto& x : j.findings)
     ctx.print(fmt::format("# fabric {}: {}: {}", to_string(x.severity), x.subject, x.reason));

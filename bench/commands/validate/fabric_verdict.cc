@@ -128,8 +128,9 @@ namespace {
 void drop_weak_links(const std::vector<FlowObservation>& observed, Localization& loc) {
   const std::set<int> host(loc.host_nics.begin(), loc.host_nics.end());
   auto crosses = [](const FlowObservation& o, int link) {
-    return std::count(o.links.begin(), o.links.end(), link) + std::count(o.next_candidates.begin(),
-                                                                          o.next_candidates.end(), link) > 0;
+    return std::count(o.links.begin(), o.links.end(), link) +
+               std::count(o.next_candidates.begin(), o.next_candidates.end(), link) >
+           0;
   };
   while (loc.blamed.size() > 1) {
     int weakest = -1, weakest_unique = 2;
@@ -139,8 +140,8 @@ void drop_weak_links(const std::vector<FlowObservation>& observed, Localization&
         const FlowObservation& o = observed[i];
         if (o.health == FlowHealth::good || host.count(o.src_nic) || host.count(o.dst_nic) || !crosses(o, link))
           continue;
-        const bool other = std::any_of(loc.blamed.begin(), loc.blamed.end(),
-                                       [&](int b) { return b != link && crosses(o, b); });
+        const bool other =
+            std::any_of(loc.blamed.begin(), loc.blamed.end(), [&](int b) { return b != link && crosses(o, b); });
         unique += !other;
       }
       if (unique < weakest_unique) weakest = link, weakest_unique = unique;
