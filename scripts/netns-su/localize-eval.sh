@@ -55,9 +55,16 @@ trap cleanup EXIT
 "$here/up.sh" --sus $sus --nodes $nodes --rails $rails --spines $spines >"$work/up.log" 2>&1 ||
   { cat "$work/up.log" >&2; rb_su_die "the simulated fabric did not come up (above)"; }
 
+# Draws from one generator in this shell (never in a $(...) subshell, which bash reseeds),
+# so a seed gives the same faults every time.
 RANDOM=$seed
-pick() { echo $((RANDOM % $1)); }  # pick N: 0..N-1
-random_link() { echo "su$(($(pick $sus) + 1))-leaf$(pick $rails)-spine$(pick $spines)"; }
+pick() { picked=$((RANDOM % $1)); }  # pick N: sets picked to 0..N-1
+random_link() {  # sets link
+  local s r
+  pick $sus; s=$((picked + 1))
+  pick $rails; r=$picked
+  pick $spines; link="su$s-leaf$r-spine$picked"
+}
 
 # score TRIAL KIND EXPECTED(space-separated links, "host:node03_rail1" or "") RESULTS: prints the verdict word.
 score() {
@@ -95,21 +102,29 @@ for ((t = 0; t < trials; t++)); do
   expected="" what=""
   case $kind in
     healthy) what="nothing" ;;
-    degrade) l=$(random_link) p=$((10 + $(pick 21))); "$here/fault.sh" degrade "$l" $p >/dev/null; expected=$l what="$l at $p%" ;;
-    lossy) l=$(random_link) p=$((1 + $(pick 5))); "$here/fault.sh" lossy "$l" $p >/dev/null; expected=$l what="$l drops $p%" ;;
-    down) l=$(random_link); "$here/fault.sh" down "$l" >/dev/null; expected=$l what="$l down" ;;
-    blackhole) l=$(random_link); "$here/fault.sh" blackhole "$l" >/dev/null; expected=$l what="$l blackholed" ;;
+    degrade)
+      random_link; pick 21; p=$((10 + picked)) l=$link
+      "$here/fault.sh" degrade "$l" $p >/dev/null; expected=$l what="$l at $p%" ;;
+    lossy)
+      random_link; pick 5; p=$((1 + picked)) l=$link
+      "$here/fault.sh" lossy "$l" $p >/dev/null; expected=$l what="$l drops $p%" ;;
+    down) random_link; l=$link; "$here/fault.sh" down "$l" >/dev/null; expected=$l what="$l down" ;;
+    blackhole) random_link; l=$link; "$here/fault.sh" blackhole "$l" >/dev/null; expected=$l what="$l blackholed" ;;
     withdraw)
-      s=$(($(pick $sus) + 1)) r=$(pick $rails) k=$(pick $spines)
+      pick $sus; s=$((picked + 1))
+      pick $rails; r=$picked
+      pick $spines; k=$picked
       "$here/fault.sh" withdraw "su$s-leaf$r" "spine$k" >/dev/null
       expected="su$s-leaf$r-spine$k" what="su$s-leaf$r withdraws spine$k" ;;
     host)
-      n=$(($(pick $((sus * nodes))) + 1)) r=$(pick $rails)
+      pick $((sus * nodes)); n=$((picked + 1))
+      pick $rails; r=$picked
       "$here/fault.sh" degrade "$n" "$r" 20 >/dev/null
       expected="host:$(rb_su_node_name $n)_rail$r" what="$(rb_su_node_name $n) rail$r at 20%" ;;
     double)
-      a=$(random_link) b=$(random_link)
-      while [[ $b == "$a" ]]; do b=$(random_link); done
+      random_link; a=$link
+      random_link; b=$link
+      while [[ $b == "$a" ]]; do random_link; b=$link; done
       "$here/fault.sh" degrade "$a" 20 >/dev/null
       "$here/fault.sh" degrade "$b" 20 >/dev/null
       expected="$a $b" what="$a and $b at 20%" ;;
