@@ -482,6 +482,10 @@ COMMANDS.update({
         "--config": case(["--config", "{f}/su-other.json"], json_differs("config.su"), drop=("--config",)),
         "--plan": case(["--plan"], stdout_has(r"^# estimate at line rate")),
         "--inventory-only": case(["--inventory-only"], json_lacks("rail_pairs")),
+        # The fixture's config has no fabric section: both are taken and refused by name
+        # (the fabric phase itself is tests/netns/fabric_localize_case.sh's).
+        "--fabric-only": case(["--fabric-only"], exit_is(2, "--fabric-only")),
+        "--probe-rate": case(["--probe-rate", "50"], exit_is(2, "--probe-rate")),
         "--transport": case(["-t", "ofi:sockets"], json_differs("transport.provider")),
         "--pair-timeout": case(["--pair-timeout", "9"], json_differs("config.pair_timeout_s")),
         "--json": OUTPUT["--json"], **METRICS,
