@@ -64,7 +64,6 @@ STATE
 rb_su_load_state
 : >"$RB_SU_STATE/withdrawn"
 
-sysctl_ns() { ip netns exec "$1" sysctl -qw "$2" >/dev/null; }
 # A switch: forwards, hashes the 5-tuple with its seed, and answers ICMP as a switch does:
 # from the interface the probe came in on (so a traceroute's hop names the link it took),
 # with a policer generous enough for path discovery. The hash is policy 3 with the fields
@@ -110,18 +109,7 @@ for ((n = 1; n <= RB_SU_NODES; n++)); do
   node=$(rb_su_node_name $n)
   ns=$(rb_su_ns "$node")
   s=$(rb_su_su_of $n)
-  ip netns add "$ns"
-  ip -n "$ns" link set lo up
-  # A multi-rail host, as in the one-spine SU: ARP only on the NIC that owns the address,
-  # routes chosen by source address.
-  sysctl_ns "$ns" net.ipv4.conf.all.arp_ignore=1
-  sysctl_ns "$ns" net.ipv4.conf.all.arp_announce=2
-  sysctl_ns "$ns" net.ipv4.conf.all.rp_filter=0
-  sysctl_ns "$ns" net.ipv4.conf.default.rp_filter=0
-  ip link add "$RB_SU_PREFIX-n$(printf %02d $n)m" type veth peer name mgmt0 netns "$ns"
-  ip link set "$RB_SU_PREFIX-n$(printf %02d $n)m" master "$mgmt" up
-  ip -n "$ns" addr add "$RB_SU_MGMT_NET.$n/24" dev mgmt0
-  ip -n "$ns" link set mgmt0 up
+  rb_su_add_node "$n" "$mgmt"
   for ((r = 0; r < rails; r++)); do
     leaf=$(rb_su_fab_leaf_ns "$s" $r)
     port=$(rb_su_port_dev $n $r)

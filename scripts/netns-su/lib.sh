@@ -299,3 +299,24 @@ rb_su_fab_routes() {
     done
   )
 }
+
+# Sets a sysctl inside a namespace.
+sysctl_ns() { ip netns exec "$1" sysctl -qw "$2" >/dev/null; }
+
+# Node N's namespace as a multi-rail host, with its management NIC (mgmt0, 10.X.200.N)
+# in bridge MGMT: answers ARP only on the NIC that owns the address and routes by source
+# address (the callers add the rails), as multi-rail hosts do.
+rb_su_add_node() {  # rb_su_add_node N MGMT
+  local n=$1 mgmt=$2 ns
+  ns=$(rb_su_ns "$(rb_su_node_name "$n")")
+  ip netns add "$ns"
+  ip -n "$ns" link set lo up
+  sysctl_ns "$ns" net.ipv4.conf.all.arp_ignore=1
+  sysctl_ns "$ns" net.ipv4.conf.all.arp_announce=2
+  sysctl_ns "$ns" net.ipv4.conf.all.rp_filter=0
+  sysctl_ns "$ns" net.ipv4.conf.default.rp_filter=0
+  ip link add "$RB_SU_PREFIX-n$(printf %02d "$n")m" type veth peer name mgmt0 netns "$ns"
+  ip link set "$RB_SU_PREFIX-n$(printf %02d "$n")m" master "$mgmt" up
+  ip -n "$ns" addr add "$RB_SU_MGMT_NET.$n/24" dev mgmt0
+  ip -n "$ns" link set mgmt0 up
+}

@@ -93,7 +93,6 @@ RB_SU_TENANTS=$tenants
 STATE
 RB_SU_TENANTS=$tenants  # lib.sh's tenant functions read it
 
-sysctl_ns() { ip netns exec "$1" sysctl -qw "$2" >/dev/null; }
 
 # Leaves (one bridge per rail; with tenants one per rail and tenant) and the management
 # bridge, in the root namespace.
@@ -146,18 +145,7 @@ fi
 for ((n = 1; n <= nodes; n++)); do
   node=$(rb_su_node_name $n)
   ns=$(rb_su_ns "$node")
-  ip netns add "$ns"
-  ip -n "$ns" link set lo up
-  # One host with several NICs on different subnets: answer ARP only on the NIC that
-  # owns the address, and route by source address (below), as multi-rail hosts do.
-  sysctl_ns "$ns" net.ipv4.conf.all.arp_ignore=1
-  sysctl_ns "$ns" net.ipv4.conf.all.arp_announce=2
-  sysctl_ns "$ns" net.ipv4.conf.all.rp_filter=0
-  sysctl_ns "$ns" net.ipv4.conf.default.rp_filter=0
-  ip link add "$RB_SU_PREFIX-n$(printf %02d $n)m" type veth peer name mgmt0 netns "$ns"
-  ip link set "$RB_SU_PREFIX-n$(printf %02d $n)m" master "$mgmt" up
-  ip -n "$ns" addr add "$RB_SU_MGMT_NET.$n/24" dev mgmt0
-  ip -n "$ns" link set mgmt0 up
+  rb_su_add_node "$n" "$mgmt"
   for ((r = 0; r < rails; r++)); do
     port=$(rb_su_port $n $r)
     ip link add "$port" type veth peer name "rail$r" netns "$ns"
