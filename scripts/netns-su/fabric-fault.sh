@@ -113,10 +113,7 @@ fab_fault() {  # fab_fault CMD LINK [ARG] | fab_fault withdraw LEAF SPINE
   fab_mend "$2"
   case $cmd in
     degrade)
-      pct=${3:-}
-      [[ $pct =~ ^[0-9]+$ ]] && ((pct >= 1 && pct <= 100)) || rb_su_die "degrade needs a PERCENT of the uplink rate, 1..100"
-      rate=$((RB_SU_UPLINK * pct / 100))
-      ((rate >= 1)) || rate=1
+      rb_su_percent_rate "${3:-}" "$RB_SU_UPLINK" "the uplink rate"
       rb_su_shape "$leaf" "$ldev" "$rate"
       rb_su_shape "$spine" "$sdev" "$rate"
       what="degraded to $pct% ($rate Mb/s of $RB_SU_UPLINK), both directions" ;;

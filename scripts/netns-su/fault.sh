@@ -174,10 +174,7 @@ pns=$(rb_su_port_ns "$n" "$r")
 mend "$n" "$r"
 case $cmd in
   degrade)
-    pct=${4:-}
-    [[ $pct =~ ^[0-9]+$ ]] && ((pct >= 1 && pct <= 100)) || rb_su_die "degrade needs a PERCENT of the rate, 1..100"
-    rate=$((RB_SU_RATE * pct / 100))
-    ((rate >= 1)) || rate=1
+    rb_su_percent_rate "${4:-}" "$RB_SU_RATE" "the rate"
     rb_su_shape "$ns" "rail$r" "$rate"
     rb_su_shape "$pns" "$port" "$rate"
     what="degraded to $pct% ($rate Mb/s)" ;;

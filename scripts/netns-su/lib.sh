@@ -320,3 +320,11 @@ rb_su_add_node() {  # rb_su_add_node N MGMT
   ip -n "$ns" addr add "$RB_SU_MGMT_NET.$n/24" dev mgmt0
   ip -n "$ns" link set mgmt0 up
 }
+
+# A degraded link's rate: PCT (1..100) of BASE Mb/s, at least 1; dies naming WHAT on a bad PCT.
+rb_su_percent_rate() {  # rb_su_percent_rate PCT BASE WHAT: sets pct and rate
+  pct=$1
+  [[ $pct =~ ^[0-9]+$ ]] && ((pct >= 1 && pct <= 100)) || rb_su_die "degrade needs a PERCENT of $3, 1..100"
+  rate=$(($2 * pct / 100))
+  ((rate >= 1)) || rate=1
+}
