@@ -34,8 +34,9 @@ source "$root/scripts/lib/ctest.sh"
 
 # The sanitizer builds, meanwhile, under SCHED_IDLE: the kernel gives them a core only
 # when no test wants it, and takes it back the moment one does (the tests' verdicts see
-# no competitor); their output goes to a log, shown if they fail.
-san_pid="" san_log=$build/sanitize-build.log
+# no competitor); then, still idle, the sanitizer runs that have no peer process and no
+# wall-clock verdict (sanitize.sh --early). Their output goes to a log, shown if they fail.
+san_pid="" san_log=$build/sanitize-early.log
 stop_san_build() { [[ -z $san_pid ]] || kill -- -"$san_pid" 2>/dev/null || true; }
 trap stop_san_build EXIT
 if [[ $sanitizers != 0 ]]; then
@@ -43,36 +44,58 @@ if [[ $sanitizers != 0 ]]; then
   idle=(chrt --idle 0)
   "${idle[@]}" true 2>/dev/null || idle=(nice -n 19)
   RAILBENCH_SANITIZE_BUILD_PREFIX=$build setsid "${idle[@]}" \
-    "$root/scripts/dev/sanitize.sh" --build-only >"$san_log" 2>&1 </dev/null &
+    "$root/scripts/dev/sanitize.sh" --early >"$san_log" 2>&1 </dev/null &
   san_pid=$!
 fi
 
 # Several tests at once where they do not share a verdict's timing, packed first; then
 # the tests labelled `alone` (a time, a rate or a deadline is their verdict), one at a
-# time (scripts/lib/ctest.sh, tests/README.md "How the suite shares the cores").
+# time; last those labelled `quiet` too, whose verdict even an idle-priority neighbour
+# moves (a TCG guest's timing, the fabric phase's noise floor): they start once the
+# sanitizer work beside the suite has ended (scripts/lib/ctest.sh, tests/README.md
+# "How the suite shares the cores").
+wait_sanitizers() {
+  [[ -n $san_pid ]] || return 0
+  san_rc=0
+  wait "$san_pid" || san_rc=$?
+  san_pid=""
+  stage_done "sanitizer builds and early runs (what was left of them after the suite)"
+}
+san_rc=0
 if (($#)); then
   rb_ctest "$build" "$@" || rc=1
   stage_done suite
 else
   rb_ctest "$build" -LE '^alone$' || rc=1
   stage_done "suite (tests that share the cores)"
-  rb_ctest "$build" -L '^alone$' || rc=1
+  rb_ctest "$build" -L '^alone$' -LE '^quiet$' || rc=1
   stage_done "suite (tests alone)"
+  wait_sanitizers
+  rb_ctest "$build" -L '^quiet$' || rc=1
+  stage_done "suite (tests alone, with nothing beside them)"
 fi
 
 # After the main suite, and whatever it said: a sanitizer report is a finding of its own.
+# The early part's verdict stands unless a test of it failed with no sanitizer report (a
+# deadline missed while the suite held the cores): then it runs again, at normal priority.
 if [[ $sanitizers != 0 ]]; then
-  san_rc=0
-  wait "$san_pid" || san_rc=$?
-  san_pid=""
-  stage_done "sanitizer builds (what was left of them after the suite)"
-  if ((san_rc == 0)); then
-    RAILBENCH_SANITIZE_BUILD_PREFIX=$build "$root/scripts/dev/sanitize.sh" || rc=1
-    stage_done sanitizers
-  else
-    tail -n 40 "$san_log"
-    echo "test.sh: the sanitizer builds failed with exit $san_rc (above; all of it in $san_log)"
-    rc=1
+  wait_sanitizers
+  san=("$root/scripts/dev/sanitize.sh")
+  case $san_rc in
+    0) san+=(--late) ;;
+    1)
+      grep -E '^sanitize\.sh|Failed|\*\*\*' "$san_log" | tail -n 20
+      echo "test.sh: a sanitizer run beside the suite failed with no sanitizer report (above; all of it in $san_log): all of them again, alone"
+      ;;
+    *)
+      tail -n 60 "$san_log"
+      echo "test.sh: the sanitizer part beside the suite failed with exit $san_rc (3: a build, 4: a sanitizer report; above, all of it in $san_log)"
+      rc=1 san=()
+      ;;
+  esac
+  if ((${#san[@]})); then
+    RAILBENCH_SANITIZE_BUILD_PREFIX=$build "${san[@]}" || rc=1
+    stage_done "sanitizers (${san[1]:-all again})"
   fi
 fi
 echo "test.sh: $(IFS=,; echo "${stages[*]}" | sed 's/,/, /g'); $SECONDS s in all; exit $rc"

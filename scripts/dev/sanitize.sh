@@ -2,9 +2,14 @@
 # The sanitizer part of the test suite (scripts/test.sh runs it after the main suite):
 # builds railbench and its tests twice more, with ASan+UBSan and with TSan, and runs the
 # labels where each finds what the plain build cannot (tests/README.md, "Sanitizers").
-#   scripts/dev/sanitize.sh [--build-only] [address|thread]...   (default: both)
-# --build-only: build the variants' directories and stop (scripts/test.sh builds them
-#   in the background while the main suite runs, then runs this again for the tests).
+#   scripts/dev/sanitize.sh [--build-only|--early|--late] [address|thread]...   (default: both)
+# --build-only: build the variants' directories and stop.
+# --early: build, then only the runs with no peer process and no wall-clock verdict (ASan's
+#   unit label, TSan's unit binary); --late: the rest (ASan's fault and mpirun cases).
+#   scripts/test.sh runs --early in the background, under SCHED_IDLE, while the main
+#   suite runs, and --late after it (tests/README.md, "Time").
+# Exit: 0 clean, 1 a test failed, 2 bad arguments, 3 a build failed, 4 a sanitizer
+#   report (a finding whatever the test said).
 # address: build-asan/ (-DRAILBENCH_SANITIZE=address,undefined): the unit label, 7 mpi
 #   cases and the stopped-rank fault case, leaks checked in all (Open MPI's own named in
 #   tests/sanitizers/lsan.supp); RAILBENCH_SANITIZE_FULL=1 adds the robustness label and
@@ -71,9 +76,9 @@ configure_and_build() {  # configure_and_build DIR SANITIZERS OPT TARGETS...
     "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=$opt -g1" "-DCMAKE_C_FLAGS_RELWITHDEBINFO=$opt -g1" \
     -DRAILBENCH_SANITIZE="$sanitizers" -DRAILBENCH_WITH_CUDA=OFF -DRAILBENCH_WITH_NCCL=OFF \
     -DRAILBENCH_WITH_UCX=OFF -DRAILBENCH_WITH_VERBS=OFF \
-    -DRAILBENCH_RXE_TESTS=OFF >/dev/null
+    -DRAILBENCH_RXE_TESTS=OFF >/dev/null || exit 3
   local start=$SECONDS
-  cmake --build "$dir" --parallel "$jobs" --target "$@"
+  cmake --build "$dir" --parallel "$jobs" --target "$@" || exit 3
   echo "sanitize.sh: built $dir in $((SECONDS - start)) s"
 }
 
@@ -92,59 +97,62 @@ check_reports() {  # check_reports DIR
   ((n == 0))
 }
 
+# Each variant's runs as two parts: early (no peer process, no wall-clock verdict) and
+# late; a part that is not asked for is left out. A sanitizer report is exit 4 (below).
 run_address() {
   local dir=$prefix-asan rc=0 names
   configure_and_build "$dir" address,undefined -O0 "${asan_targets[@]}"
   ((build_only == 0)) || return 0
   clear_reports "$dir"
-  rb_ctest "$dir" -L '^unit$' || rc=1
-  # Under mpirun the leak suppressions name MPI_Init's frame, below Open MPI's and PMIx's
-  # own, which have no frame pointers: only the full unwinder reaches it
-  # (tests/sanitizers/lsan.supp). It costs the 7 cases a few seconds in 50.
-  local -a cases=("${asan_mpi[@]}")
-  [[ $full == 1 ]] && cases+=("${asan_mpi_full[@]}")
-  names=$(printf '|^mpirun: %s$' "${cases[@]}")
-  if [[ $full == 1 ]]; then
-    ASAN_OPTIONS=detect_leaks=0 rb_ctest "$dir" -L '^robustness$' \
-      -LE '^(unit|netns|slurm|install|gpu|transport)$' -E "$asan_skip" || rc=1
-  else
-    ASAN_OPTIONS=fast_unwind_on_malloc=0 rb_ctest "$dir" -R "^$asan_fault\$" || rc=1
+  if ((early)); then rb_ctest "$dir" -L '^unit$' || rc=1; fi
+  if ((late)); then
+    local -a cases=("${asan_mpi[@]}")
+    [[ $full == 1 ]] && cases+=("${asan_mpi_full[@]}")
+    names=$(printf '|^mpirun: %s$' "${cases[@]}")
+    if [[ $full == 1 ]]; then
+      ASAN_OPTIONS=detect_leaks=0 rb_ctest "$dir" -L '^robustness$' \
+        -LE '^(unit|netns|slurm|install|gpu|transport)$' -E "$asan_skip" || rc=1
+    else
+      ASAN_OPTIONS=fast_unwind_on_malloc=0 rb_ctest "$dir" -R "^$asan_fault\$" || rc=1
+    fi
+    ASAN_OPTIONS=fast_unwind_on_malloc=0 rb_ctest "$dir" -R "${names:1}" || rc=1
   fi
-  ASAN_OPTIONS=fast_unwind_on_malloc=0 rb_ctest "$dir" -R "${names:1}" || rc=1
-  check_reports "$dir" || rc=1
+  check_reports "$dir" || return 4
   return $rc
 }
 
 run_thread() {
   local dir=$prefix-tsan t rc=0
   configure_and_build "$dir" thread -O1 "${tsan_targets[@]}"
-  ((build_only == 0)) || return 0
+  ((build_only == 0 && early)) || return 0
   clear_reports "$dir"
-  # Each binary whole, in one process (its ctest cases are the same ones, one process each).
   for t in "${tsan_targets[@]}"; do
     echo "== TSan: $t"
     (cd "$dir/tests" && "./$t") || rc=1
   done
-  check_reports "$dir" || rc=1
+  check_reports "$dir" || return 4
   return $rc
 }
 
-build_only=0
-if [[ ${1-} == --build-only ]]; then
-  build_only=1
-  shift
-fi
+build_only=0 early=1 late=1
+case ${1-} in
+  --build-only) build_only=1; shift ;;
+  --early) late=0; shift ;;
+  --late) early=0; shift ;;
+esac
 variants=("$@")
 ((${#variants[@]})) || variants=(address thread)
 for v in "${variants[@]}"; do
   [[ $v == address || $v == thread ]] && continue
-  echo "sanitize.sh: unknown variant '$v': give [--build-only] and address, thread or nothing (both)" >&2
+  echo "sanitize.sh: unknown variant '$v': give [--build-only|--early|--late] and address, thread or nothing (both)" >&2
   exit 2
 done
 rc=0
 for v in "${variants[@]}"; do
   start=$SECONDS
-  "run_$v" || rc=1
+  v_rc=0
+  "run_$v" || v_rc=$?
+  ((v_rc <= rc)) || rc=$v_rc  # the worst: a report (4) over a failed test (1)
   echo "sanitize.sh: $v: $((SECONDS - start)) s, build included"
 done
 exit $rc

@@ -20,10 +20,14 @@ set(RAILBENCH_RAILS_shm "")
 # verdict is a time, a rate or a deadline runs alone (RUN_SERIAL): by its labels, or by a
 # pattern of its name for the timing verdicts inside the mpi label; every such test also
 # gets the label `alone`, so scripts/test.sh runs the others first, packed, and these
-# after. The others take slots: ranks that move data busy-poll, so an mpirun or transport
-# case takes 2 (two at once on 2 cores); a unit case, a refusal or a style check takes 1.
+# after. A test labelled `quiet` is alone too, and test.sh starts it only once the
+# sanitizer work it runs at idle priority beside the suite has ended: its verdict moves
+# even with an idle-priority neighbour (a TCG guest's timing, a noise floor measured in
+# the fabric). The others take slots: ranks that move data busy-poll, so an mpirun or
+# transport case takes 2 (two at once on 2 cores); a unit case, a refusal or a style
+# check takes 1.
 set(RAILBENCH_ALONE_LABELS netns rxe slurm robustness compare congestion stragglers bisection tenants timeline
-                           burn-in progress)
+                           burn-in progress quiet)
 set(RAILBENCH_ALONE_NAMES "--serve" "--stragglers" "--find-max-rate")
 set(RAILBENCH_ONE_SLOT_LABELS unit bad-input style)
 
