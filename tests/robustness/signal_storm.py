@@ -16,7 +16,7 @@ the job the way an operator or a batch system does:
   ranks-TERM    SIGTERM to every rank at once, mpirun left alone (scancel's way)
   srun-TERM     the same job under srun on the local Slurm (tests/slurm fixture), ended
                 by `scancel` (SIGCONT + SIGTERM to every task, SIGKILL KillWait later)
---tries defaults to 30 for mpirun-TERM-sweep and 5 for the others, or 100 with
+--tries defaults to 15 for mpirun-TERM-sweep and 5 for the others, or 100 with
 RAILBENCH_LONG_TESTS=1 (the long mode), and --budget
 (seconds for all tries) to 8 s a try for the 16M-256M variants, 10 s for the sweep.
 A try passes when the launcher is gone within 30 s and r.json is valid JSON with
@@ -190,9 +190,9 @@ def main():
     ap.add_argument("variant", choices=["mpirun-TERM", "mpirun-INT", "ranks-TERM", "srun-TERM", "mpirun-TERM-sweep"])
     ap.add_argument("railbench")
     long_mode = os.environ.get("RAILBENCH_LONG_TESTS") == "1"
-    # In CI: 30 tries of the whole-sweep SIGTERM, 5 of each 16M-256M variant (the same
+    # In CI: 15 tries of the whole-sweep SIGTERM, 5 of each 16M-256M variant (the same
     # paths, already covered by the sweep's large sizes); the long mode: 100 of each.
-    ci_tries = 30 if a_variant_is_sweep() else 5
+    ci_tries = 15 if a_variant_is_sweep() else 5
     ap.add_argument("--tries", type=int, default=100 if long_mode else ci_tries)
     ap.add_argument("--budget", type=float, default=None, help="seconds for all tries (default: 8 a try, 10 "
                     "for mpirun-TERM-sweep)")
