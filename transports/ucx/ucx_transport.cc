@@ -1,332 +1,21 @@
-// The UCX transport. Why it is shaped this way:
-// - One UCP context + worker per rail, each read with its own UCX_NET_DEVICES, because
-//   UCX stripes over every device it finds otherwise and a rail must be one NIC.
-// - Send/recv are tagged messages whose tag is the sender's rank: UCX matches messages
-//   of one tag from one endpoint in order, which is the contract's FIFO per (peer, rail)
-//   (each rail has its own worker).
-// - A write completes when a flush of its endpoint does (ucp_put_nbx's own completion
-//   says only that the source may be reused; over tcp and shm the data moves inside the
-//   target's progress). post_write_batch is its puts plus one flush: one completion.
-// - Write-with-immediate does not exist in UCP: the put, its flush, then a 4-byte tagged
-//   notice (tag bit 63) carrying the immediate, as UCX users do. The flush makes it one
-//   round trip dearer than a verbs write-with-imm.
-// - Every operation takes a slot of a fixed pool, so the data path allocates nothing
-//   (except the first use of a peer's remote key, unpacked once and cached). A slot is
-//   free again only once poll() has handed out its completion, so the completion ring
-//   (pool + notice slots) can never overrun, however many posts finish before a poll.
-// - Endpoints use UCP_ERR_HANDLING_MODE_PEER: a dead peer fails its endpoint (its sends,
-//   writes and reads end with the error), and the error callback also fails the tagged
-//   receives posted for that peer, which UCX ties to the worker, not to the endpoint.
+// The UCX transport's operations, and UCX's callbacks into it (ucx_transport_impl.h says
+// why it is shaped this way).
 #include <algorithm>
 #include <bit>
 #include <chrono>
-#include <cstdlib>
 #include <cstring>
-#include <initializer_list>
-#include <map>
-#include <memory>
 #include <set>
 #include <thread>
-#include <unordered_map>
 
 #include <fmt/format.h>
-#include <ucp/api/ucp.h>
 
 #include "lib/core/errors.h"
-#include "lib/transport/transport_base.h"
-#include "transports/ucx/ucx_rxe.h"
 #include "transports/ucx/ucx_status.h"
-#include "transports/ucx/ucx_transport.h"
+#include "transports/ucx/ucx_transport_impl.h"
 
 namespace railbench::ucx {
 
 namespace {
-
-constexpr uint64_t kImmBit = uint64_t{1} << 63;
-constexpr uint64_t kAllBits = ~uint64_t{0};
-constexpr size_t kMaxOps = 16384;  // operations in flight, all peers and rails
-// Notices pre-posted per peer and rail; UCX keeps the rest unexpected. Each matches its
-// peer's full tag: a receive with a partial tag mask goes on UCX's wildcard list, which
-// every arriving message then scans (64 of them cost an 8 B ping-pong ~0.13 us a message).
-constexpr size_t kImmSlots = 2;
-constexpr size_t kMaxBatch = 256;
-
-struct ConfigFree {
-  void operator()(ucp_config_t* c) const { ucp_config_release(c); }
-};
-struct ContextFree {
-  void operator()(ucp_context* c) const { ucp_cleanup(c); }
-};
-
-// Sets a UCX option for this context unless the user set it or one it stands for
-// (UCX_<name> or UCX_<alias> in the environment): a setting of the user's wins.
-void set_default(ucp_config_t* config, const char* name, const char* value,
-                 std::initializer_list<const char*> aliases = {}) {
-  if (std::getenv(fmt::format("UCX_{}", name).c_str()) != nullptr) return;
-  for (const char* alias : aliases)
-    if (std::getenv(fmt::format("UCX_{}", alias).c_str()) != nullptr) return;
-  const ucs_status_t st = ucp_config_modify(config, name, value);
-  if (st != UCS_OK)
-    throw TransportError(fmt::format("UCX_{}={}: {} (UCX {})", name, value, ucs_status_string(st), ucx_version()));
-}
-
-// Whether UCX_TLS (empty: UCX picks) may bring in posix or sysv shared memory.
-bool may_use_shared_memory(const std::string& tls) {
-  if (tls.empty()) return true;
-  for (const char* name : {"sm", "shm", "mm", "posix", "sysv", "all"})
-    if (tls.find(name) != std::string::npos) return true;
-  return false;
-}
-
-// Waits up to `seconds` for `req` (an ucp request or status pointer), driving `worker`.
-bool wait_request(ucp_worker_h worker, void* req, double seconds) {
-  if (req == nullptr) return true;
-  if (UCS_PTR_IS_ERR(req)) return false;
-  const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
-  ucs_status_t st;
-  while ((st = ucp_request_check_status(req)) == UCS_INPROGRESS && std::chrono::steady_clock::now() < end)
-    ucp_worker_progress(worker);
-  // A request still in progress is released by UCX when it ends (or with the worker).
-  ucp_request_free(req);
-  return st == UCS_OK;
-}
-
-// The context and worker of one rail; regions keep the context alive while they exist.
-// The worker goes with the transport (its destructor), since destroying it ends the
-// requests still in flight through callbacks into the transport.
-struct RailCore {
-  std::unique_ptr<ucp_context, ContextFree> context;
-  ucp_worker_h worker = nullptr;
-  std::string device;
-  std::vector<uint8_t> address;
-};
-
-// One rail's UCP context, worker and worker address, on `device` ("auto": UCX picks),
-// with the settings every endpoint of the transport relies on.
-std::shared_ptr<RailCore> open_rail_core(const UcxOptions& o, const std::string& device) {
-  auto core = std::make_shared<RailCore>();
-  core->device = device;
-  ucp_config_t* raw = nullptr;
-  ucs_status_t st = ucp_config_read(nullptr, nullptr, &raw);
-  if (st != UCS_OK) throw TransportError(fmt::format("ucp_config_read: {}", ucs_status_string(st)));
-  std::unique_ptr<ucp_config_t, ConfigFree> config(raw);
-  const std::string tls = tls_with_aux(o.tls);  // ucx_rxe.h: rc_verbs needs its auxiliary
-  if (!tls.empty() && (st = ucp_config_modify(raw, "TLS", tls.c_str())) != UCS_OK)
-    throw UsageError(fmt::format("UCX_TLS={}: {}", tls, ucs_status_string(st)));
-  if (!o.devices.empty() && (st = ucp_config_modify(raw, "NET_DEVICES", core->device.c_str())) != UCS_OK)
-    throw UsageError(fmt::format("UCX_NET_DEVICES={}: {}", core->device, ucs_status_string(st)));
-  // Endpoints ask for peer-failure handling, which every transport on them must offer:
-  // UCX 1.13's shared memory (posix, sysv: the MM_ table) offers it only when told, or
-  // an shm endpoint is unreachable. It notices a dead same-host peer by its keepalive
-  // check, every 20 s by default; 1 s keeps the detection well inside --timeout.
-  if (may_use_shared_memory(o.tls))  // elsewhere UCX warns of an option no transport takes
-    set_default(raw, "MM_ERROR_HANDLING", "y", {"POSIX_ERROR_HANDLING", "SYSV_ERROR_HANDLING"});
-  set_default(raw, "KEEPALIVE_INTERVAL", "1s");
-  for (const auto& s : rxe_settings(device)) set_default(raw, s.name.c_str(), s.value.c_str(), {s.alias.c_str()});
-  ucp_params_t params{};
-  params.field_mask = UCP_PARAM_FIELD_FEATURES;
-  params.features = UCP_FEATURE_TAG | UCP_FEATURE_RMA;
-  ucp_context_h ctx = nullptr;
-  st = ucp_init(&params, raw, &ctx);
-  if (st != UCS_OK)
-    throw TransportError(fmt::format("ucp_init with UCX_TLS={} on device {}: {} (ucx_info -d lists what exists)",
-                                     o.tls.empty() ? "all" : o.tls, core->device, ucs_status_string(st)));
-  core->context.reset(ctx);
-  ucp_worker_params_t wp{};
-  wp.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
-  wp.thread_mode = UCS_THREAD_MODE_SINGLE;  // one thread drives a transport (transport.h)
-  st = ucp_worker_create(ctx, &wp, &core->worker);
-  if (st != UCS_OK)
-    throw TransportError(fmt::format("ucp_worker_create on device {}: {}", core->device, ucs_status_string(st)));
-  ucp_address_t* addr = nullptr;
-  size_t len = 0;
-  st = ucp_worker_get_address(core->worker, &addr, &len);
-  if (st != UCS_OK)
-    throw TransportError(fmt::format("ucp_worker_get_address on device {}: {}", core->device, ucs_status_string(st)));
-  core->address.assign(reinterpret_cast<uint8_t*>(addr), reinterpret_cast<uint8_t*>(addr) + len);
-  ucp_worker_release_address(core->worker, addr);
-  return core;
-}
-
-class UcxTransport;
-
-struct Op {
-  UcxTransport* t = nullptr;
-  uint64_t wr_id = 0;
-  int peer = 0;
-  int rail = 0;
-  OpKind kind = OpKind::send;
-  size_t bytes = 0;
-  uint32_t imm = 0;
-  bool notice = false;  // a write-with-imm whose notice goes out once the flush ends
-  uint32_t index = 0;
-  bool finished = false;           // its completion is queued for poll()
-  void* req = nullptr;             // a receive still posted (cancelled when its region goes)
-  const std::byte* buf = nullptr;  // where that receive lands
-};
-
-struct ImmSlot {
-  UcxTransport* t = nullptr;
-  int rail = 0;
-  int peer = 0;  // whose notices it takes
-  uint32_t value = 0;
-  void* req = nullptr;  // the posted receive, cancelled at teardown
-};
-
-// Set to the transport while it lives: a region going away first cancels the receives
-// still posted into it, or UCX would later copy a message into freed memory.
-using TransportCell = std::shared_ptr<UcxTransport*>;
-void cancel_receives_into(UcxTransport* t, const std::byte* data, size_t length);
-
-class UcxRegion : public MemoryRegion {
- public:
-  UcxRegion(void* data, size_t length, std::vector<std::shared_ptr<RailCore>> rails, uint64_t id, TransportCell cell)
-      : MemoryRegion(data, length, MemoryKind::host), rails_(std::move(rails)), cell_(std::move(cell)) {
-    key_.length = length;
-    for (const auto& core : rails_) {
-      ucp_mem_map_params_t p{};
-      p.field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS | UCP_MEM_MAP_PARAM_FIELD_LENGTH;
-      p.address = data;
-      p.length = std::max<size_t>(length, 1);
-      ucp_mem_h memh = nullptr;
-      ucs_status_t st = ucp_mem_map(core->context.get(), &p, &memh);
-      if (st != UCS_OK)
-        throw TransportError(
-            fmt::format("ucp_mem_map of {} bytes on device {}: {}", length, core->device, ucs_status_string(st)));
-      memhs_.push_back(memh);
-      void* buf = nullptr;
-      size_t size = 0;
-      st = ucp_rkey_pack(core->context.get(), memh, &buf, &size);
-      if (st != UCS_OK)
-        throw TransportError(fmt::format("ucp_rkey_pack on device {}: {}", core->device, ucs_status_string(st)));
-      RailKey rk{reinterpret_cast<uint64_t>(data), id, {}};
-      rk.packed.assign(static_cast<uint8_t*>(buf), static_cast<uint8_t*>(buf) + size);
-      ucp_rkey_buffer_release(buf);
-      key_.rails.push_back(std::move(rk));
-    }
-  }
-  ~UcxRegion() override {
-    if (*cell_ != nullptr) cancel_receives_into(*cell_, at(0), length());
-    for (size_t i = 0; i < memhs_.size(); ++i) ucp_mem_unmap(rails_[i]->context.get(), memhs_[i]);
-  }
-  RemoteKey remote_key() const override { return key_; }
-
- private:
-  std::vector<std::shared_ptr<RailCore>> rails_;
-  std::vector<ucp_mem_h> memhs_;
-  RemoteKey key_;
-  TransportCell cell_;
-};
-
-// What the error callback of one endpoint is told: whose endpoint failed.
-struct EpOwner {
-  UcxTransport* t = nullptr;
-  int rail = 0;
-  int peer = 0;
-};
-void ep_failed(void* arg, ucp_ep_h ep, ucs_status_t st);
-
-struct Rail {
-  std::shared_ptr<RailCore> core;
-  std::vector<ucp_ep_h> eps;         // per peer; nullptr until connected
-  std::vector<EpOwner> owners;       // per peer: the error callback's argument
-  std::vector<ucs_status_t> failed;  // per peer: UCS_OK while its endpoint works
-  bool receives_to_fail = false;     // a peer failed: poll() fails its posted receives
-  std::vector<ImmSlot> imm_slots;
-  // Unpacked remote keys by (peer, region id).
-  std::map<std::pair<int, uint64_t>, ucp_rkey_h> rkeys;
-
-  RailInfo describe() const {
-    return RailInfo{core->device, "", fmt::format("{} byte worker address", core->address.size()), 0, 0};
-  }
-  std::vector<uint8_t> blob() const { return core->address; }
-  void connect(int peer, std::span<const uint8_t> remote);
-};
-
-void Rail::connect(int peer, std::span<const uint8_t> remote) {
-  if (eps[static_cast<size_t>(peer)] != nullptr) return;
-  std::vector<uint8_t> addr(remote.begin(), remote.end());
-  ucp_ep_params_t p{};
-  p.field_mask =
-      UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE | UCP_EP_PARAM_FIELD_ERR_HANDLER;
-  p.address = reinterpret_cast<const ucp_address_t*>(addr.data());
-  // A dead peer then fails this endpoint's operations instead of leaving them to a
-  // deadline (or UCX aborting the process, its default).
-  p.err_mode = UCP_ERR_HANDLING_MODE_PEER;
-  p.err_handler.cb = ep_failed;
-  p.err_handler.arg = &owners[static_cast<size_t>(peer)];
-  ucp_ep_h ep = nullptr;
-  const ucs_status_t st = ucp_ep_create(core->worker, &p, &ep);
-  if (st != UCS_OK)
-    throw TransportError(fmt::format("ucp_ep_create to peer {} on device {}: {} (do both ranks share a transport?)",
-                                     peer, core->device, ucs_status_string(st)));
-  eps[static_cast<size_t>(peer)] = ep;
-}
-
-class UcxTransport final : public RailTransport<std::unique_ptr<Rail>> {
- public:
-  UcxTransport(const UcxOptions& o, int rank, int world_size);
-  ~UcxTransport() override;
-
-  std::unique_ptr<MemoryRegion> register_memory(void* data, size_t length, MemoryKind kind) override;
-  Status post_send(int peer, int rail, const LocalSpan& src, uint64_t wr_id) noexcept override;
-  Status post_recv(int peer, int rail, const LocalSpan& dst, uint64_t wr_id) noexcept override;
-  Status post_write(int peer, int rail, const LocalSpan& src, const RemoteSpan& dst, uint64_t wr_id) noexcept override {
-    const WriteSpan w{src, dst};
-    return post_write_batch(peer, rail, std::span<const WriteSpan>(&w, 1), std::nullopt, wr_id);
-  }
-  Status post_write_imm(int peer, int rail, const LocalSpan& src, const RemoteSpan& dst, uint32_t imm,
-                        uint64_t wr_id) noexcept override {
-    const WriteSpan w{src, dst};
-    return post_write_batch(peer, rail, std::span<const WriteSpan>(&w, 1), imm, wr_id);
-  }
-  Status post_read(int peer, int rail, const LocalSpan& dst, const RemoteSpan& src, uint64_t wr_id) noexcept override;
-  Status post_write_batch(int peer, int rail, std::span<const WriteSpan> ops, std::optional<uint32_t> imm,
-                          uint64_t wr_id) noexcept override;
-  size_t poll(std::span<Completion> out) noexcept override;
-
-  // Called from UCX callbacks inside ucp_worker_progress.
-  void finish(Op& op, ucs_status_t st, size_t bytes) noexcept;
-  void flushed(Op& op, ucs_status_t st) noexcept;
-  void imm_arrived(ImmSlot& slot, ucs_status_t st, uint64_t tag) noexcept;
-  void cancel_receives_into(const std::byte* data, size_t length) noexcept;
-  void peer_failed(int rail, int peer, ucs_status_t st) noexcept;
-
- private:
-  static constexpr uint32_t kNoOp = ~uint32_t{0};
-  // A completion waiting for poll(), and what it holds until then: an operation's slot
-  // or a notice receive that is posted again once its completion is out.
-  struct Done {
-    Completion c;
-    uint32_t op = kNoOp;
-    ImmSlot* slot = nullptr;
-  };
-  Op* take_op(int peer, int rail, OpKind kind, uint64_t wr_id) noexcept;
-  void release(Op& op) noexcept { free_.push_back(op.index); }
-  void push(const Done& d) noexcept { done_[done_tail_++ & done_mask_] = d; }
-  bool fail_at_once(Rail& r, int peer, int rail, OpKind kind, uint64_t wr_id, Status& out) noexcept;
-  void fail_receives_of_failed_peers(Rail& r) noexcept;
-  bool lookup_rkey(Rail& r, int rail, int peer, const RemoteSpan& dst, size_t length, ucp_rkey_h& out) noexcept;
-  void post_imm_slot(ImmSlot& slot) noexcept;
-  void post_notice(Op& op) noexcept;
-  bool accepted(void* req, Op& op, const char* what) noexcept;
-
-  std::vector<Op> ops_;
-  std::vector<uint32_t> free_;
-  std::vector<Done> done_;
-  size_t done_head_ = 0;
-  size_t done_tail_ = 0;
-  size_t done_mask_ = 0;
-  size_t failed_queued_ = 0;       // failed completions in done_
-  std::vector<ImmSlot*> reposts_;  // notice receives to post again at the next poll()
-  std::vector<uint32_t> notices_;  // write-with-imm ops whose flush ended, notice not yet sent
-  uint64_t next_region_id_ = 1;
-  TransportCell cell_ = std::make_shared<UcxTransport*>(this);
-};
-
-void cancel_receives_into(UcxTransport* t, const std::byte* data, size_t length) {
-  t->cancel_receives_into(data, length);
-}
 
 // ---- callbacks: UCX calls these from inside ucp_worker_progress ----
 
@@ -345,15 +34,55 @@ void flush_done(void* req, ucs_status_t st, void* user) {
   op->t->flushed(*op, st);
   ucp_request_free(req);
 }
-void ep_failed(void* arg, ucp_ep_h /*ep*/, ucs_status_t st) {
-  auto* owner = static_cast<EpOwner*>(arg);
-  owner->t->peer_failed(owner->rail, owner->peer, st);
-}
 void imm_done(void* req, ucs_status_t st, const ucp_tag_recv_info_t* info, void* user) {
   auto* slot = static_cast<ImmSlot*>(user);
   slot->req = nullptr;
   slot->t->imm_arrived(*slot, st, st == UCS_OK ? info->sender_tag : 0);
   ucp_request_free(req);
+}
+
+// UCX_TLS accepts aliases beside the transport names uct lists.
+const std::set<std::string> kAliases{"all", "sm",   "shm",  "mm", "ib",   "rc",   "rc_x", "rc_v",
+                                     "ud",  "ud_x", "ud_v", "dc", "dc_x", "cuda", "rocm", "self"};
+
+void check_options(const UcxOptions& o) {
+  const auto res = list_resources();
+  std::set<std::string> tls, devices;
+  for (const auto& r : res) {
+    tls.insert(r.tl);
+    devices.insert(r.device);
+  }
+  if (!o.tls.empty()) {
+    std::string rest = o.tls;
+    size_t pos = 0;
+    while (pos <= rest.size()) {
+      const size_t comma = std::min(rest.find(',', pos), rest.size());
+      std::string tl = rest.substr(pos, comma - pos);
+      if (!tl.empty() && (tl[0] == '^' || tl[0] == '\\')) tl.erase(0, 1);
+      if (const size_t colon = tl.find(':'); colon != std::string::npos) tl.erase(colon);  // "ud_verbs:aux"
+      if (!tl.empty() && !tls.count(tl) && !kAliases.count(tl))
+        throw UsageError(
+            fmt::format("ucx: unknown UCX transport '{}': this host's UCX {} offers {} (and aliases shm, "
+                        "tcp, rc, ...; see ucx_info -d)",
+                        tl, ucx_version(), fmt::join(tls, ", ")));
+      pos = comma + 1;
+    }
+  }
+  for (const auto& d : o.devices) {
+    if (!devices.count(d))
+      throw UsageError(fmt::format("ucx: no device '{}': UCX offers {} (ucx_info -d)", d, fmt::join(devices, ", ")));
+  }
+}
+
+}  // namespace
+
+void cancel_receives_into(UcxTransport* t, const std::byte* data, size_t length) {
+  t->cancel_receives_into(data, length);
+}
+
+void ep_failed(void* arg, ucp_ep_h /*ep*/, ucs_status_t st) {
+  auto* owner = static_cast<EpOwner*>(arg);
+  owner->t->peer_failed(owner->rail, owner->peer, st);
 }
 
 UcxTransport::UcxTransport(const UcxOptions& o, int rank, int world_size)
@@ -761,43 +490,8 @@ std::unique_ptr<MemoryRegion> UcxTransport::register_memory(void* data, size_t l
   std::vector<std::shared_ptr<RailCore>> cores;
   for (const auto& r : rails_) cores.push_back(r->core);
   const uint64_t id = (static_cast<uint64_t>(rank_) << 40) | next_region_id_++;
-  return std::make_unique<UcxRegion>(data, length, std::move(cores), id, cell_);
+  return make_region(data, length, std::move(cores), id, cell_);
 }
-
-// UCX_TLS accepts aliases beside the transport names uct lists.
-const std::set<std::string> kAliases{"all", "sm",   "shm",  "mm", "ib",   "rc",   "rc_x", "rc_v",
-                                     "ud",  "ud_x", "ud_v", "dc", "dc_x", "cuda", "rocm", "self"};
-
-void check_options(const UcxOptions& o) {
-  const auto res = list_resources();
-  std::set<std::string> tls, devices;
-  for (const auto& r : res) {
-    tls.insert(r.tl);
-    devices.insert(r.device);
-  }
-  if (!o.tls.empty()) {
-    std::string rest = o.tls;
-    size_t pos = 0;
-    while (pos <= rest.size()) {
-      const size_t comma = std::min(rest.find(',', pos), rest.size());
-      std::string tl = rest.substr(pos, comma - pos);
-      if (!tl.empty() && (tl[0] == '^' || tl[0] == '\\')) tl.erase(0, 1);
-      if (const size_t colon = tl.find(':'); colon != std::string::npos) tl.erase(colon);  // "ud_verbs:aux"
-      if (!tl.empty() && !tls.count(tl) && !kAliases.count(tl))
-        throw UsageError(
-            fmt::format("ucx: unknown UCX transport '{}': this host's UCX {} offers {} (and aliases shm, "
-                        "tcp, rc, ...; see ucx_info -d)",
-                        tl, ucx_version(), fmt::join(tls, ", ")));
-      pos = comma + 1;
-    }
-  }
-  for (const auto& d : o.devices) {
-    if (!devices.count(d))
-      throw UsageError(fmt::format("ucx: no device '{}': UCX offers {} (ucx_info -d)", d, fmt::join(devices, ", ")));
-  }
-}
-
-}  // namespace
 
 bool cuda_supported() {
   ucp_params_t params{};
