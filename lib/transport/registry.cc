@@ -110,6 +110,20 @@ std::string transport_help() {
   return fmt::format("Transport[:provider]: {}", fmt::join(forms, ", "));
 }
 
+TransportTraits transport_traits(const std::string& form, const std::vector<std::string>& rails) {
+  const size_t colon = form.find(':');
+  const std::string name = form.substr(0, colon);
+  const std::string provider = colon == std::string::npos ? "" : form.substr(colon + 1);
+  std::vector<std::string> known;
+  for (const auto* e : all_transports()) {
+    if (e->name == name) return e->traits ? e->traits(provider, rails) : TransportTraits{};
+    known.push_back(e->name);
+    for (const auto& f : e->forms)
+      if (f != e->name) known.push_back(f);
+  }
+  throw UsageError(fmt::format("'{}' is not a transport: use {}", form, fmt::join(known, ", ")));
+}
+
 const TransportEntry& find_transport(const std::string& name, const std::string& as_typed) {
   const auto built = transports();
   for (const auto* e : built)

@@ -57,6 +57,23 @@ struct TransportJob {
   bool all_on_one_host = false;
 };
 
+// What the code above transports/ must know of a -t form (validate: which NIC probe,
+// which MTUs are valid, which checks measure the path they claim; the plan's estimate),
+// answered by the transport's own folder instead of by comparing names.
+struct TransportTraits {
+  // Its rails are RDMA NICs (an ibverbs device and port): validate reads them through
+  // sysfs's infiniband class, allows only InfiniBand MTUs and reads their RDMA counters.
+  // False: kernel network devices.
+  bool rdma_nics = false;
+  // The one-way latency a pair test starts from: microseconds on an RDMA NIC or EFA,
+  // tens of them through a kernel TCP stack.
+  double one_way_latency_s = 50e-6;
+  // A connection leaves from the rail's own address. False where the kernel's route to
+  // the peer picks the interface (UCX's tcp), so a cross-rail pair (rail s to the peer's
+  // rail s+1) runs on the peer's rail and never crosses the spine.
+  bool binds_rail_address = true;
+};
+
 struct TransportEntry {
   std::string name;  // "ofi": -t ofi, and the prefix of its options
   int order = 0;     // position in help, `info` and "this build has"
@@ -88,6 +105,10 @@ struct TransportEntry {
   // found". Such an entry is not offered, only named in the unknown-transport error;
   // its options (if it declares them) still parse, and are refused by name.
   std::string missing_note;
+  // The traits of -t <name>[:<provider>] ("" when none) over rails named `rails` (empty:
+  // the transport picks them). Registered by a built and a missing entry alike, since a
+  // plan is made on machines without the transport. Empty: TransportTraits' defaults.
+  std::function<TransportTraits(const std::string& provider, const std::vector<std::string>& rails)> traits;
 
   bool built() const { return static_cast<bool>(make); }
 };
@@ -110,6 +131,11 @@ std::string transport_help();
 // The built transport of this name; throws UsageError "unknown transport '<as_typed>':
 // this build has ..." otherwise.
 const TransportEntry& find_transport(const std::string& name, const std::string& as_typed);
+
+// The traits of a -t form ("verbs", "ofi:efa", "ucx") over `rails`, whether this build
+// has the transport or not; throws UsageError "'<form>' is not a transport: use ..."
+// naming every registered transport's forms.
+TransportTraits transport_traits(const std::string& form, const std::vector<std::string>& rails = {});
 
 // Refuses another transport's options set away from their defaults (naming the option,
 // the transport it belongs to and the fix), then builds the transport.

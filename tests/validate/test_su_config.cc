@@ -75,11 +75,47 @@ TEST_CASE("su config: every error names the field and what was expected", "[su_c
   CHECK_THAT(err(R"({"nodes": "n1,n1", "gpus_per_node": 1, "rails": []})"), Catch::Contains("listed twice"));
   CHECK_THAT(err(R"({"nodes": "n[1-2]", "gpus_per_node": 1, "transport": "carrier-pigeon",
                      "rails": [{"nic": "x", "speed_gbps": 1, "mtu": 1500}]})"),
-             Catch::Contains("transport") && Catch::Contains("verbs, ofi:tcp"));
+             Catch::Contains("transport: 'carrier-pigeon' is not a transport: use ofi, ofi:tcp") &&
+                 Catch::Contains("verbs") && Catch::Contains("ucx:tcp"));
   // verbs ports are judged by their active IB MTU, which has five possible values.
   CHECK_THAT(err(R"({"nodes": "n[1-2]", "gpus_per_node": 1, "transport": "verbs",
                      "rails": [{"nic": "mlx5_0", "speed_gbps": 400, "mtu": 9000}]})"),
              Catch::Contains("rails[0].mtu") && Catch::Contains("4096"));
+}
+
+// What validate needs to know of a transport comes from its registry entry
+// (transports/<name>/<name>_traits.h), for every -t form a run takes.
+TEST_CASE("su config: any registered transport, and its traits from the registry", "[su_config]") {
+  auto with = [](const std::string& transport, const std::string& nic, int mtu = 4096) {
+    return parse_su_config(fmt::format(R"({{"nodes": "n[1-2]", "gpus_per_node": 1, "transport": "{}",
+                                           "rails": [{{"nic": "{}", "speed_gbps": 400, "mtu": {}}}]}})",
+                                       transport, nic, mtu),
+                           "t.json");
+  };
+  struct Case {
+    const char* transport;
+    const char* nic;
+    bool rdma;
+    bool binds;
+    double latency_s;
+  };
+  for (const Case& k : {Case{"verbs", "mlx5_0", true, true, 5e-6}, Case{"ofi:verbs", "mlx5_0", true, true, 5e-6},
+                        Case{"ofi:tcp", "eth0", false, true, 50e-6}, Case{"ofi:efa", "efa_0", false, true, 5e-6},
+                        Case{"ofi", "eth0", false, true, 50e-6}, Case{"ucx:rc_verbs", "mlx5_0:1", true, true, 5e-6},
+                        Case{"ucx:rc_x,sm", "mlx5_0:1", true, true, 5e-6}, Case{"ucx:tcp", "eth0", false, false, 50e-6},
+                        Case{"ucx", "mlx5_0:1", true, true, 5e-6}, Case{"ucx", "eth0", false, false, 50e-6},
+                        Case{"ucx:cuda_copy,tcp", "eth0", false, false, 50e-6}}) {
+    INFO(k.transport << " over " << k.nic);
+    const SuConfig c = with(k.transport, k.nic);
+    const TransportTraits t = c.traits();
+    CHECK(t.rdma_nics == k.rdma);
+    CHECK(c.rdma_nics() == k.rdma);
+    CHECK(t.binds_rail_address == k.binds);
+    CHECK(t.one_way_latency_s == Approx(k.latency_s));
+  }
+  // RDMA NICs are judged by their active IB MTU, through ucx's verbs as through verbs.
+  CHECK_THROWS_WITH(with("ucx:rc_verbs", "mlx5_0:1", 9000), Catch::Contains("rails[0].mtu"));
+  CHECK_NOTHROW(with("ucx:tcp", "eth0", 9000));
 }
 
 TEST_CASE("su config: the shipped configs parse", "[su_config]") {

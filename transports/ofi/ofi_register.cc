@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "lib/transport/registry.h"
+#include "transports/ofi/ofi_traits.h"
 #include "transports/ofi/ofi_transport.h"
 
 namespace railbench::ofi {
@@ -36,6 +37,7 @@ const bool ofi_register_registered = register_transport(TransportEntry{
     .foreign_options_note = "libfabric chooses these itself",
     .info = print_info,
     .make = make,
+    .traits = ofi_traits,
 });
 
 }  // namespace

@@ -5,6 +5,7 @@
 
 #include "lib/core/errors.h"
 #include "lib/transport/registry.h"
+#include "transports/ucx/ucx_traits.h"
 #include "transports/ucx/ucx_transport.h"
 
 namespace railbench::ucx {
@@ -35,6 +36,7 @@ const bool ucx_register_registered = register_transport(TransportEntry{
     .foreign_options_note = "UCX chooses these itself",
     .info = print_info,
     .make = make,
+    .traits = ucx_traits,
 });
 
 }  // namespace

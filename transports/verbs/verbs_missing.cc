@@ -15,6 +15,7 @@ const bool verbs_missing_registered = register_transport(TransportEntry{
     .options = transport_options(),
     .info = print_sysfs_devices,
     .missing_note = "needs a build with libibverbs found (rdma-core's libibverbs-dev)",
+    .traits = verbs_traits,
 });
 
 }  // namespace

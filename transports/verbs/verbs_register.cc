@@ -58,6 +58,7 @@ const bool verbs_register_registered = register_transport(TransportEntry{
     .rail_near_gpu = true,
     .info = print_info,
     .make = make,
+    .traits = verbs_traits,
 });
 
 }  // namespace

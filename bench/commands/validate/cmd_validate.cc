@@ -49,21 +49,24 @@ int run_validate_plan(const ValidateOptions& opt) {
   return 0;
 }
 
-// UCX's tcp transport (1.13) connects without binding the rail's own address, so a
-// connection leaves by whichever interface the kernel routes the peer's address to: a
-// cross-rail pair (rail s to the other node's rail s+1) runs on the peer's rail, never
-// across the spine. Measured on the simulated SU: a rank given rail0 sent to a rail1 peer
-// from its rail1 address, through its rail1 port. Those checks would judge the wrong
-// path, so they are left out, and the run says so.
-std::string drop_cross_rail_over_ucx_tcp(const std::string& transport, SuConfig& c) {
-  const bool ucx_tcp = transport == "ucx:tcp" ||
-                       (transport == "ucx" && std::none_of(c.rails.begin(), c.rails.end(), [](const SuRail& r) {
-                          return r.nic.find(':') != std::string::npos;  // UCX names IB/RoCE ports mlx5_0:1
-                        }));
-  if (!ucx_tcp || c.num_rails() < 2 || !(c.tests.cross_rail || c.tests.bisection_cross_rail)) return "";
+// A transport that connects without binding the rail's own address (UCX's tcp, 1.13)
+// leaves by whichever interface the kernel routes the peer's address to: a cross-rail
+// pair (rail s to the other node's rail s+1) runs on the peer's rail, never across the
+// spine. Measured on the simulated SU: a rank given rail0 sent to a rail1 peer from its
+// rail1 address, through its rail1 port. Those checks would judge the wrong path, so
+// they are left out, and the run says so.
+std::string drop_cross_rail_if_unbound(const std::string& transport, SuConfig& c) {
+  std::vector<std::string> nics;
+  for (const auto& r : c.rails) nics.push_back(r.nic);
+  if (transport_traits(transport, nics).binds_rail_address || c.num_rails() < 2 ||
+      !(c.tests.cross_rail || c.tests.bisection_cross_rail))
+    return "";
   c.tests.cross_rail = c.tests.bisection_cross_rail = false;
-  return "cross-rail checks left out over ucx's tcp: UCX connects without binding the rail's address, so the "
-         "kernel's route to the peer (its own rail) would carry them, not the spine; run them over ofi:tcp or verbs";
+  return fmt::format(
+      "cross-rail checks left out over {}: it connects without binding the rail's address, so the "
+      "kernel's route to the peer (its own rail) would carry them, not the spine; run them over "
+      "ofi:tcp or verbs",
+      transport);
 }
 
 int run_validate(Bootstrap& bootstrap, CommonOptions common, const ValidateOptions& opt) {
@@ -90,7 +93,7 @@ int run_validate(Bootstrap& bootstrap, CommonOptions common, const ValidateOptio
   common.timeout_s = opt.timeout_s > 0 ? opt.timeout_s : c.tests.pair_timeout_s;
   bootstrap.set_timeout(std::max(bootstrap.timeout(), 8 * common.timeout_s + 30));
   common.transport = opt.transport.empty() ? c.transport : opt.transport;
-  const std::string note = drop_cross_rail_over_ucx_tcp(common.transport, c);
+  const std::string note = drop_cross_rail_if_unbound(common.transport, c);
   // The config's verbs settings, as --verbs-gid-index and --verbs-qps-per-peer would give them.
   common.transport_options["verbs-gid-index"] = c.gid_index;
   common.transport_options["verbs-qps-per-peer"] = c.qps_per_peer;

@@ -10,10 +10,10 @@
 namespace railbench {
 namespace {
 
-// One-way latency assumed for the estimate: RDMA NICs answer in microseconds, a
-// kernel TCP path (ofi:tcp) in tens of them.
+// One-way latency assumed for the estimate, the transport's own (microseconds on an
+// RDMA NIC or EFA, tens of them through a kernel TCP stack).
 double assumed_latency_s(const SuConfig& c) {
-  return c.rdma_nics() || c.transport == "ofi:efa" ? 5e-6 : 50e-6;
+  return c.traits().one_way_latency_s;
 }
 
 std::string duration(double s) {

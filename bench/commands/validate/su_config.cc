@@ -39,8 +39,10 @@ void read_top_level(const ConfigReader& r, const json& doc, SuConfig& c) {
   }
   c.gpus_per_node = r.integer(doc, "", "gpus_per_node", 0, 1, 64, true);
   c.transport = r.string(doc, "", "transport", c.transport);
-  if (c.transport != "verbs" && c.transport.rfind("ofi", 0) != 0) {
-    r.fail("transport", fmt::format("'{}' is not a transport: use verbs, ofi:tcp, ofi:verbs or ofi:efa", c.transport));
+  try {
+    transport_traits(c.transport);  // any -t form of a registered transport, built here or not
+  } catch (const UsageError& e) {
+    r.fail("transport", e.what());
   }
   c.gid_index = r.integer(doc, "", "gid_index", -1, -1, 255);
   c.qps_per_peer = r.integer(doc, "", "qps_per_peer", 1, 1, 64);
@@ -281,8 +283,10 @@ std::vector<int> SuConfig::tenant_of(const std::vector<std::string>& node_names)
   return out;
 }
 
-bool SuConfig::rdma_nics() const {
-  return transport == "verbs" || transport.rfind("verbs:", 0) == 0 || transport == "ofi:verbs";
+TransportTraits SuConfig::traits() const {
+  std::vector<std::string> nics;
+  for (const auto& r : rails) nics.push_back(r.nic);
+  return transport_traits(transport, nics);
 }
 
 SuConfig parse_su_config(const std::string& text, const std::string& path) {

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "bench/commands/validate/fabric_config.h"
+#include "lib/transport/registry.h"
 
 namespace railbench {
 
@@ -135,8 +136,11 @@ struct SuConfig {
   std::vector<int> tenant_of(const std::vector<std::string>& node_names) const;
 
   int num_rails() const { return static_cast<int>(rails.size()); }
-  // The transport's kind of NIC name: "rdma" (verbs devices) or "netdev" (interfaces).
-  bool rdma_nics() const;
+  // What the transport is over these rails' NICs, as its registry entry says
+  // (lib/transport/registry.h): RDMA NICs or network interfaces, its latency, whether
+  // a connection leaves from the rail's address.
+  TransportTraits traits() const;
+  bool rdma_nics() const { return traits().rdma_nics; }
 };
 
 // Parses and checks a config. Throws UsageError naming the file, the field (as a JSON
