@@ -75,8 +75,8 @@ TEST_CASE("su config: every error names the field and what was expected", "[su_c
   CHECK_THAT(err(R"({"nodes": "n1,n1", "gpus_per_node": 1, "rails": []})"), Catch::Contains("listed twice"));
   CHECK_THAT(err(R"({"nodes": "n[1-2]", "gpus_per_node": 1, "transport": "carrier-pigeon",
                      "rails": [{"nic": "x", "speed_gbps": 1, "mtu": 1500}]})"),
-             Catch::Contains("transport: 'carrier-pigeon' is not a transport: use ofi, ofi:tcp") &&
-                 Catch::Contains("verbs") && Catch::Contains("ucx:tcp"));
+             Catch::Contains("transport: 'carrier-pigeon' is not a transport: use ofi") && Catch::Contains("verbs") &&
+                 Catch::Contains("ucx"));  // registered, built here or not
   // verbs ports are judged by their active IB MTU, which has five possible values.
   CHECK_THAT(err(R"({"nodes": "n[1-2]", "gpus_per_node": 1, "transport": "verbs",
                      "rails": [{"nic": "mlx5_0", "speed_gbps": 400, "mtu": 9000}]})"),
