@@ -56,9 +56,7 @@ int run_validate_plan(const ValidateOptions& opt) {
 // rail1 address, through its rail1 port. Those checks would judge the wrong path, so
 // they are left out, and the run says so.
 std::string drop_cross_rail_if_unbound(const std::string& transport, SuConfig& c) {
-  std::vector<std::string> nics;
-  for (const auto& r : c.rails) nics.push_back(r.nic);
-  if (transport_traits(transport, nics).binds_rail_address || c.num_rails() < 2 ||
+  if (c.traits_over(transport).binds_rail_address || c.num_rails() < 2 ||
       !(c.tests.cross_rail || c.tests.bisection_cross_rail))
     return "";
   c.tests.cross_rail = c.tests.bisection_cross_rail = false;

@@ -283,10 +283,10 @@ std::vector<int> SuConfig::tenant_of(const std::vector<std::string>& node_names)
   return out;
 }
 
-TransportTraits SuConfig::traits() const {
+TransportTraits SuConfig::traits_over(const std::string& form) const {
   std::vector<std::string> nics;
   for (const auto& r : rails) nics.push_back(r.nic);
-  return transport_traits(transport, nics);
+  return transport_traits(form, nics);
 }
 
 SuConfig parse_su_config(const std::string& text, const std::string& path) {

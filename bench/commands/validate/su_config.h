@@ -139,7 +139,9 @@ struct SuConfig {
   // What the transport is over these rails' NICs, as its registry entry says
   // (lib/transport/registry.h): RDMA NICs or network interfaces, its latency, whether
   // a connection leaves from the rail's address.
-  TransportTraits traits() const;
+  TransportTraits traits() const { return traits_over(transport); }
+  // The same for another -t form over these rails (validate -t overriding the config's).
+  TransportTraits traits_over(const std::string& form) const;
   bool rdma_nics() const { return traits().rdma_nics; }
 };
 
