@@ -4,11 +4,28 @@
 
 #include <algorithm>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "lib/transport/registry.h"
 
 namespace railbench::ucx {
+
+// The transport names a UCX_TLS value lists ("tcp,^sm" -> tcp, sm): each without its
+// exclusion mark (^, or \ before a name) and its ":aux" suffix ("ud_verbs:aux").
+inline std::vector<std::string> tl_names(const std::string& tls) {
+  std::vector<std::string> out;
+  size_t pos = 0;
+  while (pos <= tls.size()) {
+    const size_t comma = std::min(tls.find(',', pos), tls.size());
+    std::string tl = tls.substr(pos, comma - pos);
+    if (!tl.empty() && (tl[0] == '^' || tl[0] == '\\')) tl.erase(0, 1);
+    if (const size_t colon = tl.find(':'); colon != std::string::npos) tl.erase(colon);
+    if (!tl.empty()) out.push_back(std::move(tl));
+    pos = comma + 1;
+  }
+  return out;
+}
 
 // UCX's verbs transports (rc_verbs, rc_x, dc_x, ud_verbs, ud_x, and the rc, dc and ud
 // aliases) run on RDMA NICs. Its tcp connects without binding the rail's own address
@@ -19,14 +36,10 @@ namespace railbench::ucx {
 inline TransportTraits ucx_traits(const std::string& tls, const std::vector<std::string>& rails) {
   bool verbs_tl = false, tcp_tl = false;
   if (!tls.empty() && tls[0] != '^') {
-    size_t at = 0;
-    while (at <= tls.size()) {
-      const size_t end = std::min(tls.find(',', at), tls.size());
-      const std::string tl = tls.substr(at, end - at);
+    for (const std::string& tl : tl_names(tls)) {
       for (const char* prefix : {"rc", "dc", "ud"})
         if (tl.rfind(prefix, 0) == 0) verbs_tl = true;
       if (tl == "tcp") tcp_tl = true;
-      at = end + 1;
     }
   }
   const bool ports = !rails.empty() && std::all_of(rails.begin(), rails.end(), [](const std::string& r) {

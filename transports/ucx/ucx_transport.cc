@@ -11,6 +11,7 @@
 
 #include "lib/core/errors.h"
 #include "transports/ucx/ucx_status.h"
+#include "transports/ucx/ucx_traits.h"
 #include "transports/ucx/ucx_transport_impl.h"
 
 namespace railbench::ucx {
@@ -52,21 +53,12 @@ void check_options(const UcxOptions& o) {
     tls.insert(r.tl);
     devices.insert(r.device);
   }
-  if (!o.tls.empty()) {
-    std::string rest = o.tls;
-    size_t pos = 0;
-    while (pos <= rest.size()) {
-      const size_t comma = std::min(rest.find(',', pos), rest.size());
-      std::string tl = rest.substr(pos, comma - pos);
-      if (!tl.empty() && (tl[0] == '^' || tl[0] == '\\')) tl.erase(0, 1);
-      if (const size_t colon = tl.find(':'); colon != std::string::npos) tl.erase(colon);  // "ud_verbs:aux"
-      if (!tl.empty() && !tls.count(tl) && !kAliases.count(tl))
-        throw UsageError(
-            fmt::format("ucx: unknown UCX transport '{}': this host's UCX {} offers {} (and aliases shm, "
-                        "tcp, rc, ...; see ucx_info -d)",
-                        tl, ucx_version(), fmt::join(tls, ", ")));
-      pos = comma + 1;
-    }
+  for (const std::string& tl : tl_names(o.tls)) {
+    if (!tls.count(tl) && !kAliases.count(tl))
+      throw UsageError(
+          fmt::format("ucx: unknown UCX transport '{}': this host's UCX {} offers {} (and aliases shm, "
+                      "tcp, rc, ...; see ucx_info -d)",
+                      tl, ucx_version(), fmt::join(tls, ", ")));
   }
   for (const auto& d : o.devices) {
     if (!devices.count(d))
