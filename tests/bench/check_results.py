@@ -2,15 +2,23 @@
 """Validates a railbench results file as the integration tests expect it.
 
 check_results.py FILE --ranks N --command C [--rails R] [--check] [--sizes K] [--algo A]
+check_results.py --batch LIST
 Fails (exit 1, one line saying why) unless the run completed, every size has results,
 #wrong is 0 everywhere, busbw follows the nccl-tests factor, for sendrecv every pair
 appears on every rail with latency and bandwidth percentiles that are ordered and
 positive, and for alltoall every size holds a step time for every ordered pair (with
 --routing, loads that sum to tokens x K per rank and algbw over the busiest rank's bytes).
+
+--batch LIST checks many files in one process: each line of LIST is a case's name, a
+tab, and its arguments as above (shell-quoted). It prints "=== ok: NAME" or
+"=== FAILED: NAME" for each and fails if any failed. The soft-RoCE cases use it
+(tests/bench/mpi_case.sh with RAILBENCH_CHECK_BATCH): inside a TCG guest one Python start
+costs about as much as the railbench run it checks.
 """
 import argparse
 import json
 import os
+import shlex
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
@@ -29,7 +37,7 @@ def check_summary(where, s, positive=True):
         fail(f"{where}: percentiles out of order {s}")
 
 
-def main():
+def main(argv=None):
     ap = argparse.ArgumentParser()
     ap.add_argument("file")
     ap.add_argument("--ranks", type=int, required=True)
@@ -45,7 +53,7 @@ def main():
     ap.add_argument("--stragglers", type=int, default=0,
                     help="a \"stragglers\" section analysing at least this many ops, every message matched, "
                          "none dropped, and a verdict")
-    a = ap.parse_args()
+    a = ap.parse_args(argv)
 
     with open(a.file) as f:
         doc = json.load(f)
@@ -235,5 +243,28 @@ def main():
     print(f"OK: {a.command}, {a.ranks} ranks, {len(results)} sizes")
 
 
+def batch(path):
+    failed = []
+    with open(path) as f:
+        lines = [line.rstrip("\n").split("\t", 1) for line in f if line.strip()]
+    if not lines:
+        fail(f"{path}: no case to check (the cases wrote none)")
+    for name, args in lines:
+        try:
+            main(shlex.split(args))
+            print(f"=== ok: {name}", flush=True)
+        except SystemExit as e:  # fail() (or argparse) ended that case only
+            if e.code not in (0, None):
+                print(f"=== FAILED: {name}", flush=True)
+                failed.append(name)
+    if failed:
+        print(f"FAIL: {len(failed)} of {len(lines)} results files: {', '.join(failed)}")
+        sys.exit(1)
+    print(f"OK: {len(lines)} results files")
+
+
 if __name__ == "__main__":
-    main()
+    if len(sys.argv) == 3 and sys.argv[1] == "--batch":
+        batch(sys.argv[2])
+    else:
+        main()

@@ -3,7 +3,10 @@
 #   mpi_case.sh NP expect-ok JSON_CHECK_ARGS -- railbench args...
 #   mpi_case.sh NP expect-error REGEX -- railbench args...
 #   mpi_case.sh NP expect-error:CODE REGEX -- railbench args...   (and exit code CODE)
-# expect-ok: exit 0, and tests/bench/check_results.py validates the --json file.
+# expect-ok: exit 0, and tests/bench/check_results.py validates the --json file; with
+# RAILBENCH_CHECK_BATCH=LIST (and RAILBENCH_CHECK_NAME, the case's name) the file is kept
+# beside LIST and a line for check_results.py --batch LIST appended instead: the soft-RoCE
+# groups check all their cases in one Python start (tests/rxe/cases.sh).
 # expect-error: non-zero exit, exactly one "railbench: error:" line matching REGEX,
 # and the whole job ends well within the deadline (no hang).
 source "$(dirname "$0")/../support/case.sh"
@@ -19,6 +22,13 @@ case_work
 if [[ $mode == expect-ok ]]; then
   json="$work/results.json"
   case_mpirun_ok "$deadline" "$np" "$@" --json "$json"
+  if [[ -n ${RAILBENCH_CHECK_BATCH:-} ]]; then
+    kept=$(mktemp "$(dirname "$RAILBENCH_CHECK_BATCH")/results.XXXXXX.json")
+    cp "$json" "$kept"
+    printf '%s\t%q --ranks %q %s\n' "${RAILBENCH_CHECK_NAME:-$*}" "$kept" "$np" "$arg" >>"$RAILBENCH_CHECK_BATCH"
+    echo "PASS (exit 0; its results file is checked with the group's: $kept)"
+    exit 0
+  fi
   # shellcheck disable=SC2086
   python3 "$here/check_results.py" "$json" --ranks "$np" $arg || exit 1
   echo "PASS"

@@ -3,19 +3,22 @@
 # boot per group since a boot costs ~30 s under TCG:
 #   cases.sh verbs|ofi-verbs|ucx-verbs|bad-input|counters RAILBENCH [VERBS_TESTS]
 # Each case is tests/bench/mpi_case.sh: real processes under a real mpirun, results
-# validated by check_results.py (every pair on every rail, #wrong 0). rxe under TCG
-# moves ~20 MB/s, so sizes and iteration counts are small.
+# validated by check_results.py (every pair on every rail, #wrong 0), all of a group's in
+# one Python process at its end: under TCG a Python start takes ~3 s, a case ~10.
+# rxe under TCG moves ~20 MB/s, so sizes and iteration counts are small.
 source "$(dirname "$0")/../support/case.sh"
 group=$1 rb=$2 verbs_tests=${3-}
 case_sh=$here/../bench/mpi_case.sh
 export RAILBENCH_TEST_DEADLINE=${RAILBENCH_TEST_DEADLINE:-300}
 failed=()
+case_work
+export RAILBENCH_CHECK_BATCH=$work/check-list
 
 run() {  # run NAME NP MODE ARG -- railbench args...
   local name=$1
   shift
   echo "=== $name"
-  if "$case_sh" "$@"; then echo "=== ok: $name"; else
+  if RAILBENCH_CHECK_NAME=$name "$case_sh" "$@"; then echo "=== ran: $name"; else
     echo "=== FAILED: $name"
     failed+=("$name")
   fi
@@ -144,6 +147,16 @@ PY
     ;;
 esac
 
+# The results files of the cases that ran to exit 0, checked.
+if [[ -s $RAILBENCH_CHECK_BATCH ]]; then
+  echo "=== results files of $(wc -l <"$RAILBENCH_CHECK_BATCH") case(s)"
+  checked=$(python3 "$here/../bench/check_results.py" --batch "$RAILBENCH_CHECK_BATCH")
+  rc=$?
+  echo "$checked"
+  n=${#failed[@]}
+  while IFS= read -r name; do failed+=("$name"); done < <(sed -n 's/^=== FAILED: //p' <<<"$checked")
+  ((rc == 0 || ${#failed[@]} > n)) || failed+=("the results check itself (exit $rc)")
+fi
 if ((${#failed[@]})); then
   printf 'FAILED: %s\n' "${failed[@]}"
   exit 1
