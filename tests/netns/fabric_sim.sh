@@ -154,7 +154,9 @@ else:  # usend SRC SPORT DST COUNT: paced, so no queue on the way overflows
 PY
 in_node() { local n=$1; shift; ip netns exec "$(rb_su_ns "$(rb_su_node_name "$n")")" "$@"; }
 flow() {  # flow SRC DST SPORT BYTES: prints Mb/s, or nothing when the flow failed
-  in_node "$2" timeout 40 python3 "$work/flow.py" recv "$(rb_su_rail_ip "$2" 0)" 5001 1 2>>"$work/flow-err.log" &
+  # The receiver's stdout is not the caller's $(...): a receiver still waiting for a flow
+  # that never came would hold that open until its own 30 s accept deadline.
+  in_node "$2" timeout 40 python3 "$work/flow.py" recv "$(rb_su_rail_ip "$2" 0)" 5001 1 >/dev/null 2>>"$work/flow-err.log" &
   local rpid=$!
   case_started $rpid
   sleep 0.3
