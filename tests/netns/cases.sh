@@ -253,6 +253,9 @@ PY
   blackhole)
     # The link stays up but carries nothing: only the pair deadlines can find it.
     "$su/fault.sh" blackhole node02 rail0
+    # Each of its pair tests waits out the pair deadline: 3 s, not the config's 8 (a
+    # healthy pair test here takes well under a second).
+    validate_args=(--pair-timeout 3)
     run_validate 240 netns-4x2 2
     # Link up and reaching nobody: dead, which the cabling check leaves to the pair tests.
     expect_dead_port "node02 rail0" "unreachable" "an unreachable link"
@@ -469,6 +472,7 @@ PY
              "collective_bytes": "1M", "collective_iters": 3, "pair_timeout_s": 8 } }
 EOF
     "$su/fault.sh" blackhole node02 rail0
+    validate_args=(--pair-timeout 3)  # as in blackhole
     run_validate 240 "$work/su2.json" 2 --nodes node01,node02
     ((rc == 1)) || fail "a dead link must fail the SU (exit $rc)"
     expect_drain "" 2
