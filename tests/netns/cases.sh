@@ -353,13 +353,13 @@ PY
     ;;
   intermittent | steady)
     # validate burn-in (--duration / --cycles): phase 2 again and again in windows. In
-    # 'intermittent' node02 rail1 goes down for 5 s and up for 5 s from the end of the
+    # 'intermittent' node02 rail1 goes down for 4 s and up for 4 s from the end of the
     # inventory on: it, and no other link, is intermittent (low in some windows, not
     # all). 'steady': no fault, no link intermittent, the SU passes.
     burn_in_config "$work/burn.json"
     if [[ $case_name == intermittent ]]; then
-      flap_after_inventory 5
-      validate_args=(--duration 40s)
+      flap_after_inventory 4
+      validate_args=(--duration 28s)
       run_validate 150 "$work/burn.json" 2
       kill "$starter" 2>/dev/null
       wait "$starter" 2>/dev/null
@@ -388,7 +388,7 @@ if case == "steady":
     assert n == 6, n
     assert flaky == [] and burn == [] and went_down == [], (flaky, burn, went_down)
 else:
-    assert n >= 4, f"only {n} windows in 40 s"
+    assert n >= 4, f"only {n} windows in 28 s"
     assert flaky == ["node02 rail1"], flaky
     assert went_down == ["node02 rail1"], went_down
     assert [(f["severity"], f["kind"], f["subject"]) for f in burn] == [("FAIL", "intermittent", "node02 rail1 (leaf1)")], burn
