@@ -104,6 +104,9 @@ InterfaceSampler::InterfaceSampler(TimelineRecorder& recorder, const std::vector
     }
     if (any) sampled_names_.push_back(name);
   }
+  // The first read here, not in the thread: on a busy host the thread may first run
+  // well after the work began, and bytes before a counter's first read are not counted.
+  sample();
   if (!counters_.empty()) thread_ = std::thread([this] { loop(); });
 }
 
@@ -114,22 +117,28 @@ InterfaceSampler::~InterfaceSampler() {
 
 void InterfaceSampler::stop() {
   stop_ = true;
-  if (thread_.joinable()) thread_.join();
+  if (!thread_.joinable()) return;
+  thread_.join();
+  sample();  // the last read at the end: the bytes since the thread's last one count too
+}
+
+void InterfaceSampler::sample() {
+  for (auto& c : counters_) {
+    uint64_t v = 0;
+    if (!read_counter(c.fd, v)) continue;
+    const int64_t at_ns = rec_.ns_at(Clock::now());
+    if (c.seen && v >= c.last) spread(rec_.series(c.rail, c.series), c.last_ns, at_ns, (v - c.last) * c.unit);
+    c.last = v;
+    c.last_ns = at_ns;
+    c.seen = true;
+  }
 }
 
 void InterfaceSampler::loop() {
   auto next = Clock::now();
   while (!stop_.load(std::memory_order_relaxed)) {
     const auto now = Clock::now();
-    for (auto& c : counters_) {
-      uint64_t v = 0;
-      if (!read_counter(c.fd, v)) continue;
-      const int64_t at_ns = rec_.ns_at(Clock::now());
-      if (c.seen && v >= c.last) spread(rec_.series(c.rail, c.series), c.last_ns, at_ns, (v - c.last) * c.unit);
-      c.last = v;
-      c.last_ns = at_ns;
-      c.seen = true;
-    }
+    sample();
     next += std::chrono::microseconds(kTimelineBucketUs);
     if (next < now) next = now;  // fell behind (a busy host): no burst of catch-up reads
     std::this_thread::sleep_until(next);

@@ -59,6 +59,7 @@ class InterfaceSampler {
     int64_t last_ns = 0;  // when `last` was read, ns since the recorder's start
     bool seen = false;
   };
+  void sample();  // one read of every counter, its bytes since the last spread over the buckets
   void loop();
 
   TimelineRecorder& rec_;

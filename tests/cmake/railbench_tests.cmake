@@ -26,7 +26,7 @@ set(RAILBENCH_RAILS_shm "")
 # the fabric). The others take slots: ranks that move data busy-poll, so an mpirun or
 # transport case takes 2 (two at once on 2 cores); a unit case, a refusal or a style
 # check takes 1.
-set(RAILBENCH_ALONE_LABELS netns rxe slurm robustness compare congestion stragglers bisection tenants timeline
+set(RAILBENCH_ALONE_LABELS netns rxe slurm robustness congestion stragglers bisection tenants timeline
                            burn-in progress quiet)
 set(RAILBENCH_ALONE_NAMES "--serve" "--stragglers" "--find-max-rate")
 set(RAILBENCH_ONE_SLOT_LABELS unit bad-input style)

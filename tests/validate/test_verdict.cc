@@ -654,7 +654,9 @@ TEST_CASE("verdict: a pair result reads back from JSON, and an unknown phase nam
   CHECK_THROWS_AS(parse_finding_kind("cross_rail", "kind"), IoError);
 }
 
-TEST_CASE("plan: the 32 x 8 H200 SU, and 1024 nodes x 8 rails instantly", "[validate]") {
+// How long a plan of a large SU takes is robustness: validate --plan ... stays quick
+// (tests/robustness), alone; a unit test under a sanitizer at idle priority has no clock.
+TEST_CASE("plan: the 32 x 8 H200 SU, and 1024 nodes x 8 rails", "[validate]") {
   SuConfig c = su();
   c.nodes.clear();
   for (int n = 0; n < 32; ++n) c.nodes.push_back("gpu" + std::to_string(n));
@@ -670,13 +672,10 @@ TEST_CASE("plan: the 32 x 8 H200 SU, and 1024 nodes x 8 rails instantly", "[vali
 
   c.nodes.clear();
   for (int n = 0; n < 1024; ++n) c.nodes.push_back("gpu" + std::to_string(n));
-  const auto t0 = std::chrono::steady_clock::now();
   ValidatePlan big = make_validate_plan(c);
-  const auto lines = describe_plan(c, big);
-  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   CHECK(big.rounds.size() == 1023);
   CHECK(big.rail_pair_tests == 1023u * 512 * 8);
-  CHECK(s < 2.0);  // generous: it takes milliseconds
+  CHECK(describe_plan(c, big).size() > 10);
 }
 
 TEST_CASE("verdict: on a rail over several leaves a link is named with its node's leaf", "[validate]") {
