@@ -183,6 +183,12 @@ void link_findings(const SuFabric& f, const std::vector<FabricNic>& nics, const 
         fmt::format("# fabric: {}: its flows are bad on every path: the host's NIC, cable or leaf "
                     "port, not the fabric (the pair tests judge it)",
                     nics.at(nic).label));
+  for (const ChanceLink& c : loc.by_chance)
+    out.lines.push_back(fmt::format(
+        "# fabric: {}: {} of its {} flows bad, as chance would have it at this run's background rate ({} of {} "
+        "flows elsewhere; p = {:.2g}): not named; if it recurs, raise the fabric tests' flows_per_spine to give each "
+        "link more flows",
+        f.links.at(c.link).name, c.bad, c.flows, c.background_bad, c.background_flows, c.p_value));
   if (!loc.unexplained_flows.empty())
     out.lines.push_back(fmt::format("# fabric: {} bad flow(s) no fabric link explains (e.g. {})",
                                     loc.unexplained_flows.size(), observed.at(loc.unexplained_flows[0]).label));
@@ -245,18 +251,31 @@ FabricJudgment judge_fabric(const SuFabric& f, const std::vector<FabricNic>& nic
   }
   Localization loc = localize(static_cast<int>(f.links.size()), observed);
   drop_weak_links(observed, loc);
+  drop_chance_links(observed, loc);
   link_findings(f, nics, observed, loc, expected_gbps, out);
   coverage_findings(f, nics, flows, loc.blamed, out);
   ecmp_lines(f, nics, flows, observed, out);
   for (const auto& e : loc.links) {
     const bool blamed = std::find(loc.blamed.begin(), loc.blamed.end(), e.link) != loc.blamed.end();
-    out.links.push_back(json{{"link", f.links.at(e.link).name},
-                             {"votes", e.votes},
-                             {"bad_flows", e.bad_flows},
-                             {"good_flows", e.good_flows},
-                             {"median_fraction", e.median_fraction},
-                             {"retransmits", e.retransmits},
-                             {"blamed", blamed}});
+    const FabricLink& l = f.links.at(e.link);
+    std::string finding;  // the phase's finding on it, "SEVERITY: reason" (blamed, down, withdrawn)
+    for (const Finding& x : out.findings)
+      if (x.subject.find("(" + l.name + ")") != std::string::npos)
+        finding = fmt::format("{}: {}", to_string(x.severity), x.reason);
+    json j{{"link", l.name},
+           {"leaf", l.leaf},
+           {"spine", l.spine},
+           {"finding", finding},
+           {"votes", e.votes},
+           {"bad_flows", e.bad_flows},
+           {"good_flows", e.good_flows},
+           {"median_fraction", e.median_fraction},
+           {"retransmits", e.retransmits},
+           {"blamed", blamed}};
+    // Chosen by the cover, then left unblamed: chance explains its bad flows.
+    for (const ChanceLink& c : loc.by_chance)
+      if (c.link == e.link) j["chance_p"] = c.p_value;
+    out.links.push_back(std::move(j));
   }
   return out;
 }

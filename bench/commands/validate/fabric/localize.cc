@@ -308,7 +308,67 @@ void ambiguity(Localization& out, const LinkFlows& lf) {
   out.blamed = std::move(blamed);
 }
 
+bool crosses(const FlowObservation& f, int l) {
+  return std::find(f.links.begin(), f.links.end(), l) != f.links.end() ||
+         std::find(f.next_candidates.begin(), f.next_candidates.end(), l) != f.next_candidates.end();
+}
+
 }  // namespace
+
+// 5. Chance (applied by the verdict to localize's answer): the background rate is that
+// of the fabric flows through no blamed link, and at least one flow in all of them (a
+// quiet run's zero is no proof that noise is impossible). The least likely blame goes
+// first; its flows then join the background of the others.
+void drop_chance_links(const std::vector<FlowObservation>& flows, Localization& out, const LocalizeOptions& o) {
+  std::vector<bool> fabric(flows.size(), true);
+  for (size_t i = 0; i < flows.size(); ++i)
+    for (int nic : out.host_nics) fabric[i] = fabric[i] && flows[i].src_nic != nic && flows[i].dst_nic != nic;
+  int fabric_flows = 0;
+  for (size_t i = 0; i < flows.size(); ++i) fabric_flows += fabric[i];
+  while (!out.blamed.empty()) {
+    int bg_bad = 0, bg_all = 0;
+    for (size_t i = 0; i < flows.size(); ++i) {
+      if (!fabric[i]) continue;
+      if (std::any_of(out.blamed.begin(), out.blamed.end(), [&](int l) { return crosses(flows[i], l); })) continue;
+      ++bg_all;
+      bg_bad += is_bad(flows[i]);
+    }
+    const double rate =
+        std::max(bg_all > 0 ? static_cast<double>(bg_bad) / bg_all : 0.0, 1.0 / std::max(fabric_flows, 1));
+    ChanceLink worst;
+    for (int l : out.blamed) {
+      const LinkEvidence& e = out.links.at(l);
+      const double p = binomial_tail(e.bad_flows, e.bad_flows + e.good_flows, rate);
+      if (worst.link < 0 || p > worst.p_value)
+        worst = ChanceLink{l, e.bad_flows, e.bad_flows + e.good_flows, bg_bad, bg_all, p};
+    }
+    if (worst.p_value <= o.chance_alpha) return;
+    out.blamed.erase(std::find(out.blamed.begin(), out.blamed.end(), worst.link));
+    std::erase_if(out.ambiguous, [&](const std::vector<int>& g) { return g.front() == worst.link; });
+    out.by_chance.push_back(worst);
+    for (size_t i = 0; i < flows.size(); ++i) {
+      if (fabric[i] && is_bad(flows[i]) && crosses(flows[i], worst.link) &&
+          std::none_of(out.blamed.begin(), out.blamed.end(), [&](int l) { return crosses(flows[i], l); }) &&
+          std::find(out.unexplained_flows.begin(), out.unexplained_flows.end(), static_cast<int>(i)) ==
+              out.unexplained_flows.end())
+        out.unexplained_flows.push_back(static_cast<int>(i));
+    }
+  }
+}
+
+double binomial_tail(int k, int n, double p) {
+  if (k <= 0) return 1;
+  if (k > n) return 0;
+  if (p <= 0) return 0;
+  if (p >= 1) return 1;
+  double sum = 0;
+  for (int i = k; i <= n; ++i) {
+    const double log_term = std::lgamma(n + 1.0) - std::lgamma(i + 1.0) - std::lgamma(n - i + 1.0) + i * std::log(p) +
+                            (n - i) * std::log1p(-p);
+    sum += std::exp(log_term);
+  }
+  return std::min(sum, 1.0);
+}
 
 Localization localize(int link_count, const std::vector<FlowObservation>& flows, const LocalizeOptions& options) {
   check_links(link_count, flows);
