@@ -244,7 +244,13 @@ json RunContext::results_header(json config) const {
     if (static_cast<size_t>(r) < rank_memory_.size()) entry.update(rank_memory_[static_cast<size_t>(r)]);
     ranks.push_back(std::move(entry));
   }
-  json transport;
+  // Not opened (validate before its traffic, or --fabric-only): what was asked for, and
+  // that it never opened. An object either way: readers require one.
+  const std::string& form = options_.transport;  // "ofi:tcp": the -t form asked for
+  const auto colon = form.find(':');
+  json transport{{"name", form.substr(0, colon)},
+                 {"provider", colon == std::string::npos ? "" : form.substr(colon + 1)},
+                 {"opened", false}};
   if (transport_) {
     const auto& c = transport_->caps();
     transport = json{{"name", transport_->name()},

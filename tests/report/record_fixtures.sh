@@ -40,5 +40,13 @@ validate validate-healthy-base
 validate validate-healthy
 "$su/fault.sh" degrade node03 rail1 25
 validate validate-faulty
+"$su/down.sh" >/dev/null
+
+# validate's fabric phase on the simulated 2 SU x 4 spine fabric, su1-leaf0-spine2 at 20%.
+export RB_SU_NET=10.150  # the config's fabric section names the fabric's addresses under it
+"$su/up.sh" --sus 2 --nodes 4 --rails 2 --spines 4
+"$su/fault.sh" degrade su1-leaf0-spine2 20
+"$su/mpirun.sh" -- "$rb" validate --config netns-2su-4x2-4spine --fabric-only --json "$out/validate-fabric.json" \
+  >/dev/null || (($? == 1))
 echo "fixtures in $out:"
 ls -l "$out"

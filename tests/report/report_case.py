@@ -246,6 +246,25 @@ if case in ("validate-healthy", "validate-faulty", "validate-faulty-baseline"):
         check(len(delta) == 2 and all(h["cells"] == 16 for h in delta), "delta heatmaps: %s" % delta)
         check(delta[1]["regressed"] >= 6, "node03 rail1's 6 cells should be regressed: %s" % delta[1])
     print("report: %d bytes, rendered in %.2f s, loaded in %.2f s" % (os.path.getsize(out), took, facts["load_s"]))
+elif case == "validate-fabric":
+    # validate --fabric-only on the simulated fabric, su1-leaf0-spine2 at 20%: the fabric
+    # drawn (4 spines, 4 leaves, 16 links) with that link red and hovered with its evidence.
+    out, took, _ = report([fx("validate-fabric")])
+    facts = open_page(out, case, 1200)
+    fab = json.loads(facts["page"].evaluate(
+        "JSON.stringify((() => { const s = document.querySelector('svg[aria-label^=\"the leaf-spine fabric\"]');"
+        " if (!s) return null; const lines = Array.from(s.querySelectorAll('line'));"
+        " return {lines: lines.length, boxes: s.querySelectorAll('rect').length,"
+        " red: lines.filter(l => l.getAttribute('stroke') === '#d62728').map(l => l.querySelector('title').textContent),"
+        " width: s.getBoundingClientRect().width,"
+        " rows: Array.from(document.querySelectorAll('h3')).filter(h => h.textContent === 'Fabric').length}; })())"))
+    check(fab is not None, "no fabric drawing on the page")
+    check(fab["lines"] == 16 and fab["boxes"] == 8, "the fabric drawing: %s" % fab)
+    check(fab["width"] > 0, "the fabric drawing is not laid out")
+    check(len(fab["red"]) == 1 and fab["red"][0].startswith("su1-leaf0-spine2: "), "the red links: %s" % fab["red"])
+    check("FAIL:" in fab["red"][0], "the named link's hover lacks its finding: %s" % fab["red"][0])
+    check(fab["rows"] == 1, "no Fabric heading")
+    check("bad fabric links: su1-leaf0-spine2" in facts["banner"], "the banner: " + facts["banner"])
 elif case == "validate-32x8":
     su = os.path.join(work, "su-32x8.json")
     subprocess.run([sys.executable, os.path.join(os.path.dirname(__file__), "make_synthetic_su.py"), su], check=True)

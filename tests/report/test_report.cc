@@ -487,3 +487,69 @@ TEST_CASE("report: a workload's step timeline draws every recorded op on its kin
     }
   CHECK_THAT(page, Catch::Contains("the slowest rank of the middle timed step"));
 }
+
+TEST_CASE("report: the fabric drawn, each link coloured by its verdict, with its evidence and the ECMP balance",
+          "[report]") {
+  auto link = [](const std::string& leaf, const std::string& spine, int bad, int good, const std::string& finding) {
+    return json{{"link", leaf + "-" + spine},
+                {"leaf", leaf},
+                {"spine", spine},
+                {"finding", finding},
+                {"votes", bad / 2.0},
+                {"bad_flows", bad},
+                {"good_flows", good},
+                {"median_fraction", bad > good ? 0.2 : 0.95},
+                {"retransmits", 3},
+                {"blamed", finding.rfind("FAIL", 0) == 0}};
+  };
+  json links = json::array();
+  for (const char* leaf : {"su1-leaf0", "su2-leaf0"})
+    for (const char* spine : {"spine0", "spine1"}) links.push_back(link(leaf, spine, 0, 8, ""));
+  links[1] = link("su1-leaf0", "spine1", 8, 0, "FAIL: 20% of the expected 0.4 Gb/s <slow>");
+  links[2] = link("su2-leaf0", "spine0", 2, 0, "");
+  links[2]["chance_p"] = 0.0048;
+  const json doc{{"fabric",
+                  {{"links", links},
+                   {"flows", json::array({{{"health", "good"}, {"reached", true}}, {{"health", "skipped"}}})},
+                   {"ecmp", json::array({{{"leaf", "su1-leaf0"},
+                                          {"flows", 16},
+                                          {"flows_per_uplink", {{"spine0", 12}, {"spine1", 4}}},
+                                          {"max_over_mean", 1.5},
+                                          {"uplinks_used", 2}}})},
+                   {"host_side", json::array({"node03 rail1"})},
+                   {"discovery_s", 0.3},
+                   {"measure_s", 6.3}}}};
+  const std::string html = fabric_section(doc);
+  // 2 spines and 2 leaves, one line per link: red for the named one, amber for the one
+  // chance explains, green for the rest.
+  CHECK(std::regex_search(html, std::regex("1 flow\\(s\\) over 4 leaf-spine link\\(s\\), 1 reached")));
+  CHECK(std::count(html.begin(), html.end(), '\n') > 0);
+  const auto count = [&](const std::string& what) {
+    size_t n = 0;
+    for (size_t at = html.find(what); at != std::string::npos; at = html.find(what, at + 1)) ++n;
+    return n;
+  };
+  CHECK(count("<line ") == 4);
+  CHECK(count("<rect ") == 4);
+  CHECK(count("stroke=\"#d62728\"") == 1);
+  CHECK(count("stroke=\"#e6a100\"") == 1);
+  CHECK(count("stroke=\"#2e8b57\"") == 2);
+  // The named link is drawn last (on top), its hover holds its evidence, escaped.
+  const auto red = html.find("stroke=\"#d62728\"");
+  CHECK(red > html.find("stroke=\"#e6a100\""));
+  CHECK(html.find("su1-leaf0-spine1: 8 bad and 0 good flow(s), median 20% of the expected rate, votes 4", red) !=
+        std::string::npos);
+  CHECK(html.find("&lt;slow&gt;") != std::string::npos);
+  CHECK(html.find("<slow>") == std::string::npos);
+  // The evidence table: the two links with bad flows, most votes first; the healthy ones left out.
+  const auto named_row = html.find("<td>su1-leaf0-spine1</td>"), chance_row = html.find("<td>su2-leaf0-spine0</td>");
+  REQUIRE(named_row != std::string::npos);
+  REQUIRE(chance_row != std::string::npos);
+  CHECK(named_row < chance_row);
+  CHECK(html.find("<td>su1-leaf0-spine0</td>") == std::string::npos);
+  CHECK(html.find("0.0048") != std::string::npos);
+  CHECK(html.find("spine0 12, spine1 4") != std::string::npos);
+  CHECK(html.find("node03 rail1") != std::string::npos);
+  // No fabric phase, no section.
+  CHECK(fabric_section(json{{"findings", json::array()}}).empty());
+}

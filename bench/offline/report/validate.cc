@@ -20,16 +20,23 @@ namespace {
 std::string banner(const nlohmann::json& doc, const ValidateRun& v) {
   const std::string verdict = text_at(doc, "verdict", "");
   int fails = 0, warns = 0;
-  std::vector<std::string> bad;
+  std::vector<std::string> bad, fabric;
   for (const auto& f : v.findings) {
     fails += f.severity == "FAIL";
     warns += f.severity == "WARN";
     if (f.severity == "FAIL" && f.node >= 0) bad.push_back(f.subject);
+    // A switch link: "su1-leaf0 port spine2 <-> spine2 port s1l0 (su1-leaf0-spine2)".
+    if (f.severity == "FAIL" && f.kind == "fabric" && f.subject.ends_with(")"))
+      fabric.push_back(f.subject.substr(f.subject.rfind('(') + 1, f.subject.size() - f.subject.rfind('(') - 2));
   }
-  std::sort(bad.begin(), bad.end());
-  bad.erase(std::unique(bad.begin(), bad.end()), bad.end());
+  for (auto* list : {&bad, &fabric}) {
+    std::sort(list->begin(), list->end());
+    list->erase(std::unique(list->begin(), list->end()), list->end());
+  }
   std::string detail;
   for (const auto& b : bad) detail += (detail.empty() ? "bad links: " : ", ") + b;
+  if (!fabric.empty()) detail += detail.empty() ? "" : "; ";
+  for (size_t i = 0; i < fabric.size(); ++i) detail += (i == 0 ? "bad fabric links: " : ", ") + fabric[i];
   if (verdict.empty())
     return fmt::format(
         "<div class=\"banner warn\">No verdict: the run ended before it judged the SU ({} finding(s) so far)."
@@ -250,7 +257,8 @@ std::string validate_section(const RunContext& ctx) {
   std::string out = banner(doc, v);
   out += findings_table(ctx, doc, v);
   out += worst_links_table(ctx, v, grids, worst);
-  out += rail_table(v);
+  if (!v.rails().empty()) out += rail_table(v);  // none with --fabric-only
+  out += fabric_section(doc);
   if (v.aggregated() && !grids.empty()) {  // no rails measured: validate_heatmaps says so
     out += validate_summary(ctx, v, grids, worst);
     if (base)

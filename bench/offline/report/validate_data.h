@@ -55,6 +55,11 @@ std::string validate_heatmaps(const RunContext& ctx, const ValidateRun& v, const
 std::string validate_summary(const RunContext& ctx, const ValidateRun& v, const std::vector<RailGrid>& grids,
                              const std::vector<WorstLink>& worst);
 
+// validate's fabric phase (the results' "fabric" object): the fabric drawn with each
+// link coloured by its verdict, the links with evidence against them, the ECMP balance.
+// "" when the run has no fabric phase.
+std::string fabric_section(const nlohmann::json& doc);
+
 // The worst links, worst first, each linked to its cell.
 std::string worst_links_table(const RunContext& ctx, const ValidateRun& v, const std::vector<RailGrid>& grids,
                               const std::vector<WorstLink>& worst);
