@@ -184,13 +184,19 @@ TEST_CASE("timeline: the interface sampler turns a counter's steps into bytes pe
   CHECK_FALSE(rec.present(1, TimelineSeries::iface_tx));
   CHECK(sum(rec.series(0, TimelineSeries::iface_tx)) == 20000);
   CHECK(sum(rec.series(0, TimelineSeries::iface_rx)) == 0);
-  // Two steps ~20 ms apart, each spread over the ~1 ms since the read before it (one or
-  // two buckets), never over the 20 ms of nothing between them.
-  size_t nonzero = 0;
-  for (size_t i = 0; i < rec.series(0, TimelineSeries::iface_tx).used(); ++i)
-    nonzero += rec.series(0, TimelineSeries::iface_tx).data()[i] != 0;
-  CHECK(nonzero >= 2);
-  CHECK(nonzero <= 8);
+  // Two steps ~20 ms apart, each spread over the time since the read before it: one run
+  // of consecutive buckets each (one run when a stalled thread read both steps at once),
+  // never scattered. How many buckets a run spans is the thread's timing, not a verdict:
+  // ~1 ms apart on a quiet host, 10 ms and more under a sanitizer at idle priority.
+  const auto& tx = rec.series(0, TimelineSeries::iface_tx);
+  size_t nonzero = 0, runs = 0;
+  for (size_t i = 0; i < tx.used(); ++i) {
+    nonzero += tx.data()[i] != 0;
+    runs += tx.data()[i] != 0 && (i == 0 || tx.data()[i - 1] == 0);
+  }
+  CHECK(nonzero >= 1);
+  CHECK(runs >= 1);
+  CHECK(runs <= 2);
   CHECK(rec.series(0, TimelineSeries::iface_tx).used() >= 30);
   std::filesystem::remove_all(dir);
 }
