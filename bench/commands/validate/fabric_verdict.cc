@@ -110,6 +110,11 @@ void coverage_findings(const SuFabric& f, const std::vector<FabricNic>& nics, co
   }
 }
 
+// Whether a finding names the link: its subject ends "(su1-leaf0-spine2)".
+bool names_link(const Finding& x, const FabricLink& l) {
+  return x.subject.find("(" + l.name + ")") != std::string::npos;
+}
+
 std::string health_word(const LinkEvidence& e, const FabricTests& t) {
   if (e.median_fraction < 1e-9) return "dead";
   if (e.median_fraction < t.flow_min_fraction) return "slow";
@@ -127,11 +132,6 @@ namespace {
 // good flows through it.
 void drop_weak_links(const std::vector<FlowObservation>& observed, Localization& loc) {
   const std::set<int> host(loc.host_nics.begin(), loc.host_nics.end());
-  auto crosses = [](const FlowObservation& o, int link) {
-    return std::count(o.links.begin(), o.links.end(), link) +
-               std::count(o.next_candidates.begin(), o.next_candidates.end(), link) >
-           0;
-  };
   while (loc.blamed.size() > 1) {
     int weakest = -1, weakest_unique = 2;
     for (int link : loc.blamed) {
@@ -200,9 +200,8 @@ void ecmp_lines(const SuFabric& f, const std::vector<FabricNic>& nics, const std
     // Uplinks a finding names already (down, withdrawn, blamed) are no imbalance of the hash.
     std::vector<int> uplinks;
     for (size_t i = 0; i < f.links.size(); ++i) {
-      const std::string tag = "(" + f.links[i].name + ")";
       const bool named = std::any_of(out.findings.begin(), out.findings.end(),
-                                     [&](const Finding& x) { return x.subject.find(tag) != std::string::npos; });
+                                     [&](const Finding& x) { return names_link(x, f.links[i]); });
       if (f.links[i].leaf == f.leaves[leaf].name && !named) uplinks.push_back(static_cast<int>(i));
     }
     std::vector<FlowObservation> mine;
@@ -260,8 +259,7 @@ FabricJudgment judge_fabric(const SuFabric& f, const std::vector<FabricNic>& nic
     const FabricLink& l = f.links.at(e.link);
     std::string finding;  // the phase's finding on it, "SEVERITY: reason" (blamed, down, withdrawn)
     for (const Finding& x : out.findings)
-      if (x.subject.find("(" + l.name + ")") != std::string::npos)
-        finding = fmt::format("{}: {}", to_string(x.severity), x.reason);
+      if (names_link(x, l)) finding = fmt::format("{}: {}", to_string(x.severity), x.reason);
     json j{{"link", l.name},
            {"leaf", l.leaf},
            {"spine", l.spine},

@@ -308,21 +308,27 @@ void ambiguity(Localization& out, const LinkFlows& lf) {
   out.blamed = std::move(blamed);
 }
 
-bool crosses(const FlowObservation& f, int l) {
-  return std::find(f.links.begin(), f.links.end(), l) != f.links.end() ||
-         std::find(f.next_candidates.begin(), f.next_candidates.end(), l) != f.next_candidates.end();
+// The flows of no host-side NIC: the ones that bear on fabric links.
+std::vector<bool> fabric_flows_of(const std::vector<FlowObservation>& flows, const std::vector<int>& host_nics) {
+  std::vector<bool> fabric(flows.size(), true);
+  for (size_t i = 0; i < flows.size(); ++i)
+    for (int nic : host_nics) fabric[i] = fabric[i] && flows[i].src_nic != nic && flows[i].dst_nic != nic;
+  return fabric;
 }
 
 }  // namespace
+
+bool crosses(const FlowObservation& f, int link) {
+  return std::find(f.links.begin(), f.links.end(), link) != f.links.end() ||
+         std::find(f.next_candidates.begin(), f.next_candidates.end(), link) != f.next_candidates.end();
+}
 
 // 5. Chance (applied by the verdict to localize's answer): the background rate is that
 // of the fabric flows through no blamed link, and at least one flow in all of them (a
 // quiet run's zero is no proof that noise is impossible). The least likely blame goes
 // first; its flows then join the background of the others.
 void drop_chance_links(const std::vector<FlowObservation>& flows, Localization& out, const LocalizeOptions& o) {
-  std::vector<bool> fabric(flows.size(), true);
-  for (size_t i = 0; i < flows.size(); ++i)
-    for (int nic : out.host_nics) fabric[i] = fabric[i] && flows[i].src_nic != nic && flows[i].dst_nic != nic;
+  const std::vector<bool> fabric = fabric_flows_of(flows, out.host_nics);
   int fabric_flows = 0;
   for (size_t i = 0; i < flows.size(); ++i) fabric_flows += fabric[i];
   while (!out.blamed.empty()) {
@@ -374,11 +380,7 @@ Localization localize(int link_count, const std::vector<FlowObservation>& flows,
   check_links(link_count, flows);
   Localization out;
   out.host_nics = host_side_nics(flows, options);
-  std::vector<bool> fabric(flows.size(), true);
-  for (size_t i = 0; i < flows.size(); ++i) {
-    const auto& f = flows[i];
-    for (int nic : out.host_nics) fabric[i] = fabric[i] && f.src_nic != nic && f.dst_nic != nic;
-  }
+  const std::vector<bool> fabric = fabric_flows_of(flows, out.host_nics);
   const LinkFlows lf = collect(link_count, flows, fabric);
   out.links = evidence(flows, fabric, lf);
   const Candidates cand = candidates(flows, fabric, lf);

@@ -77,6 +77,9 @@ struct LocalizeOptions {
   double chance_alpha = 1e-3;
 };
 
+// Whether a flow may have crossed `link`: on its known path or among its next candidates.
+bool crosses(const FlowObservation& f, int link);
+
 // Step 5 on localize's answer: moves each blamed link chance explains to `by_chance`
 // (least likely blame first), its bad flows to `unexplained_flows`.
 void drop_chance_links(const std::vector<FlowObservation>& flows, Localization& loc,
