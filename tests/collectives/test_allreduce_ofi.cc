@@ -7,7 +7,7 @@
 #include "lib/transport/progress.h"
 #include "tests/collectives/allreduce_cases.h"
 #include "tests/support/world.h"
-#include "tests/transports/ofi_world.h"
+#include "tests/transports/transport_world.h"
 
 using namespace railbench;
 using namespace railbench::testing;
@@ -76,7 +76,7 @@ TEST_CASE("hier all-reduce, every type and op, 2 nodes x 2 ranks over shm", "[al
 
 TEST_CASE("hier all-reduce refuses nodes of different sizes", "[allreduce][hier]") {
   run_ranks(3, [&](Bootstrap& b) {
-    auto t = open_ofi("shm", b, 1);
+    auto t = open_rank(ofi_net("shm"), b);
     Progress p(*t, 30);
     bool threw = false;
     try {

@@ -6,7 +6,7 @@
 #include "collectives/moe_routing.h"
 #include "tests/collectives/alltoall_cases.h"
 #include "tests/collectives/alltoallv_cases.h"
-#include "tests/transports/ofi_world.h"
+#include "tests/transports/transport_world.h"
 
 using namespace railbench;
 using namespace railbench::testing;

@@ -4,7 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include "tests/collectives/gather_scatter_cases.h"
-#include "tests/transports/ofi_world.h"
+#include "tests/transports/transport_world.h"
 
 using namespace railbench;
 using namespace railbench::testing;

@@ -8,7 +8,7 @@
 #include "lib/transport/progress.h"
 #include "tests/collectives/kvcache_cases.h"
 #include "tests/support/world.h"
-#include "tests/transports/ofi_world.h"
+#include "tests/transports/transport_world.h"
 
 using namespace railbench;
 using namespace railbench::testing;
@@ -42,7 +42,7 @@ TEST_CASE("kvcache transfer over tcp, 2 rails (immediate after the writes comple
 
 TEST_CASE("kvcache rejects a rank with two roles and too few rails", "[kvcache]") {
   run_ranks(2, [&](Bootstrap& b) {
-    auto t = open_ofi("shm", b, 1);
+    auto t = open_rank(ofi_net("shm"), b);
     Progress p(*t, 30);
     KvOptions o;
     o.shape.token_bytes = 64;

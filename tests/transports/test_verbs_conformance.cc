@@ -1,29 +1,27 @@
-// The Transport contract over real verbs devices, ranks as threads, each with its own
-// transport. Not registered with ctest on the host (it has no RDMA device): the rxe
-// tests run it inside the soft-RoCE VM (tests/rxe/cases.sh), where a missing device
-// is a failure, not a skip.
+// What only the verbs transport answers, over real devices with ranks as threads: a rank
+// connected to itself, a failed receive's flush naming peer, rail and status, its QPs per
+// peer, its refusals (rails, GID index, QP counts, dma-buf) and what a rail reports. The
+// Transport contract over verbs is tests/transports/conformance_cases.cc, built into the
+// same binary. Not registered with ctest on the host (it has no RDMA device): the rxe
+// tests run it inside the soft-RoCE VM (tests/rxe/cases.sh), where a missing device is a
+// failure, not a skip.
 #include <catch2/catch.hpp>
 
-#include <atomic>
+#include <algorithm>
 #include <cstdlib>
-#include <cstring>
-#include <map>
-#include <numeric>
+#include <string>
+#include <vector>
 
 #include <fmt/format.h>
 
 #include "lib/core/errors.h"
 #include "lib/transport/progress.h"
 #include "tests/support/world.h"
-#include "tests/transports/send_recv_check.h"
-#include "tests/transports/write_batch_check.h"
+#include "tests/transports/transport_world.h"
 #include "transports/verbs/verbs_transport.h"
 
 using namespace railbench;
-using railbench::testing::expect;
-using railbench::testing::expect_send_recv_every_size;
-using railbench::testing::expect_write_batch_contract;
-using railbench::testing::run_ranks;
+using namespace railbench::testing;
 
 namespace {
 
@@ -33,144 +31,12 @@ int active_ports() {
   return n;
 }
 
-std::unique_ptr<Transport> open_verbs(Bootstrap& b, int rails, int qps = 1) {
-  verbs::VerbsOptions o;
-  o.num_rails = rails;
-  o.qps_per_peer = qps;
-  auto t = verbs::make_transport(o, b.rank(), b.size());
-  t->connect_all(b);
-  return t;
-}
-
-// Work requests posted and completed, summed over every channel of `t`.
-struct WrTotals {
-  uint64_t posted = 0, completed = 0;
-};
-WrTotals wr_totals(const Transport& t) {
-  WrTotals sum;
-  for (const auto& c : t.channel_counters()) {
-    sum.posted += c.posted;
-    sum.completed += c.completions;
-  }
-  return sum;
-}
-
 #define NEED_DEVICES(n)                                                                         \
   if (active_ports() < (n)) {                                                                   \
     FAIL("needs " << (n) << " active RDMA port(s): run it in scripts/rxe-vm/run.sh --rails 2"); \
   }
 
 }  // namespace
-
-TEST_CASE("verbs: send/recv delivers every size intact and FIFO, over 1 and 4 QPs per peer", "[verbs]") {
-  NEED_DEVICES(1);
-  const int rails = std::min(active_ports(), 2);
-  for (int qps : {1, 4}) {
-    DYNAMIC_SECTION(qps << " QP(s) per peer, " << rails << " rail(s)") {
-      std::map<int, std::vector<ChannelCounters>> counters;
-      std::mutex mu;
-      run_ranks(2, [&](Bootstrap& b) {
-        auto t = open_verbs(b, rails, qps);
-        expect(t->caps().ordered_writes == (qps == 1), "ordered_writes only with one QP");
-        expect(t->caps().max_msg_size >= (1u << 20), "max_msg_size");
-        Progress p(*t, 30);
-        const int peer = 1 - b.rank();
-        const size_t max = std::min<size_t>(t->caps().max_msg_size, 8u << 20);
-        expect_send_recv_every_size(*t, p, b.rank(), peer, {0, 1, 60, 4096, size_t{1} << 20, max});
-        // 500 back-to-back messages of mixed sizes land in the order they were sent.
-        const size_t n = 500;
-        std::vector<uint32_t> out(n * 64), in(n * 64, 0);
-        for (size_t i = 0; i < n; ++i) out[i * 64] = 1000000U * static_cast<uint32_t>(b.rank()) + i;
-        auto omr = t->register_memory(out.data(), out.size() * 4, MemoryKind::host);
-        auto imr = t->register_memory(in.data(), in.size() * 4, MemoryKind::host);
-        for (size_t i = 0; i < n; ++i) p.recv(peer, 0, LocalSpan{imr.get(), i * 256, 256});
-        b.barrier();
-        for (size_t i = 0; i < n; ++i) p.send(peer, 0, LocalSpan{omr.get(), i * 256, 4 + (i % 7) * 36});
-        p.wait_all("FIFO burst");
-        for (size_t i = 0; i < n; ++i)
-          expect(in[i * 64] == 1000000U * static_cast<uint32_t>(peer) + i, fmt::format("message {} out of order", i));
-        std::lock_guard lock(mu);
-        counters[b.rank()] = t->channel_counters();
-      });
-      for (auto& [rank, cs] : counters) {
-        CHECK(cs.size() == static_cast<size_t>(rails * qps));
-        for (const auto& c : cs) {
-          INFO("rank " << rank << " peer " << c.peer << " rail " << c.rail << " channel " << c.channel);
-          CHECK(c.peer == 1 - rank);
-          CHECK(c.posted > 0);
-          CHECK(c.completions == c.posted);
-        }
-      }
-    }
-  }
-}
-
-TEST_CASE("verbs: write, write-with-imm and read; write-with-imm leaves posted receives alone", "[verbs]") {
-  NEED_DEVICES(1);
-  for (int qps : {1, 3}) {
-    DYNAMIC_SECTION(qps << " QP(s) per peer") {
-      run_ranks(2, [&](Bootstrap& b) {
-        auto t = open_verbs(b, 1, qps);
-        Progress p(*t, 30);
-        const int peer = 1 - b.rank();
-        const size_t bytes = (1 << 20) + 5;
-        std::vector<uint8_t> src(bytes), dst(bytes, 0), tok(64, 0);
-        for (size_t i = 0; i < bytes; ++i) src[i] = static_cast<uint8_t>(i * 13 + b.rank() + 1);
-        auto smr = t->register_memory(src.data(), bytes, MemoryKind::host);
-        auto dmr = t->register_memory(dst.data(), bytes, MemoryKind::host);
-        auto tmr = t->register_memory(tok.data(), tok.size(), MemoryKind::host);
-        const RemoteKey peer_dst = RemoteKey::deserialize(b.all_gather_v(dmr->remote_key().serialize())[peer]);
-        const RemoteKey peer_src = RemoteKey::deserialize(b.all_gather_v(smr->remote_key().serialize())[peer]);
-
-        // A receive posted before the writes must still be there for the send after them.
-        const uint64_t token = p.recv(peer, 0, LocalSpan{tmr.get(), 0, 8});
-        b.barrier();
-        std::vector<uint64_t> ids;
-        ids.push_back(p.write(peer, 0, LocalSpan{smr.get(), 0, bytes - 1}, RemoteSpan{&peer_dst, 0}));
-        // Not ordered across QPs: then wait for the write before the notification.
-        if (qps > 1) p.wait(ids.back(), "write");
-        ids.push_back(
-            p.write_imm(peer, 0, LocalSpan{smr.get(), bytes - 1, 1}, RemoteSpan{&peer_dst, bytes - 1}, 0xC0FFEE));
-        for (uint32_t k = 0; k < 100; ++k)
-          ids.push_back(p.write_imm(peer, 0, LocalSpan{smr.get(), 0, 0}, RemoteSpan{&peer_dst, 0}, k));
-        expect(p.wait_imm(peer, "write-with-imm") == 0xC0FFEEu, "immediate data");
-        std::vector<bool> seen(100);
-        for (int k = 0; k < 100; ++k) {
-          uint32_t v = p.wait_imm(peer, "zero-byte write-with-imm");
-          expect(v < 100 && !seen[v], fmt::format("imm {} unexpected", v));
-          seen[v] = true;
-        }
-        expect(!p.done(token), "the receive was consumed by a write-with-imm");
-        // Both ranks have looked before either sends the token the receive is for.
-        b.barrier();
-        for (uint64_t id : ids) p.wait(id, "writes");
-        size_t bad = 0;
-        for (size_t i = 0; i < bytes; ++i) bad += dst[i] != static_cast<uint8_t>(i * 13 + peer + 1);
-        expect(bad == 0, fmt::format("{} bytes wrong after write", bad));
-        p.send(peer, 0, LocalSpan{tmr.get(), 8, 8});
-        p.wait(token, "token after the writes");
-        expect(p.bytes(token) == 8, "token length");
-        p.wait_all("token");
-
-        // Reads at an offset, many small ones in a burst (selective signaling).
-        std::fill(dst.begin(), dst.end(), 0);
-        b.barrier();
-        for (size_t k = 0; k < 300; ++k)
-          p.read(peer, 0, LocalSpan{dmr.get(), k * 16, 16}, RemoteSpan{&peer_src, 100 + k * 16});
-        p.wait_all("reads");
-        bad = 0;
-        for (size_t i = 0; i < 300 * 16; ++i) bad += dst[i] != static_cast<uint8_t>((i + 100) * 13 + peer + 1);
-        expect(bad == 0, fmt::format("{} bytes wrong after read", bad));
-        b.barrier();  // the peer's reads of our memory are done
-        // A write beyond the remote region is refused at post time.
-        expect(
-            t->post_write(peer, 0, LocalSpan{smr.get(), 0, 16}, RemoteSpan{&peer_dst, bytes - 8}, 1) == Status::error,
-            "out-of-range write refused");
-        expect(t->last_error().find("outside the remote region") != std::string::npos, t->last_error());
-      });
-    }
-  }
-}
 
 TEST_CASE("verbs: a rank can connect to itself", "[verbs]") {
   NEED_DEVICES(1);
@@ -201,7 +67,7 @@ TEST_CASE("verbs: a receive smaller than the message fails and names peer, rail 
   NEED_DEVICES(1);
   std::string err;
   run_ranks(2, [&](Bootstrap& b) {
-    auto t = open_verbs(b, 1);
+    auto t = open_rank(verbs_net(1), b);
     std::vector<uint8_t> buf(4096);
     auto mr = t->register_memory(buf.data(), buf.size(), MemoryKind::host);
     const int peer = 1 - b.rank();
@@ -232,20 +98,6 @@ TEST_CASE("verbs: a receive smaller than the message fails and names peer, rail 
   CHECK_THAT(err, Catch::Contains("recv from peer 0 on rail") && Catch::Contains("channel 0") &&
                       Catch::Contains("wr_id 1") && Catch::Contains("status"));
   INFO(err);
-  CHECK(true);
-}
-
-TEST_CASE("verbs: memory regions may outlive their transport", "[verbs]") {
-  NEED_DEVICES(1);
-  std::vector<uint8_t> buf(1 << 16);
-  std::unique_ptr<MemoryRegion> mr;
-  {
-    verbs::VerbsOptions o;
-    auto t = verbs::make_transport(o, 0, 1);
-    mr = t->register_memory(buf.data(), buf.size(), MemoryKind::host);
-    CHECK(mr->remote_key().rails.size() == 1);
-  }
-  mr.reset();
   CHECK(true);
 }
 
@@ -289,73 +141,21 @@ TEST_CASE("verbs: bad rails, GID index and QP counts are usage errors that list 
   CHECK(info.fabric == "10.0.0.0/24");
 }
 
-TEST_CASE("verbs: posting far more than the queues hold is absorbed by retry", "[verbs]") {
+TEST_CASE("verbs: --qps-per-peer N connects N queue pairs to each peer on each rail", "[verbs]") {
   NEED_DEVICES(1);
-  run_ranks(2, [&](Bootstrap& b) {
-    auto t = open_verbs(b, 1, 2);
-    Progress p(*t, 60);
-    const int peer = 1 - b.rank();
-    std::vector<uint8_t> buf(64);
-    auto mr = t->register_memory(buf.data(), buf.size(), MemoryKind::host);
-    const RemoteKey key = RemoteKey::deserialize(b.all_gather_v(mr->remote_key().serialize())[peer]);
-    const int n = 20000;
-    if (b.rank() == 1) {
-      for (int i = 0; i < n; ++i) p.recv(peer, 0, LocalSpan{mr.get(), 0, 8});
-    } else {
-      for (int i = 0; i < n; ++i) p.send(peer, 0, LocalSpan{mr.get(), 8, 8});
-    }
-    for (int i = 0; i < n; ++i) p.write(peer, 0, LocalSpan{mr.get(), 16, 8}, RemoteSpan{&key, 32});
-    p.wait_all("a burst of 20000 messages and writes");
-    expect(p.outstanding() == 0, "nothing outstanding");
-    const auto [posted, done] = wr_totals(*t);
-    expect(posted == 2u * n && done == posted, fmt::format("posted {} completed {}", posted, done));
-    b.barrier();
-  });
-}
-
-TEST_CASE("verbs: a batched write lands every span at its offset and completes once with its wr_id", "[verbs]") {
-  NEED_DEVICES(1);
-  for (int qps : {1, 3}) {
-    DYNAMIC_SECTION(qps << " QP(s) per peer") {
-      std::atomic<int> finished{0};
+  const int rails = std::min(active_ports(), 2);
+  for (int qps : {1, 4}) {
+    DYNAMIC_SECTION(qps << " QP(s) per peer, " << rails << " rail(s)") {
       run_ranks(2, [&](Bootstrap& b) {
-        auto t = open_verbs(b, 1, qps);
-        expect_write_batch_contract(*t, b, finished);
+        auto t = open_rank(verbs_net(qps), b, rails);
+        expect(t->caps().ordered_writes == (qps == 1), "ordered_writes only with one QP");
+        const auto cs = t->channel_counters();
+        expect(cs.size() == static_cast<size_t>(rails * qps),
+               fmt::format("{} channels, want {} rail(s) x {} QP(s)", cs.size(), rails, qps));
+        for (const auto& c : cs)
+          expect(c.peer == 1 - b.rank() && c.channel < qps,
+                 fmt::format("a channel to peer {} numbered {}", c.peer, c.channel));
       });
     }
   }
-}
-
-TEST_CASE("verbs: batches far beyond the send queue's depth are absorbed by retry", "[verbs]") {
-  NEED_DEVICES(1);
-  run_ranks(2, [&](Bootstrap& b) {
-    auto t = open_verbs(b, 1);
-    Progress p(*t, 60);
-    const int peer = 1 - b.rank();
-    const size_t words = 20000;
-    std::vector<uint64_t> src(words), dst(words, 0);
-    for (size_t i = 0; i < words; ++i) src[i] = (uint64_t{1} << 40) * static_cast<uint64_t>(b.rank() + 1) + i;
-    auto smr = t->register_memory(src.data(), words * 8, MemoryKind::host);
-    auto dmr = t->register_memory(dst.data(), words * 8, MemoryKind::host);
-    const RemoteKey key = RemoteKey::deserialize(b.all_gather_v(dmr->remote_key().serialize())[peer]);
-    std::vector<WriteSpan> ops;
-    size_t batches = 0;
-    for (size_t at = 0; at < words; at += t->caps().max_batch, ++batches) {
-      ops.clear();
-      for (size_t i = at; i < std::min(words, at + t->caps().max_batch); ++i)
-        ops.push_back(WriteSpan{LocalSpan{smr.get(), i * 8, 8}, RemoteSpan{&key, (words - 1 - i) * 8}});
-      p.write_batch(peer, 0, ops);
-    }
-    p.wait_all("batched writes");
-    expect(p.outstanding() == 0, "nothing outstanding");
-    const auto [posted, done] = wr_totals(*t);
-    // Counters count work requests, a batch's included (its one Completion covers them).
-    expect(posted == words && done == posted,
-           fmt::format("posted {} WRs in {} batches, {} completed", posted, batches, done));
-    b.barrier();
-    size_t wrong = 0;
-    for (size_t i = 0; i < words; ++i)
-      wrong += dst[words - 1 - i] != (uint64_t{1} << 40) * static_cast<uint64_t>(peer + 1) + i;
-    expect(wrong == 0, fmt::format("{} of {} words wrong", wrong, words));
-  });
 }
