@@ -37,12 +37,13 @@ std::string word(const json& doc, const json::json_pointer& at) {
   return v.is_string() ? v.get<std::string>() : v.dump();
 }
 
-// How many rails the run measured: validate's per-rail sections, else the transport's.
+// How many rails the run measured: an SU's (its per-rail sections, else its config's GPUs
+// per node: a run over an SU opens one rail a rank, so the transport's count is not the
+// SU's), else the transport's.
 std::string rails_of(const json& doc) {
-  if (doc.value("command", "") == "validate") {
-    if (doc.contains("rails") && doc.at("rails").is_array()) return std::to_string(doc.at("rails").size());
+  if (doc.contains("rails") && doc.at("rails").is_array()) return std::to_string(doc.at("rails").size());
+  if (doc.contains(json::json_pointer("/config/gpus_per_node")))
     return word(doc, json::json_pointer("/config/gpus_per_node"));
-  }
   return word(doc, json::json_pointer("/transport/rails"));
 }
 
