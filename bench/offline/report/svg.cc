@@ -38,75 +38,94 @@ std::string path_of(const std::vector<std::pair<double, double>>& pts) {
 
 }  // namespace
 
-std::string LineChart::html(int width, int height) const {
+namespace {
+
+// The data's extent: x in log2 of its values, y as measured (y values, bands included;
+// none at or below 0 on a log axis). Empty (min > max) when nothing was measured.
+struct Extent {
   double xmin = INFINITY, xmax = -INFINITY, ymin = INFINITY, ymax = -INFINITY;
+  bool empty() const { return !(xmin <= xmax) || !(ymin <= ymax); }
+};
+
+Extent extent_of(const std::vector<Series>& series, bool log_y) {
+  Extent e;
   const auto take_y = [&](double v) {
     if (std::isnan(v) || (log_y && v <= 0)) return;
-    ymin = std::min(ymin, v), ymax = std::max(ymax, v);
+    e.ymin = std::min(e.ymin, v), e.ymax = std::max(e.ymax, v);
   };
   for (const auto& s : series) {
     for (size_t i = 0; i < s.x.size(); ++i) {
       if (!(s.x[i] > 0)) continue;
-      xmin = std::min(xmin, std::log2(s.x[i])), xmax = std::max(xmax, std::log2(s.x[i]));
+      e.xmin = std::min(e.xmin, std::log2(s.x[i])), e.xmax = std::max(e.xmax, std::log2(s.x[i]));
       take_y(s.y[i]);
       if (i < s.lo.size()) take_y(s.lo[i]);
       if (i < s.hi.size()) take_y(s.hi[i]);
     }
   }
-  std::string out = "<figure class=\"chart\">";
-  if (!(xmin <= xmax) || !(ymin <= ymax)) {
-    return out +
-           fmt::format("<figcaption>{}</figcaption><p class=\"note\">nothing measured</p></figure>\n", esc(title));
-  }
-  if (xmin == xmax) xmin -= 1, xmax += 1;
-  Axes a{xmin, xmax, 0, 1};
+  return e;
+}
+
+// The axes for a non-empty extent, and the y ticks (in the axis' units: decades on a log
+// axis, round steps from 0 on a linear one).
+Axes axes_for(Extent e, bool log_y, int width, int height, std::vector<double>& yticks) {
+  if (e.xmin == e.xmax) e.xmin -= 1, e.xmax += 1;
+  Axes a{e.xmin, e.xmax, 0, 1};
   a.width = width, a.height = height;
-  std::vector<double> yticks;
   if (log_y) {
-    a.y0 = std::floor(std::log10(ymin)), a.y1 = std::ceil(std::log10(ymax));
+    a.y0 = std::floor(std::log10(e.ymin)), a.y1 = std::ceil(std::log10(e.ymax));
     if (a.y0 == a.y1) a.y1 += 1;
     for (double d = a.y0; d <= a.y1; ++d) yticks.push_back(d);
   } else {
-    const double step = nice_step(ymax / 5);
-    a.y0 = 0, a.y1 = std::max(step, std::ceil(ymax / step) * step);
+    const double step = nice_step(e.ymax / 5);
+    a.y0 = 0, a.y1 = std::max(step, std::ceil(e.ymax / step) * step);
     for (double v = 0; v <= a.y1 + step / 2; v += step) yticks.push_back(v);
   }
-  out += fmt::format("<svg class=\"linechart\" width=\"{}\" height=\"{}\" viewBox=\"0 0 {} {}\" role=\"img\">", width,
-                     height, width, height);
-  out += fmt::format("<text class=\"ctitle\" x=\"{}\" y=\"15\">{}</text>", a.left, esc(title));
-  // Axes, grid and tick labels.
+  return a;
+}
+
+// Grid lines, tick labels and the two axis labels.
+void draw_axes(std::string& out, const LineChart& c, const Axes& a, const std::vector<double>& yticks) {
   for (double t : yticks) {
     const double y = a.py(t);
     out += fmt::format("<line class=\"grid\" x1=\"{}\" x2=\"{}\" y1=\"{:.1f}\" y2=\"{:.1f}\"/>", a.left,
-                       width - a.right, y, y);
+                       a.width - a.right, y, y);
     out += fmt::format("<text class=\"tick\" x=\"{}\" y=\"{:.1f}\" text-anchor=\"end\">{}</text>", a.left - 4, y + 4,
-                       log_y ? num(std::pow(10, t)) : num(t));
+                       c.log_y ? num(std::pow(10, t)) : num(t));
   }
   const int span = static_cast<int>(std::ceil(a.x1) - std::floor(a.x0));
-  const int max_labels = std::max(2, (width - a.left - a.right) / 42);  // "256 B" needs ~40 px
+  const int max_labels = std::max(2, (a.width - a.left - a.right) / 42);  // "256 B" needs ~40 px
   const int every = std::max(1, (span + max_labels) / max_labels);
   for (int e = static_cast<int>(std::ceil(a.x0)); e <= static_cast<int>(std::floor(a.x1)); ++e) {
     if (e % every) continue;
     const double x = a.px(e);
     out += fmt::format("<line class=\"grid\" x1=\"{:.1f}\" x2=\"{:.1f}\" y1=\"{}\" y2=\"{}\"/>", x, x, a.top,
-                       height - a.bottom);
+                       a.height - a.bottom);
     out += fmt::format("<text class=\"tick\" x=\"{:.1f}\" y=\"{}\" text-anchor=\"middle\">{}</text>", x,
-                       height - a.bottom + 14,
-                       esc(x_bytes ? size_label(uint64_t{1} << std::clamp(e, 0, 62))
-                                   : format_size(uint64_t{1} << std::clamp(e, 0, 62))));
+                       a.height - a.bottom + 14,
+                       esc(c.x_bytes ? size_label(uint64_t{1} << std::clamp(e, 0, 62))
+                                     : format_size(uint64_t{1} << std::clamp(e, 0, 62))));
   }
   out += fmt::format("<text class=\"axis\" x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text>",
-                     (a.left + width - a.right) / 2, height - 6, esc(x_label));
+                     (a.left + a.width - a.right) / 2, a.height - 6, esc(c.x_label));
   out += fmt::format("<text class=\"axis\" transform=\"translate(13,{}) rotate(-90)\" text-anchor=\"middle\">{}</text>",
-                     (a.top + height - a.bottom) / 2, esc(y_label));
-  const auto ly = [&](double v) { return log_y ? std::log10(v) : v; };
-  const auto ok = [&](double v) { return !std::isnan(v) && (!log_y || v > 0); };
-  // Bands first, so every line stays on top of every band.
-  for (const auto& s : series) {
+                     (a.top + a.height - a.bottom) / 2, esc(c.y_label));
+}
+
+// Where a value lands on the chart's y axis, and whether it can be drawn there.
+struct YScale {
+  bool log_y;
+  double operator()(double v) const { return log_y ? std::log10(v) : v; }
+  bool ok(double v) const { return !std::isnan(v) && (!log_y || v > 0); }
+};
+
+// Each series' p50..p99 band, as one closed path.
+void draw_bands(std::string& out, const LineChart& c, const Axes& a) {
+  const YScale ly{c.log_y};
+  for (const auto& s : c.series) {
     if (s.lo.size() != s.x.size() || s.hi.size() != s.x.size()) continue;
     std::vector<std::pair<double, double>> up, down;
     for (size_t i = 0; i < s.x.size(); ++i) {
-      if (!(s.x[i] > 0) || !ok(s.lo[i]) || !ok(s.hi[i])) continue;
+      if (!(s.x[i] > 0) || !ly.ok(s.lo[i]) || !ly.ok(s.hi[i])) continue;
       up.emplace_back(a.px(std::log2(s.x[i])), a.py(ly(s.hi[i])));
       down.emplace_back(a.px(std::log2(s.x[i])), a.py(ly(s.lo[i])));
     }
@@ -116,7 +135,12 @@ std::string LineChart::html(int width, int height) const {
     out += fmt::format("<path class=\"band{}\" d=\"{} Z\" fill=\"{}\"><title>{}: p50..p99</title></path>",
                        s.baseline ? " baseline" : "", path_of(up), series_colour(s.colour), esc(s.name));
   }
-  for (const auto& s : series) {
+}
+
+// Each series' line, broken where a point is missing, and its points with their hovers.
+void draw_lines(std::string& out, const LineChart& c, const Axes& a) {
+  const YScale ly{c.log_y};
+  for (const auto& s : c.series) {
     const std::string colour = series_colour(s.colour);
     std::vector<std::pair<double, double>> run;
     std::string marks;
@@ -127,7 +151,7 @@ std::string LineChart::html(int width, int height) const {
       run.clear();
     };
     for (size_t i = 0; i < s.x.size(); ++i) {
-      if (!(s.x[i] > 0) || !ok(s.y[i])) {
+      if (!(s.x[i] > 0) || !ly.ok(s.y[i])) {
         flush();
         continue;
       }
@@ -137,11 +161,30 @@ std::string LineChart::html(int width, int height) const {
           "<circle class=\"pt{}\" cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"{}\" fill=\"{}\"><title>{}: {} &#8594; "
           "{}</title></circle>",
           s.baseline ? " baseline" : "", x, y, s.baseline ? 2 : 3, colour, esc(s.name),
-          esc(x_bytes ? size_label(static_cast<uint64_t>(s.x[i])) : num(s.x[i])), num(s.y[i], 4));
+          esc(c.x_bytes ? size_label(static_cast<uint64_t>(s.x[i])) : num(s.x[i])), num(s.y[i], 4));
     }
     flush();
     out += marks;
   }
+}
+
+}  // namespace
+
+std::string LineChart::html(int width, int height) const {
+  std::string out = "<figure class=\"chart\">";
+  const Extent e = extent_of(series, log_y);
+  if (e.empty()) {
+    return out +
+           fmt::format("<figcaption>{}</figcaption><p class=\"note\">nothing measured</p></figure>\n", esc(title));
+  }
+  std::vector<double> yticks;
+  const Axes a = axes_for(e, log_y, width, height, yticks);
+  out += fmt::format("<svg class=\"linechart\" width=\"{}\" height=\"{}\" viewBox=\"0 0 {} {}\" role=\"img\">", width,
+                     height, width, height);
+  out += fmt::format("<text class=\"ctitle\" x=\"{}\" y=\"15\">{}</text>", a.left, esc(title));
+  draw_axes(out, *this, a, yticks);
+  draw_bands(out, *this, a);  // first, so every line stays on top of every band
+  draw_lines(out, *this, a);
   out += "</svg><figcaption class=\"legend\">";
   for (const auto& s : series) {
     out += fmt::format(
