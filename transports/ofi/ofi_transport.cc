@@ -83,6 +83,18 @@ class OfiTransport final : public RailTransport<std::shared_ptr<Rail>> {
   // One chunk of a batch finished (completed, failed, or will never be posted). When it
   // was the batch's last, fills `c` with the batch's one Completion and returns true.
   static bool chunk_done(Rail& rail, OpContext* ctx, bool ok, Completion& c) noexcept;
+  // post_write_batch's three steps. Checks every span into batch_prep_ and counts the
+  // chunks and bytes (a scratch context runs the packing the fill will), before anything
+  // is taken or posted.
+  Status plan_batch(const char* what, int peer, int rail, std::span<const WriteSpan> ops, size_t& chunks,
+                    size_t& total) noexcept;
+  // Takes and fills one context per chunk, in order on the rail's deferred list, the
+  // last one carrying the immediate; returns the first chunk's, the batch's lead.
+  OpContext* fill_batch(Rail& rail, int peer, std::span<const WriteSpan> ops, std::optional<uint32_t> imm,
+                        uint64_t wr_id, size_t chunks) noexcept;
+  // Posts the deferred chunks in order until one is refused, and answers for the batch.
+  Status post_batch(Rail& r, const char* what, int peer, int rail, size_t writes, size_t total, OpContext* lead,
+                    size_t chunks) noexcept;
   // Posts the chunks a batch left behind on -FI_EAGAIN; returns completions written
   // (at most one: a batch whose tail failed to post and whose posted part has finished).
   size_t post_deferred(Rail& rail, std::span<Completion> out) noexcept;
@@ -320,11 +332,18 @@ Status OfiTransport::post_write_batch(int peer, int rail, std::span<const WriteS
               caps_.max_batch);
     return Status::error;
   }
-  Rail& r = *rails_[rail];
-  const size_t max_msg = r.info->ep_attr->max_msg_size;
-  // Pass 1: check every span and count the chunks, before anything is taken or posted.
-  // A scratch context runs the same packing as pass 2.
   size_t chunks = 0, total = 0;
+  if (Status s = plan_batch(what, peer, rail, ops, chunks, total); s != Status::ok) return s;
+  Rail& r = *rails_[rail];
+  if (!r.deferred.empty() || r.tx_pool.available() < chunks) return Status::retry;
+  OpContext* lead = fill_batch(r, peer, ops, imm, wr_id, chunks);
+  return post_batch(r, what, peer, rail, ops.size(), total, lead, chunks);
+}
+
+Status OfiTransport::plan_batch(const char* what, int peer, int rail, std::span<const WriteSpan> ops, size_t& chunks,
+                                size_t& total) noexcept {
+  const Rail& r = *rails_[rail];
+  const size_t max_msg = r.info->ep_attr->max_msg_size;
   OpContext scratch;
   for (size_t i = 0; i < ops.size(); ++i) {
     const WriteSpan& w = ops[i];
@@ -337,8 +356,12 @@ Status OfiTransport::post_write_batch(int peer, int rail, std::span<const WriteS
     }
     total += w.src.length;
   }
-  if (!r.deferred.empty() || r.tx_pool.available() < chunks) return Status::retry;
-  // Pass 2: fill one context per chunk. The first chunk's is the lead.
+  return Status::ok;
+}
+
+OpContext* OfiTransport::fill_batch(Rail& r, int peer, std::span<const WriteSpan> ops, std::optional<uint32_t> imm,
+                                    uint64_t wr_id, size_t chunks) noexcept {
+  const size_t max_msg = r.info->ep_attr->max_msg_size;
   OpContext* lead = nullptr;
   OpContext* ctx = nullptr;
   for (size_t i = 0; i < ops.size(); ++i) {
@@ -355,7 +378,7 @@ Status OfiTransport::post_write_batch(int peer, int rail, std::span<const WriteS
     start_chunk(*ctx, p, w.src);
     if (lead == nullptr) lead = ctx;
     ctx->batch = lead;
-    r.deferred.push_back(ctx);  // the chunks in order; cleared below once posted
+    r.deferred.push_back(ctx);  // the chunks in order; cleared once posted
   }
   ctx->flags &= ~FI_MORE;
   if (imm) {
@@ -363,6 +386,11 @@ Status OfiTransport::post_write_batch(int peer, int rail, std::span<const WriteS
     ctx->data = *imm;
   }
   lead->batch_pending = static_cast<uint32_t>(chunks);
+  return lead;
+}
+
+Status OfiTransport::post_batch(Rail& r, const char* what, int peer, int rail, size_t writes, size_t total,
+                                OpContext* lead, size_t chunks) noexcept {
   // Post in order; stop at the first refusal.
   size_t posted = 0;
   ssize_t ret = 0;
@@ -374,8 +402,8 @@ Status OfiTransport::post_write_batch(int peer, int rail, std::span<const WriteS
     for (size_t c = 0; c < chunks; ++c) r.tx_pool.give(r.deferred[c]);
     r.deferred.clear();
     if (ret == -FI_EAGAIN) return Status::retry;
-    set_error("{} to peer {} on rail {} ({} writes, {} bytes) failed: fi_writemsg: {}", what, peer, rail, ops.size(),
-              total, FiErrorText{ret});
+    set_error("{} to peer {} on rail {} ({} writes, {} bytes) failed: fi_writemsg: {}", what, peer, rail, writes, total,
+              FiErrorText{ret});
     return Status::error;
   }
   // The lead's length becomes the batch's bytes once its own chunk is posted.
