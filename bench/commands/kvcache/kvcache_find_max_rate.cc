@@ -13,6 +13,38 @@ namespace railbench {
 
 using nlohmann::json;
 
+namespace {
+
+// The search's curve as the results' "curve": a row per probe, in the order measured.
+json curve_json(const std::vector<RatePoint>& curve) {
+  json out = json::array();
+  for (const RatePoint& p : curve)
+    out.push_back(json{{"rate", p.rate},
+                       {"arrival_rps", p.arrival},
+                       {"carried_rps", p.carried},
+                       {"p50_us", p.p50_us},
+                       {"slo_us", p.slo_us},
+                       {"requests", p.requests},
+                       {"overload", p.overload},
+                       {"met", p.met},
+                       {"why", p.why}});
+  return out;
+}
+
+// The wire's bound: the pool links in parallel (the smaller pool's ranks x rails) at the
+// line rate, divided by one request's bytes. Written into `out`; returns the words the
+// max-rate line ends with.
+std::string analytical_capacity(const KvOptions& o, double line_rate_gbps, double max_rate, json& out) {
+  const double links = static_cast<double>(std::min(o.prefill.size(), o.decode.size()) * static_cast<size_t>(o.rails));
+  const double cap = links * line_rate_gbps * 1.25e8 / static_cast<double>(o.shape.request_bytes());
+  out["analytical_capacity_rps"] = cap;
+  out["fraction_of_capacity"] = max_rate / cap;
+  return fmt::format("; analytical capacity {:.1f} req/s ({:.0f} link(s) x {} Gb/s / {} B), {:.2f} of it", cap, links,
+                     line_rate_gbps, o.shape.request_bytes(), max_rate / cap);
+}
+
+}  // namespace
+
 // --find-max-rate: the capacity first (a saturating closed-loop probe), then a bisection
 // below it (kvserve_search.h); every probe is a results entry, so the curve is in the JSON
 // and the CSV as it is measured. Every rank computes the same summaries from the gathered
@@ -57,39 +89,18 @@ void KvCacheBench::find_max_rate_run(ResultsRun& results, KvTransfer& transfer, 
     return p;
   };
   const MaxRateResult r = find_max_rate(capacity, measure);
-  json curve = json::array();
   ctx_.print(fmt::format(
       "# find-max-rate {}: curve (offered req/s -> arrived / carried req/s, total p50 / p{} us, judged requests)",
       plan_.slo.text, plan_.slo.percentile));
-  for (const RatePoint& p : r.curve) {
+  for (const RatePoint& p : r.curve)
     ctx_.print(fmt::format("#   {:>10.1f} -> {:>10.1f} / {:>10.1f}, {:>10.1f} / {:>10.1f}, {:>7} {}", p.rate, p.arrival,
                            p.carried, p.p50_us, p.slo_us, p.requests, p.met ? "met" : "missed: " + p.why));
-    curve.push_back(json{{"rate", p.rate},
-                         {"arrival_rps", p.arrival},
-                         {"carried_rps", p.carried},
-                         {"p50_us", p.p50_us},
-                         {"slo_us", p.slo_us},
-                         {"requests", p.requests},
-                         {"overload", p.overload},
-                         {"met", p.met},
-                         {"why", p.why}});
-  }
   const double share = capacity > 0 ? r.max_rate / capacity : 0;
   out["max_rate"] = r.max_rate;
   out["capacity_share"] = share;
-  out["curve"] = curve;
-  std::string analytical;
-  if (opt_.line_rate_gbps > 0) {
-    // The wire's bound: the pool links in parallel (the smaller pool's ranks x rails) at
-    // the line rate, divided by one request's bytes.
-    const double links =
-        static_cast<double>(std::min(o.prefill.size(), o.decode.size()) * static_cast<size_t>(o.rails));
-    const double cap = links * opt_.line_rate_gbps * 1.25e8 / static_cast<double>(o.shape.request_bytes());
-    out["analytical_capacity_rps"] = cap;
-    out["fraction_of_capacity"] = r.max_rate / cap;
-    analytical = fmt::format("; analytical capacity {:.1f} req/s ({:.0f} link(s) x {} Gb/s / {} B), {:.2f} of it", cap,
-                             links, opt_.line_rate_gbps, o.shape.request_bytes(), r.max_rate / cap);
-  }
+  out["curve"] = curve_json(r.curve);
+  const std::string analytical =
+      opt_.line_rate_gbps > 0 ? analytical_capacity(o, opt_.line_rate_gbps, r.max_rate, out) : "";
   results.set("max_rate", out);
   if (r.max_rate == 0 && !r.curve.empty() && r.curve.back().hopeless)
     ctx_.print(fmt::format("# the transfer alone takes longer than {} at {:.1f} req/s: lower rates are not searched",
