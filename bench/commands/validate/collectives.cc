@@ -194,53 +194,64 @@ class TenantAllReduce {
   std::unique_ptr<MemoryRegion> send_mr_, recv_mr_, scratch_mr_;
 };
 
-}  // namespace
+// What the two rounds of phase 5 share: the all-reduce, its threshold and the tenants.
+struct TenantRounds {
+  RunContext& ctx;
+  const SuConfig& c;
+  const TenantMap& tenants;
+  TenantAllReduce& ar;
+  double need = 0;     // GB/s of busbw a tenant's all-reduce alone must reach
+  double slowest = 0;  // GB/s: the slowest rail's line rate
+};
 
-json run_tenant_collectives(RunContext& ctx, const SuConfig& c, const SuLayout& L, const TenantMap& tenants,
-                            std::vector<Finding>& findings) {
-  double slowest = line_gbytes(c.rails.front());
-  for (const auto& r : c.rails) slowest = std::min(slowest, line_gbytes(r));
-  const double need = c.thresholds.allreduce_busbw_min_fraction * slowest;
-  const int T = static_cast<int>(tenants.names.size());
-  const int iters = c.tests.collective_iters;
-  TenantAllReduce ar(ctx, c, L, tenants);
-  ctx.print(fmt::format("# phase 5 collectives per tenant: all-reduce (rhd) of {} B over each tenant's own ranks{}",
-                        ar.bytes(), c.tests.interference ? ", alone, then while the other tenants run theirs" : ""));
-  json out = json::array();
-  std::vector<double> alone_us(T, 0);
-  std::vector<TenantInterference> interference;
+// Each tenant's all-reduce alone; its time alone in `alone_us`. False when one did not
+// complete: the transport's state with the failed peer is gone, so nothing more runs.
+bool tenants_alone(const TenantRounds& k, std::vector<double>& alone_us, std::vector<Finding>& findings, json& out) {
+  const int T = static_cast<int>(k.tenants.names.size());
   const std::vector<int> idle(T, 0);
   for (int t = 0; t < T; ++t) {
-    const int n = ar.ranks_of(t);
-    const TenantRun run = ar.run(t, iters, idle);
-    json entry{
-        {"tenant", tenants.names[t]}, {"collective", "allreduce"}, {"algo", "rhd"}, {"bytes", ar.bytes()}, {"ranks", n},
-        {"need_busbw_gbs", need}};
+    const int n = k.ar.ranks_of(t);
+    const TenantRun run = k.ar.run(t, k.c.tests.collective_iters, idle);
+    json entry{{"tenant", k.tenants.names[t]},
+               {"collective", "allreduce"},
+               {"algo", "rhd"},
+               {"bytes", k.ar.bytes()},
+               {"ranks", n},
+               {"need_busbw_gbs", k.need}};
     if (!run.error.empty()) {
       entry["error"] = run.error;
       findings.push_back({Severity::fail, FindingKind::collective,
-                          fmt::format("allreduce (tenant {})", tenants.names[t]), "did not complete: " + run.error, 0,
-                          need, "GB/s"});
+                          fmt::format("allreduce (tenant {})", k.tenants.names[t]), "did not complete: " + run.error, 0,
+                          k.need, "GB/s"});
       out.push_back(entry);
-      ctx.print(fmt::format("#   tenant {:<8} did not complete: {}", tenants.names[t], run.error));
-      return out;  // the transport's state with the failed peer is gone: stop here
+      k.ctx.print(fmt::format("#   tenant {:<8} did not complete: {}", k.tenants.names[t], run.error));
+      return false;
     }
-    const CollectiveSide side = collective_side(run.iter_us, ar.bytes(), Pattern::all_reduce, n);
+    const CollectiveSide side = collective_side(run.iter_us, k.ar.bytes(), Pattern::all_reduce, n);
     alone_us[t] = side.time_us;
     entry["time_us"] = side.time_us;
     entry["busbw_gbs"] = side.busbw;
-    if (side.busbw < need) {
+    if (side.busbw < k.need) {
       findings.push_back({Severity::fail, FindingKind::collective,
-                          fmt::format("allreduce (tenant {})", tenants.names[t]),
+                          fmt::format("allreduce (tenant {})", k.tenants.names[t]),
                           fmt::format("busbw {:.3f} GB/s < {:.0f}% of the slowest rail's line rate {:.3f} GB/s",
-                                      side.busbw, c.thresholds.allreduce_busbw_min_fraction * 100, slowest),
-                          side.busbw, need, "GB/s"});
+                                      side.busbw, k.c.thresholds.allreduce_busbw_min_fraction * 100, k.slowest),
+                          side.busbw, k.need, "GB/s"});
     }
-    ctx.print(fmt::format("#   tenant {:<8} {:>3} ranks alone    {:>10.1f} us  busbw {:>8.3f} GB/s (need {:.3f})  {}",
-                          tenants.names[t], n, side.time_us, side.busbw, need, side.busbw < need ? "FAIL" : "PASS"));
+    k.ctx.print(fmt::format("#   tenant {:<8} {:>3} ranks alone    {:>10.1f} us  busbw {:>8.3f} GB/s (need {:.3f})  {}",
+                            k.tenants.names[t], n, side.time_us, side.busbw, k.need,
+                            side.busbw < k.need ? "FAIL" : "PASS"));
     out.push_back(entry);
   }
-  if (!c.tests.interference) return out;
+  return true;
+}
+
+// Each tenant's all-reduce again while the others run theirs; its busbw against its own
+// alone. False when one did not complete (as tenants_alone).
+bool tenants_loaded(const TenantRounds& k, const std::vector<double>& alone_us,
+                    std::vector<TenantInterference>& interference, std::vector<Finding>& findings, json& out) {
+  const int T = static_cast<int>(k.tenants.names.size());
+  const int iters = k.c.tests.collective_iters;
   for (int t = 0; t < T; ++t) {
     // The others run theirs for about 3x the victim's time alone plus 0.5 s, in whole
     // iterations each tenant counts for itself from its own time alone.
@@ -248,42 +259,61 @@ json run_tenant_collectives(RunContext& ctx, const SuConfig& c, const SuLayout& 
     std::vector<int> aggressors(T, 0);
     for (int u = 0; u < T; ++u)
       if (u != t) aggressors[u] = static_cast<int>(std::clamp(std::ceil(span_us / alone_us[u]), 1.0, 100000.0));
-    const TenantRun run = ar.run(t, iters, aggressors);
-    const int n = ar.ranks_of(t);
+    const TenantRun run = k.ar.run(t, iters, aggressors);
+    const int n = k.ar.ranks_of(t);
     if (!run.error.empty()) {
       findings.push_back({Severity::fail, FindingKind::collective,
-                          fmt::format("allreduce (tenant {}, others loaded)", tenants.names[t]),
-                          "did not complete: " + run.error, 0, need, "GB/s"});
-      ctx.print(
-          fmt::format("#   tenant {:<8} under the others' load did not complete: {}", tenants.names[t], run.error));
-      out.push_back(json{{"tenant", tenants.names[t]}, {"loaded", true}, {"error", run.error}});
-      return out;
+                          fmt::format("allreduce (tenant {}, others loaded)", k.tenants.names[t]),
+                          "did not complete: " + run.error, 0, k.need, "GB/s"});
+      k.ctx.print(
+          fmt::format("#   tenant {:<8} under the others' load did not complete: {}", k.tenants.names[t], run.error));
+      out.push_back(json{{"tenant", k.tenants.names[t]}, {"loaded", true}, {"error", run.error}});
+      return false;
     }
-    const CollectiveSide side = collective_side(run.iter_us, ar.bytes(), Pattern::all_reduce, n);
-    const double alone = gbps(static_cast<double>(ar.bytes()), alone_us[t] * 1e-6) * bus_factor(Pattern::all_reduce, n);
+    const CollectiveSide side = collective_side(run.iter_us, k.ar.bytes(), Pattern::all_reduce, n);
+    const double alone =
+        gbps(static_cast<double>(k.ar.bytes()), alone_us[t] * 1e-6) * bus_factor(Pattern::all_reduce, n);
     TenantInterference ti{t, alone, side.busbw, run.aggressors_end_s >= run.end_s};
     interference.push_back(ti);
     const double ratio = alone > 0 ? side.busbw / alone : 0;
-    const bool low = ratio < c.thresholds.tenant_busbw_min_ratio;
-    ctx.print(
-        fmt::format("#   tenant {:<8} {:>3} ranks loaded   {:>10.1f} us  busbw {:>8.3f} GB/s = {:.2f}x alone "
-                    "(need {:.2f}x){}  {}",
-                    tenants.names[t], n, side.time_us, side.busbw, ratio, c.thresholds.tenant_busbw_min_ratio,
-                    ti.aggressors_outlasted ? "" : " (the others finished first)", low ? "FAIL" : "PASS"));
-    out.push_back(json{{"tenant", tenants.names[t]},
+    const double need_ratio = k.c.thresholds.tenant_busbw_min_ratio;
+    k.ctx.print(fmt::format(
+        "#   tenant {:<8} {:>3} ranks loaded   {:>10.1f} us  busbw {:>8.3f} GB/s = {:.2f}x alone "
+        "(need {:.2f}x){}  {}",
+        k.tenants.names[t], n, side.time_us, side.busbw, ratio, need_ratio,
+        ti.aggressors_outlasted ? "" : " (the others finished first)", ratio < need_ratio ? "FAIL" : "PASS"));
+    out.push_back(json{{"tenant", k.tenants.names[t]},
                        {"loaded", true},
                        {"collective", "allreduce"},
                        {"algo", "rhd"},
-                       {"bytes", ar.bytes()},
+                       {"bytes", k.ar.bytes()},
                        {"ranks", n},
                        {"time_us", side.time_us},
                        {"busbw_gbs", side.busbw},
                        {"alone_busbw_gbs", alone},
                        {"ratio", ratio},
-                       {"need_ratio", c.thresholds.tenant_busbw_min_ratio},
+                       {"need_ratio", need_ratio},
                        {"aggressor_iters", aggressors},
                        {"aggressors_outlasted", ti.aggressors_outlasted}});
   }
+  return true;
+}
+
+}  // namespace
+
+json run_tenant_collectives(RunContext& ctx, const SuConfig& c, const SuLayout& L, const TenantMap& tenants,
+                            std::vector<Finding>& findings) {
+  double slowest = line_gbytes(c.rails.front());
+  for (const auto& r : c.rails) slowest = std::min(slowest, line_gbytes(r));
+  TenantAllReduce ar(ctx, c, L, tenants);
+  const TenantRounds k{ctx, c, tenants, ar, c.thresholds.allreduce_busbw_min_fraction * slowest, slowest};
+  ctx.print(fmt::format("# phase 5 collectives per tenant: all-reduce (rhd) of {} B over each tenant's own ranks{}",
+                        ar.bytes(), c.tests.interference ? ", alone, then while the other tenants run theirs" : ""));
+  json out = json::array();
+  std::vector<double> alone_us(tenants.names.size(), 0);
+  if (!tenants_alone(k, alone_us, findings, out) || !c.tests.interference) return out;
+  std::vector<TenantInterference> interference;
+  if (!tenants_loaded(k, alone_us, interference, findings, out)) return out;
   auto found = judge_interference(c, tenants, interference);
   findings.insert(findings.end(), found.begin(), found.end());
   return out;

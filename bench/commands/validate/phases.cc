@@ -482,6 +482,67 @@ void phase_retests(ValidateState& s, PairRunner& runner) {
 // would only wait out the deadline) and with tenants (a cut would cross them). Returns
 // false when a stream failed: the transport's state with that peer is gone, and the
 // later traffic phases must not run.
+// One cut of phase 4b: every pair of `split` at once, both ways; the first half's figure
+// of each pair, by rail, in `per_rail`. Returns the first rank's error, "" when none.
+std::string measure_cut(ValidateState& s, PairTest& test, const BisectionSplit& split, BisectionCut cut,
+                        std::vector<std::vector<BisectionPair>>& per_rail) {
+  const SuTests& t = s.c.tests;
+  // This rank's pair: node i of the first half (slot s) with node i of the second
+  // (slot s, or s+1 for the cross-rail cut; the second half's slot s meets the first
+  // half's slot s-1 then).
+  int peer = -1, peer_slot = s.my_slot;
+  bool first = false;
+  for (const auto& [a, b] : split.pairs) {
+    if (s.my_node != a && s.my_node != b) continue;
+    first = s.my_node == a;
+    if (cut == BisectionCut::cross_rail) peer_slot = cross_partner_slot(s.my_slot, s.rails, first);
+    peer = s.L.rank_of[first ? b : a][peer_slot];
+  }
+  std::string error;
+  double gbps = 0;
+  s.ctx.bootstrap().barrier();  // every pair starts together: the cut is loaded all at once
+  try {
+    if (peer >= 0) {
+      const auto windows = test.bidirectional(peer, 0, t.bw_bytes, t.bw_window, 1, t.bw_iters);
+      gbps = windows.empty() ? 0 : summarize(windows).p50;
+    }
+  } catch (const Error& e) {
+    error = e.what();
+  }
+  const json mine{{"node", s.my_node}, {"slot", s.my_slot}, {"first", first}, {"peer_slot", peer_slot},
+                  {"peer", peer},      {"gbps", gbps},      {"error", error}};
+  per_rail.assign(s.rails, {});
+  std::string first_error;
+  for (const auto& text : s.ctx.bootstrap().all_gather_strings(mine.dump())) {
+    const json x = json::parse(text);
+    if (first_error.empty() && !x.at("error").get<std::string>().empty()) first_error = x.at("error");
+    if (!x.at("first").get<bool>() || x.at("peer").get<int>() < 0) continue;  // the first half keeps the figure
+    const int node = x.at("node").get<int>(), slot = x.at("slot").get<int>();
+    int other = -1;
+    for (const auto& [a, b] : split.pairs)
+      if (a == node) other = b;
+    per_rail[slot].push_back({node, other, slot, x.at("peer_slot").get<int>(), x.at("gbps").get<double>()});
+  }
+  return first_error;
+}
+
+// Phase 4b's table: each cut and rail against the ideal and the threshold.
+void print_bisection(ValidateState& s, const BisectionSplit& split, const std::vector<BisectionRail>& measured) {
+  s.ctx.print(fmt::format(
+      "# phase 4b bisection: nodes 1-{} against {}-{}{}, every pair both ways at once, per rail:", split.pairs.size(),
+      split.pairs.size() + 1, 2 * split.pairs.size(),
+      split.rests >= 0 ? fmt::format(" ({} sits out: odd count)", s.L.node_names[split.rests]) : ""));
+  const double need = s.c.thresholds.bisection_min_fraction;
+  for (const auto& c : measured) {
+    const std::string path = c.cut == BisectionCut::rail
+                                 ? fmt::format("rail{}", c.rail)
+                                 : fmt::format("rail{} -> rail{}", c.rail, cross_partner_slot(c.rail, s.rails, true));
+    s.ctx.print(fmt::format("#   {:<10} {:<16} {:>3} pairs  {:>8.3f} of {:>8.3f} GB/s = {:>5.1f}% (need {:.0f}%)  {}",
+                            to_string(c.cut), path, c.pairs.size(), c.achieved, c.ideal, 100 * c.fraction(), 100 * need,
+                            c.fraction() < need ? "FAIL" : "PASS"));
+  }
+}
+
 bool phase_bisection(ValidateState& s, const PairRunner& runner, PairTest& test) {
   if (!s.c.tests.bisection) return true;
   if (s.tenants.on()) {
@@ -498,47 +559,12 @@ bool phase_bisection(ValidateState& s, const PairRunner& runner, PairTest& test)
   const BisectionSplit split = bisection_split(s.nodes);
   std::vector<BisectionCut> cuts{BisectionCut::rail};
   if (s.rails > 1 && s.c.tests.bisection_cross_rail) cuts.push_back(BisectionCut::cross_rail);
-  const SuTests& t = s.c.tests;
   json out = json::array();
   std::vector<BisectionRail> measured;
   for (const BisectionCut cut : cuts) {
     note_phase(s, fmt::format("phase 4b bisection, {} cut", to_string(cut)), false, true);
-    // This rank's pair: node i of the first half (slot s) with node i of the second
-    // (slot s, or s+1 for the cross-rail cut; the second half's slot s meets the first
-    // half's slot s-1 then).
-    int peer = -1, peer_slot = s.my_slot;
-    bool first = false;
-    for (const auto& [a, b] : split.pairs) {
-      if (s.my_node != a && s.my_node != b) continue;
-      first = s.my_node == a;
-      if (cut == BisectionCut::cross_rail) peer_slot = cross_partner_slot(s.my_slot, s.rails, first);
-      peer = s.L.rank_of[first ? b : a][peer_slot];
-    }
-    std::string error;
-    double gbps = 0;
-    s.ctx.bootstrap().barrier();  // every pair starts together: the cut is loaded all at once
-    try {
-      if (peer >= 0) {
-        const auto windows = test.bidirectional(peer, 0, t.bw_bytes, t.bw_window, 1, t.bw_iters);
-        gbps = windows.empty() ? 0 : summarize(windows).p50;
-      }
-    } catch (const Error& e) {
-      error = e.what();
-    }
-    const json mine{{"node", s.my_node}, {"slot", s.my_slot}, {"first", first}, {"peer_slot", peer_slot},
-                    {"peer", peer},      {"gbps", gbps},      {"error", error}};
-    std::vector<std::vector<BisectionPair>> per_rail(s.rails);
-    std::string first_error;
-    for (const auto& text : s.ctx.bootstrap().all_gather_strings(mine.dump())) {
-      const json x = json::parse(text);
-      if (first_error.empty() && !x.at("error").get<std::string>().empty()) first_error = x.at("error");
-      if (!x.at("first").get<bool>() || x.at("peer").get<int>() < 0) continue;  // the first half keeps the figure
-      const int node = x.at("node").get<int>(), slot = x.at("slot").get<int>();
-      int other = -1;
-      for (const auto& [a, b] : split.pairs)
-        if (a == node) other = b;
-      per_rail[slot].push_back({node, other, slot, x.at("peer_slot").get<int>(), x.at("gbps").get<double>()});
-    }
+    std::vector<std::vector<BisectionPair>> per_rail;
+    const std::string first_error = measure_cut(s, test, split, cut, per_rail);
     if (!first_error.empty()) {
       s.findings.push_back({Severity::fail, FindingKind::bisection, fmt::format("{} cut", to_string(cut)),
                             "did not complete: " + first_error, 0, 1, ""});
@@ -553,19 +579,7 @@ bool phase_bisection(ValidateState& s, const PairRunner& runner, PairTest& test)
     }
   }
   s.results.set("bisection", out);
-  s.ctx.print(fmt::format(
-      "# phase 4b bisection: nodes 1-{} against {}-{}{}, every pair both ways at once, per rail:", split.pairs.size(),
-      split.pairs.size() + 1, 2 * split.pairs.size(),
-      split.rests >= 0 ? fmt::format(" ({} sits out: odd count)", s.L.node_names[split.rests]) : ""));
-  const double need = s.c.thresholds.bisection_min_fraction;
-  for (const auto& c : measured) {
-    const std::string path = c.cut == BisectionCut::rail
-                                 ? fmt::format("rail{}", c.rail)
-                                 : fmt::format("rail{} -> rail{}", c.rail, cross_partner_slot(c.rail, s.rails, true));
-    s.ctx.print(fmt::format("#   {:<10} {:<16} {:>3} pairs  {:>8.3f} of {:>8.3f} GB/s = {:>5.1f}% (need {:.0f}%)  {}",
-                            to_string(c.cut), path, c.pairs.size(), c.achieved, c.ideal, 100 * c.fraction(), 100 * need,
-                            c.fraction() < need ? "FAIL" : "PASS"));
-  }
+  print_bisection(s, split, measured);
   auto found = judge_bisection(s.c, s.L.node_names, measured);
   s.findings.insert(s.findings.end(), found.begin(), found.end());
   return true;
@@ -590,58 +604,49 @@ class IsolationTokens {
   std::unique_ptr<MemoryRegion> mr_;
 };
 
-void phase_isolation(ValidateState& s, const IsolationTokens& tokens) {
-  if (!s.tenants.on()) return;
-  if (!s.c.tests.isolation) {
-    s.ctx.print("# phase 4c isolation: off (tests.isolation false)");
-    return;
-  }
-  const auto rounds = isolation_rounds(s.tenants, s.nodes);
+// One round of phase 4c for this rank: its probes to its round partner, each a receive
+// and a send posted until the deadline; each probe's outcome appended to `mine`.
+void probe_round(ValidateState& s, const IsolationTokens& tokens, int partner, double deadline, json& mine) {
   Progress& p = s.ctx.progress();
-  const double deadline = s.c.tests.isolation_timeout_s;
-  json mine = json::array();
-  size_t k = 0;
-  for (const Round& round : rounds) {
-    note_phase(s, fmt::format("phase 4c isolation, round {}/{}", ++k, rounds.size()), false, true);
-    s.ctx.bootstrap().barrier();  // every probe of a round starts together, none overlaps the last round's
-    const int partner = peer_in_round(round, s.my_node);
-    if (partner < 0) continue;
-    const bool lower = s.my_node < partner;
-    // Same rail, and (2+ rails) the lower node's slot s with the higher's slot s+1.
-    std::vector<int> peer_slots{s.my_slot};
-    if (s.rails > 1) peer_slots.push_back(cross_partner_slot(s.my_slot, s.rails, lower));
-    // Receives and sends are tried again and again until they post (rxm answers retry
-    // while it cannot connect) or the deadline passes: a send that never posted, like
-    // one that never arrived, is a peer this rank could not reach.
-    struct Probe {
-      int peer_slot, peer;
-      std::optional<uint64_t> recv, send;
-    };
-    std::vector<Probe> probes;
-    for (int slot : peer_slots) probes.push_back({slot, s.L.rank_of[partner][slot], std::nullopt, std::nullopt});
-    const auto start = Clock::now();
-    auto finished = [&](const Probe& q) { return q.recv && q.send && p.done(*q.recv) && p.done(*q.send); };
-    while (seconds_between(start, Clock::now()) < deadline && !std::all_of(probes.begin(), probes.end(), finished)) {
-      for (size_t i = 0; i < probes.size(); ++i) {
-        Probe& q = probes[i];
-        if (!q.recv) q.recv = p.try_recv(q.peer, 0, tokens.recv_slot(static_cast<int>(i)));
-        if (!q.send) q.send = p.try_send(q.peer, 0, tokens.send_slot());
-      }
-      if (p.poll_once() == 0) std::this_thread::sleep_for(std::chrono::microseconds(200));
+  const bool lower = s.my_node < partner;
+  // Same rail, and (2+ rails) the lower node's slot s with the higher's slot s+1.
+  std::vector<int> peer_slots{s.my_slot};
+  if (s.rails > 1) peer_slots.push_back(cross_partner_slot(s.my_slot, s.rails, lower));
+  // Receives and sends are tried again and again until they post (rxm answers retry
+  // while it cannot connect) or the deadline passes: a send that never posted, like
+  // one that never arrived, is a peer this rank could not reach.
+  struct Probe {
+    int peer_slot, peer;
+    std::optional<uint64_t> recv, send;
+  };
+  std::vector<Probe> probes;
+  for (int slot : peer_slots) probes.push_back({slot, s.L.rank_of[partner][slot], std::nullopt, std::nullopt});
+  const auto start = Clock::now();
+  auto finished = [&](const Probe& q) { return q.recv && q.send && p.done(*q.recv) && p.done(*q.send); };
+  while (seconds_between(start, Clock::now()) < deadline && !std::all_of(probes.begin(), probes.end(), finished)) {
+    for (size_t i = 0; i < probes.size(); ++i) {
+      Probe& q = probes[i];
+      if (!q.recv) q.recv = p.try_recv(q.peer, 0, tokens.recv_slot(static_cast<int>(i)));
+      if (!q.send) q.send = p.try_send(q.peer, 0, tokens.send_slot());
     }
-    const double waited = seconds_between(start, Clock::now());
-    for (const Probe& q : probes) {
-      const bool reached = q.recv && p.done(*q.recv);
-      if (!finished(q)) p.abandon_peer(q.peer);
-      mine.push_back(json{{"node", s.my_node},
-                          {"rail", s.my_slot},
-                          {"peer_node", partner},
-                          {"peer_rail", q.peer_slot},
-                          {"reached", reached},
-                          {"seconds", waited}});
-    }
+    if (p.poll_once() == 0) std::this_thread::sleep_for(std::chrono::microseconds(200));
   }
-  // Every rank's probes, merged per pair as the lower node's (a) and the higher's (b).
+  const double waited = seconds_between(start, Clock::now());
+  for (const Probe& q : probes) {
+    const bool reached = q.recv && p.done(*q.recv);
+    if (!finished(q)) p.abandon_peer(q.peer);
+    mine.push_back(json{{"node", s.my_node},
+                        {"rail", s.my_slot},
+                        {"peer_node", partner},
+                        {"peer_rail", q.peer_slot},
+                        {"reached", reached},
+                        {"seconds", waited}});
+  }
+}
+
+// Every rank's probes, merged per pair as the lower node's (a) and the higher's (b), in
+// the order of their nodes and rails; the results' "isolation" rows in `out`.
+std::vector<IsolationProbe> merge_isolation(ValidateState& s, const json& mine, json& out) {
   std::map<std::tuple<int, int, int, int>, IsolationProbe> merged;
   for (const auto& text : s.ctx.bootstrap().all_gather_strings(mine.dump())) {
     for (const auto& x : json::parse(text)) {
@@ -656,7 +661,7 @@ void phase_isolation(ValidateState& s, const IsolationTokens& tokens) {
     }
   }
   std::vector<IsolationProbe> probes;
-  json out = json::array();
+  out = json::array();
   for (const auto& [key, probe] : merged) {
     probes.push_back(probe);
     out.push_back(json{{"node_a", s.L.node_names[probe.node_a]},
@@ -669,6 +674,27 @@ void phase_isolation(ValidateState& s, const IsolationTokens& tokens) {
                        {"reached_b", probe.reached_b},
                        {"isolated", !probe.reached_a && !probe.reached_b}});
   }
+  return probes;
+}
+
+void phase_isolation(ValidateState& s, const IsolationTokens& tokens) {
+  if (!s.tenants.on()) return;
+  if (!s.c.tests.isolation) {
+    s.ctx.print("# phase 4c isolation: off (tests.isolation false)");
+    return;
+  }
+  const auto rounds = isolation_rounds(s.tenants, s.nodes);
+  const double deadline = s.c.tests.isolation_timeout_s;
+  json mine = json::array();
+  size_t k = 0;
+  for (const Round& round : rounds) {
+    note_phase(s, fmt::format("phase 4c isolation, round {}/{}", ++k, rounds.size()), false, true);
+    s.ctx.bootstrap().barrier();  // every probe of a round starts together, none overlaps the last round's
+    const int partner = peer_in_round(round, s.my_node);
+    if (partner >= 0) probe_round(s, tokens, partner, deadline, mine);
+  }
+  json out;
+  const std::vector<IsolationProbe> probes = merge_isolation(s, mine, out);
   s.results.set("isolation", out);
   auto found = judge_isolation(s.c, s.L.node_names, s.tenants, probes);
   const auto through =
