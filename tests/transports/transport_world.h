@@ -100,7 +100,10 @@ inline const std::vector<Net>& nets_under_test() {
   return nets;
 }
 
-// One rank's connected transport over `net`, for a test that opens it inside run_ranks.
+// One rank's connected transport over `net`, for a test that opens it inside run_ranks
+// and must own it (close it early, outlive it). Each rank calls net.world() itself: right
+// for the nets above, which share nothing between ranks; a Net whose world() builds a
+// shared fabric (the loopback one) goes through run_ranks_on (tests/support/net.h).
 inline std::unique_ptr<Transport> open_rank(const Net& net, Bootstrap& b, int rails = 1) {
   return net.world(b.size(), rails)(b);
 }
