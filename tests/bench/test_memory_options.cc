@@ -37,7 +37,7 @@ TEST_CASE("local rank -> GPU: identity by default, the map when given, checked a
   CHECK_THROWS_WITH(gpu_for_local_rank({9}, 0, 8), Contains("GPU 9"));
 }
 
-TEST_CASE("host memory needs no GPU; GPU memory without one is a one-line UnsupportedError", "[options]") {
+TEST_CASE("host memory needs no GPU, GPU memory without one is a one-line UnsupportedError", "[options]") {
   const auto host = place_memory("host", "", MemoryKind::host, 0, PciTopology{});
   CHECK(host.kind == MemoryKind::host);
   CHECK(host.gpu == -1);

@@ -26,10 +26,14 @@ set(RAILBENCH_RAILS_shm "")
 # the fabric). The others take slots: ranks that move data busy-poll, so an mpirun or
 # transport case takes 2 (two at once on 2 cores); a unit case, a refusal or a style
 # check takes 1.
-set(RAILBENCH_ALONE_LABELS netns rxe slurm robustness congestion stragglers bisection tenants timeline
-                           burn-in progress quiet)
+set(RAILBENCH_ALONE_LABELS netns rxe slurm robustness timeline burn-in progress quiet)
 set(RAILBENCH_ALONE_NAMES "--serve" "--stragglers" "--find-max-rate")
 set(RAILBENCH_ONE_SLOT_LABELS unit bad-input style)
+# The labels that name a feature rather than an environment or a stage: a Catch2 case
+# tagged with one gets it as a ctest label too (railbench_discover), so a feature's label
+# selects its cases in every folder (tests/README.md, "Test names and labels").
+set(RAILBENCH_FEATURE_LABELS compare report export csv progress timeline burn-in launch congestion bisection
+                             fabric tenants stragglers kvcache rendezvous robustness ucx)
 
 # railbench_run_alone(<name>): RUN_SERIAL and the label `alone`.
 function(railbench_run_alone name)
@@ -124,8 +128,25 @@ function(railbench_discover target)
   if(unit IN_LIST arg_LABELS)
     set(slots 1)
   endif()
+  # -w NoTests: a case whose ctest name does not select it (Catch2's discovery splits a
+  # name at ';') fails instead of passing with "No tests ran".
   catch_discover_tests(${target} TEST_PREFIX "${arg_PREFIX}" WORKING_DIRECTORY ${RAILBENCH_TESTS_BINARY_DIR}
+                       EXTRA_ARGS -w NoTests
                        PROPERTIES LABELS "${arg_LABELS}" TIMEOUT ${arg_TIMEOUT} RESOURCE_GROUPS "cores:${slots}")
+  # Then each case's feature labels from its Catch2 tags (tests/cmake/catch_tag_labels.cmake),
+  # in a CTest script read after Catch2's.
+  set(labels_file ${CMAKE_CURRENT_BINARY_DIR}/${target}_tag_labels.cmake)
+  list(JOIN arg_LABELS "," base)
+  list(JOIN RAILBENCH_FEATURE_LABELS "," features)
+  add_custom_command(TARGET ${target} POST_BUILD BYPRODUCTS ${labels_file}
+                     COMMAND ${CMAKE_COMMAND} -DTEST_EXECUTABLE=$<TARGET_FILE:${target}> "-DPREFIX=${arg_PREFIX}"
+                             -DBASE_LABELS=${base} -DFEATURE_LABELS=${features} -DOUT_FILE=${labels_file}
+                             -P ${RAILBENCH_TESTS_SOURCE_DIR}/cmake/catch_tag_labels.cmake
+                     VERBATIM)
+  file(WRITE ${CMAKE_CURRENT_BINARY_DIR}/${target}_tag_labels_include.cmake
+       "if(EXISTS \"${labels_file}\")\n  include(\"${labels_file}\")\nendif()\n")
+  set_property(DIRECTORY APPEND PROPERTY TEST_INCLUDE_FILES
+               ${CMAKE_CURRENT_BINARY_DIR}/${target}_tag_labels_include.cmake)
 endfunction()
 
 # railbench_mpi_test(<name> <np> <mode> <check> <railbench args>...): "mpirun: <name>",

@@ -67,7 +67,7 @@ TEST_CASE("compare: a figure that was 0 and is no longer has an infinite change"
   CHECK(std::isinf(r.change));
 }
 
-TEST_CASE("compare: rows come worst first; keys in one run only are listed apart", "[compare]") {
+TEST_CASE("compare: rows come worst first, keys in one run only are listed apart", "[compare]") {
   std::vector<Figure> base{bw(10, 9.9, 10.1), lat(10, 9.9, 10.1),
                            Figure{"2M in-place", "busbw", "GB/s", true, 5, 5, 5}};
   std::vector<Figure> next{bw(12, 11.9, 12.1), lat(20, 19, 21), Figure{"4M in-place", "busbw", "GB/s", true, 5, 5, 5}};
@@ -81,7 +81,7 @@ TEST_CASE("compare: rows come worst first; keys in one run only are listed apart
   CHECK(d.count(Verdict::regression) == 1);
 }
 
-TEST_CASE("compare: p50's band is +-k sigma, sigma from (p90 - p50) / 1.2816; tails span their neighbours",
+TEST_CASE("compare: p50's band is +-k sigma, sigma from (p90 - p50) / 1.2816, tails span their neighbours",
           "[compare]") {
   const json s = summary(8, 10, 11.2816, 15, 30, 40);  // sigma 1
   const Band b = p50_band(s, 3);

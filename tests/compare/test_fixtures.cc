@@ -179,7 +179,7 @@ TEST_CASE("validate --baseline: the slowed link is found against its accepted fi
   CHECK(found[0].measured < found[0].expected * (1 - c.thresholds.baseline_bw_below));
 }
 
-TEST_CASE("validate --baseline: a rail that moved as a whole is one WARN; its links are judged against it",
+TEST_CASE("validate --baseline: a rail that moved as a whole is one WARN, its links are judged against it",
           "[compare]") {
   const SuConfig c = netns_config();
   const json healthy = load("validate-netns-healthy.json");

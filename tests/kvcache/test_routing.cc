@@ -43,7 +43,7 @@ KvRouteInput input(KvRoute route, size_t cache) {
 
 }  // namespace
 
-TEST_CASE("round-robin: request i to the pairs' decode rank i mod pairs; a held prefix saves blocks",
+TEST_CASE("round-robin: request i to the pairs' decode rank i mod pairs, a held prefix saves blocks",
           "[kvcache][route]") {
   KvRouteInput in = input(KvRoute::round_robin, 8);
   in.blocks = {64, 64, 64, 64};
@@ -86,7 +86,7 @@ TEST_CASE("prefix: the decode rank holding the longest prefix, ties least loaded
   CHECK(none.decode == std::vector<int>{0, 1, 0, 1, 0});
 }
 
-TEST_CASE("prefix beats round-robin on shared prefixes; the same input gives the same plan", "[kvcache][route]") {
+TEST_CASE("prefix beats round-robin on shared prefixes, the same input gives the same plan", "[kvcache][route]") {
   KvRouteInput in = input(KvRoute::prefix, 4);
   for (uint64_t i = 0; i < 20; ++i) {
     in.blocks.push_back(64);

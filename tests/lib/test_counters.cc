@@ -97,7 +97,7 @@ TEST_CASE("counters: an mlx5 RoCE port has port counters, hw_counters and its in
   CHECK(kind_totals_json(d) == nlohmann::json{{"error", 3}, {"congestion", 4}, {"retransmit", 4180}, {"drop", 2}});
 }
 
-TEST_CASE("counters: an rxe port finds its parent interface; a bare device name means port 1", "[counters]") {
+TEST_CASE("counters: an rxe port finds its parent interface, a bare device name means port 1", "[counters]") {
   FakeSysfs s;
   rxe(s);
   const CounterSources src = find_counter_sources("rxe0", s.root(), false);
@@ -113,7 +113,7 @@ TEST_CASE("counters: an rxe port finds its parent interface; a bare device name 
   CHECK(d.total(CounterKind::data) == 64);
 }
 
-TEST_CASE("counters: an interface rail reads its statistics; shm and unknown names have no counters", "[counters]") {
+TEST_CASE("counters: an interface rail reads its statistics, shm and unknown names have no counters", "[counters]") {
   FakeSysfs s;
   s.write("class/net/rail1/statistics/tx_dropped", "0");
   s.write("class/net/rail1/statistics/rx_bytes", "0");

@@ -68,7 +68,7 @@ TEST_CASE("liveness: a stopped rank is silent, an exited one gone, within the pr
   CHECK(probe_liveness(w.endpoints, 0, 0.5)[2] == PeerState::alive);
 }
 
-TEST_CASE("liveness: all alive says nothing; a rank that was stopped itself says so", "[liveness][robustness]") {
+TEST_CASE("liveness: all alive says nothing, a rank that was stopped itself says so", "[liveness][robustness]") {
   Responders w(3);
   CHECK(describe_liveness(probe_liveness(w.endpoints, 1, 0.5), kNames, 0.5, 0).empty());
   w.all[0].reset();

@@ -101,7 +101,7 @@ TEST_CASE("fewer NICs than GPUs, on the other socket: same NUMA node first, then
   CHECK(per_nic[1] == 4);
 }
 
-TEST_CASE("Ethernet NICs count when there are no RDMA devices; virtual ones never", "[topology]") {
+TEST_CASE("Ethernet NICs count when there are no RDMA devices, virtual ones never", "[topology]") {
   FakeSysfs s;
   s.gpu("pci0000:00/0000:00:01.0/0000:01:00.0/0000:02:00.0/0000:03:00.0", 0);
   s.nic("net", "eth0", "pci0000:00/0000:00:01.0/0000:01:00.0/0000:02:01.0/0000:04:00.0", 0);

@@ -75,7 +75,7 @@ TEST_CASE("loopback: write-with-imm notifies the target, read fetches, bad keys 
   CHECK_THAT(w.t(1).last_error(), Contains("larger than the receive"));
 }
 
-TEST_CASE("loopback: a batched write lands every span and completes once; a bad span posts nothing", "[loopback]") {
+TEST_CASE("loopback: a batched write lands every span and completes once, a bad span posts nothing", "[loopback]") {
   LoopbackWorld w(2);
   for (int i = 0; i < 12; ++i) *w.at(0, static_cast<size_t>(i)) = static_cast<std::byte>(i + 1);
   const std::vector<WriteSpan> ops{

@@ -106,6 +106,30 @@ TEST_CASE(RAILBENCH_TEST_PREFIX "send/recv delivers every size intact, FIFO per 
   }
 }
 
+namespace {
+
+// The read half of the one-sided case: one read of a page at an offset, then a burst of
+// small ones; the peer keeps polling meanwhile (its own reads), as manual progress needs.
+// src's byte i is i * 13 + rank + 1 on every rank.
+void check_reads(Transport& t, Progress& p, Bootstrap& b, int peer, std::vector<uint8_t>& dst, const MemoryRegion& dmr,
+                 const RemoteKey& peer_src) {
+  std::fill(dst.begin(), dst.end(), 0);
+  b.barrier();
+  p.wait(p.read(peer, 0, LocalSpan{&dmr, 0, 4096}, RemoteSpan{&peer_src, 100}), "read");
+  size_t bad = 0;
+  for (size_t i = 0; i < 4096; ++i) bad += dst[i] != static_cast<uint8_t>((i + 100) * 13 + peer + 1);
+  expect(bad == 0, fmt::format("{} bytes wrong after read", bad));
+  std::fill(dst.begin(), dst.end(), 0);
+  for (size_t k = 0; k < 300; ++k) p.read(peer, 0, LocalSpan{&dmr, k * 16, 16}, RemoteSpan{&peer_src, 100 + k * 16});
+  p.wait_all("reads");
+  bad = 0;
+  for (size_t i = 0; i < 300 * 16; ++i) bad += dst[i] != static_cast<uint8_t>((i + 100) * 13 + peer + 1);
+  expect(bad == 0, fmt::format("{} bytes wrong after the burst of reads", bad));
+  exchange_token(t, p, peer, "end of read test");
+}
+
+}  // namespace
+
 TEST_CASE(RAILBENCH_TEST_PREFIX "one-sided write, write-with-imm and read, where the provider has them",
           "[conformance]") {
   for (const Net& net : nets_under_test()) {
@@ -160,24 +184,7 @@ TEST_CASE(RAILBENCH_TEST_PREFIX "one-sided write, write-with-imm and read, where
         expect(p.bytes(token) == 8, "token length");
         p.wait_all("token");
 
-        if (t->caps().read) {
-          std::fill(dst.begin(), dst.end(), 0);
-          b.barrier();
-          // One read of a page at an offset, then a burst of small ones; the peer keeps
-          // polling meanwhile (its own reads), as manual progress needs.
-          p.wait(p.read(peer, 0, LocalSpan{dmr.get(), 0, 4096}, RemoteSpan{&peer_src, 100}), "read");
-          bad = 0;
-          for (size_t i = 0; i < 4096; ++i) bad += dst[i] != static_cast<uint8_t>((i + 100) * 13 + peer + 1);
-          expect(bad == 0, fmt::format("{} bytes wrong after read", bad));
-          std::fill(dst.begin(), dst.end(), 0);
-          for (size_t k = 0; k < 300; ++k)
-            p.read(peer, 0, LocalSpan{dmr.get(), k * 16, 16}, RemoteSpan{&peer_src, 100 + k * 16});
-          p.wait_all("reads");
-          bad = 0;
-          for (size_t i = 0; i < 300 * 16; ++i) bad += dst[i] != static_cast<uint8_t>((i + 100) * 13 + peer + 1);
-          expect(bad == 0, fmt::format("{} bytes wrong after the burst of reads", bad));
-          exchange_token(*t, p, peer, "end of read test");
-        }
+        if (t->caps().read) check_reads(*t, p, b, peer, dst, *dmr, peer_src);
         b.barrier();  // the peer's operations on our memory are done
         // A write beyond the remote region is refused at post time, saying so.
         expect(

@@ -17,7 +17,7 @@ SuConfig two_rails() {
 const std::vector<std::string> kFiveNodes{"n1", "n2", "n3", "n4", "n5"};
 }  // namespace
 
-TEST_CASE("bisection: node i of the first half meets node i of the second; an odd one sits out", "[bisection]") {
+TEST_CASE("bisection: node i of the first half meets node i of the second, an odd one sits out", "[bisection]") {
   const auto even = bisection_split(4);
   CHECK(even.pairs == std::vector<std::pair<int, int>>{{0, 2}, {1, 3}});
   CHECK(even.rests == -1);

@@ -66,7 +66,7 @@ TEST_CASE("counters: each side's counters go to its own link, the other side's t
   CHECK(findings.empty());
 }
 
-TEST_CASE("counters: a clean SU has no counter finding; error counters fail a link that passed", "[counters]") {
+TEST_CASE("counters: a clean SU has no counter finding, error counters fail a link that passed", "[counters]") {
   const SuConfig c = su4x2();
   std::vector<Finding> findings;
   judge_counters(c, c.nodes, link_counters(2, 4, pairs_with([](PairResult&) {})), findings);
@@ -99,7 +99,7 @@ TEST_CASE("counters: a clean SU has no counter finding; error counters fail a li
   CHECK(findings.empty());
 }
 
-TEST_CASE("counters: drops far above the rail's warn; a link's own finding names its counters", "[counters]") {
+TEST_CASE("counters: drops far above the rail's warn, a link's own finding names its counters", "[counters]") {
   const SuConfig c = su4x2();
   // node02 rail0 drops 1,500 packets in each of its tests (side b against node01, side a
   // against node03 and node04); every other link 3 per test.
@@ -140,7 +140,7 @@ TEST_CASE("counters: drops far above the rail's warn; a link's own finding names
   CHECK(findings.empty());
 }
 
-TEST_CASE("counters: pair results keep each side's counters through JSON; older files have none", "[counters]") {
+TEST_CASE("counters: pair results keep each side's counters through JSON, older files have none", "[counters]") {
   PairResult p{PairPhase::rail, 0, 1, 0, 0};
   p.counters_a = side({{"drop", 2}}, {{"qdisc/drops", 2}});
   p.counters_b = json::object();

@@ -123,7 +123,7 @@ TEST_CASE("fabric paths: a trace's hops name the spine and the two links", "[val
   }
 }
 
-TEST_CASE("fabric flows: every leaf pair's NICs take turns; rounds share no NIC and no link", "[validate][fabric]") {
+TEST_CASE("fabric flows: every leaf pair's NICs take turns, rounds share no NIC and no link", "[validate][fabric]") {
   const SuFabric f = parse_su_config(config_text(), "t.json").fabric;
   const auto n = nics(f);
   int next_id = 0;

@@ -390,7 +390,7 @@ TEST_CASE("binomial_tail: how often k or more of n flows are bad by chance", "[f
   CHECK(binomial_tail(40, 40, 0.5) == Approx(std::pow(0.5, 40)));
 }
 
-TEST_CASE("drop_chance_links: a link whose bad flows chance explains is not blamed; a fault's link is", "[fabric]") {
+TEST_CASE("drop_chance_links: a link whose bad flows chance explains is not blamed, a fault's link is", "[fabric]") {
   // Every flow goes up one of links 0-2 and down link 3. Link 0 carries 2 flows, both
   // slow; link 1 (a real fault) 6, all slow; link 2 carries 40, of which 4 are slow: a
   // background of 10% bad flows (a busy, shared host). Both 0 and 1 explain their flows

@@ -549,7 +549,7 @@ TEST_CASE("drain list: a flapping link drains its node, one that went down once 
   CHECK(find_bad_nodes(findings, names(c)).hosts == std::vector<std::string>{"node03"});
 }
 
-TEST_CASE("drain list: findings about no one node drain nothing; several nodes compress", "[validate][drain]") {
+TEST_CASE("drain list: findings about no one node drain nothing, several nodes compress", "[validate][drain]") {
   std::vector<std::string> nodes;
   for (int n = 1; n <= 20; ++n) nodes.push_back(fmt::format("gpu{:03d}", n));
   std::vector<Finding> findings{

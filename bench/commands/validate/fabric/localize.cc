@@ -20,6 +20,7 @@
 #include <fmt/format.h>
 
 #include "lib/core/errors.h"
+#include "lib/core/stats.h"
 
 namespace railbench {
 namespace {
@@ -115,13 +116,6 @@ LinkFlows collect(int link_count, const std::vector<FlowObservation>& flows, con
   return lf;
 }
 
-double median(std::vector<double> v) {
-  if (v.empty()) return 1;
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
 // 2. 007's votes: a bad flow gives 1/h to each of the h hops of its path; a cut path's
 // last hop is one of its candidates, so that 1/h is split over them.
 std::vector<LinkEvidence> evidence(const std::vector<FlowObservation>& flows, const std::vector<bool>& fabric,
@@ -148,7 +142,8 @@ std::vector<LinkEvidence> evidence(const std::vector<FlowObservation>& flows, co
         ev[l].retransmits += flows[i].retransmits;
       }
     }
-    ev[l].median_fraction = median(std::move(fractions));
+    // A link no flow crossed keeps the default 1: nothing says it is slow.
+    if (!fractions.empty()) ev[l].median_fraction = median(std::move(fractions));
   }
   return ev;
 }
