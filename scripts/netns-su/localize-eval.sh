@@ -2,7 +2,9 @@
 # How well does validate's fabric phase name the link at fault? Measured, not claimed:
 # on the simulated multi-spine fabric, each trial injects one fault at random (seeded),
 # runs `railbench validate --fabric-only`, reads the results file and scores it.
-#   localize-eval.sh [--trials N] [--seed S] [--kinds K1,K2,...] [--json FILE]
+#   localize-eval.sh [--trials N] [--seed S] [--kinds K1,K2,...] [--json FILE] [--keep DIR]
+# --keep DIR: each trial's results file and log kept as DIR/trial-N-KIND.json and .log
+# (`railbench compare` and `railbench report` read them).
 # Kinds (taken in turn, so N >= 8 runs each at least once):
 #   healthy    nothing injected: no finding may be made, no host drained
 #   degrade    one fabric link at 10-30% of its rate
@@ -23,15 +25,16 @@ export RB_SU_NET=10.150  # the config's fabric section names the fabric's addres
 source "$here/lib.sh"
 set +e
 
-trials=8 seed=1 kinds="healthy,degrade,lossy,down,blackhole,withdraw,host,double" json=""
+trials=8 seed=1 kinds="healthy,degrade,lossy,down,blackhole,withdraw,host,double" json="" keep=""
 while (($#)); do
   case $1 in
     --trials) trials=$2; shift 2 ;;
     --seed) seed=$2; shift 2 ;;
     --kinds) kinds=$2; shift 2 ;;
     --json) json=$2; shift 2 ;;
-    -h | --help) sed -n '2,19p' "$0"; exit 0 ;;
-    *) rb_su_die "unknown option '$1': use --trials N --seed S --kinds K1,K2 --json FILE" ;;
+    --keep) keep=$2; shift 2 ;;
+    -h | --help) sed -n '2,21p' "$0"; exit 0 ;;
+    *) rb_su_die "unknown option '$1': use --trials N --seed S --kinds K1,K2 --json FILE --keep DIR" ;;
   esac
 done
 [[ $trials =~ ^[0-9]+$ ]] && ((trials >= 1)) || rb_su_die "--trials $trials: a whole number, 1 or more"
@@ -41,6 +44,9 @@ for k in "${kind_list[@]}"; do
   [[ $k =~ ^(healthy|degrade|lossy|down|blackhole|withdraw|host|double)$ ]] ||
     rb_su_die "--kinds: '$k' is not a kind: use healthy, degrade, lossy, down, blackhole, withdraw, host, double"
 done
+if [[ -n $keep ]]; then
+  mkdir -p "$keep" || rb_su_die "--keep $keep: cannot make that folder: give a writable path"
+fi
 rb_su_require_root
 bin=${RAILBENCH_BIN:-$root/build/railbench}
 [[ -x $bin ]] || rb_su_die "no railbench at $bin: build it (cmake --build build) or set RAILBENCH_BIN"
@@ -133,6 +139,10 @@ for ((t = 0; t < trials; t++)); do
   timeout 300 "$here/mpirun.sh" -- "$bin" validate --config "$config" --fabric-only --json "$out" \
     >"$work/trial-$t.log" 2>&1
   read -r word named hosts < <(score "$t" "$kind" "$expected" "$out")
+  if [[ -n $keep ]]; then
+    cp "$work/trial-$t.log" "$keep/trial-$t-$kind.log"
+    [[ -f $out ]] && cp "$out" "$keep/trial-$t-$kind.json"
+  fi
   "$here/fault.sh" clear >/dev/null 2>&1
   printf 'trial %2d %-9s %-44s -> %-8s named %s, drained %s\n' "$t" "$kind" "$what" "$word" "$named" "$hosts"
   [[ $word == error ]] && tail -5 "$work/trial-$t.log" | sed 's/^/    /'

@@ -154,6 +154,37 @@ TEST_CASE("compare: on the simulated SU, the slowed link is the only regression"
   CHECK(regressed == std::set<std::string>{"node03 rail1"});
 }
 
+namespace {
+
+// The subjects of a diff's regressions, each with its metric.
+std::set<std::string> regressions(const Diff& d) {
+  std::set<std::string> out;
+  for (const auto& r : d.rows)
+    if (r.verdict == Verdict::regression) out.insert(r.subject + " | " + r.metric);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("compare: on the simulated multi-spine fabric, the degraded link and the lossy link are the only regressions",
+          "[compare][fabric]") {
+  const auto healthy = figures_of(load("validate-fabric-healthy-a.json"), "h");
+  // Every leaf-spine link a flow crossed, its rate and its retransmits; no host link (a
+  // --fabric-only run has no pair tests).
+  const json links = load("validate-fabric-healthy-a.json").at("fabric").at("links");
+  CHECK(healthy.size() == 2 * links.size());
+  std::set<std::string> names;
+  for (const auto& l : links) names.insert(l.at("link").get<std::string>());
+  for (const auto& f : healthy) CHECK(names.count(f.subject) == 1);
+
+  CHECK(regressions(diff(healthy, figures_of(load("validate-fabric-healthy-b.json"), "b"), 0.05)).empty());
+  CHECK(regressions(diff(healthy, figures_of(load("validate-fabric-degraded.json"), "d"), 0.05)) ==
+        std::set<std::string>{"su1-leaf0-spine2 | flow Gb/s", "su1-leaf0-spine2 | flow retransmits"});
+  // A link that drops 2% keeps its rate on the simulated fabric: its retransmits say it.
+  CHECK(regressions(diff(healthy, figures_of(load("validate-fabric-lossy.json"), "l"), 0.05)) ==
+        std::set<std::string>{"su1-leaf1-spine3 | flow retransmits"});
+}
+
 TEST_CASE("validate --baseline: the slowed link is found against its accepted figure, a healthy run is not",
           "[compare]") {
   const SuConfig c = netns_config();

@@ -1,5 +1,6 @@
 // validate's figures: tx, rx, lat p50 and p99 per link (node x rail), each banded by what
-// its partners measured (its rail_pairs records) and by its rail's spread. A 1,024 x 8
+// its partners measured (its rail_pairs records) and by its rail's spread; with a fabric
+// phase, each leaf-spine link's flow rate. A 1,024 x 8
 // file holds 4 M pair records, so they are read once into each link's lowest and highest
 // value, and the loader keeps only the records that hold one (ValidatePairKeeper).
 #include <algorithm>
@@ -62,10 +63,47 @@ struct Bound {
 };
 using LinkKey = std::tuple<int, int, int>;  // rail, node, metric
 
+// The fabric phase's figures: per leaf-spine link, the median rate and the median TCP
+// retransmits of the flows whose traced path crossed it (as validate's own link evidence
+// takes them), each banded by the hull of those flows' values and k scaled MADs of every
+// link's median: a link's flows differ by host pair, the fabric's links by the hash's
+// share of them. A slow link moves the rate; a lossy one may keep its rate and shows in
+// the retransmits.
+struct FlowMetric {
+  const char* key;  // in fabric.flows[]
+  const char* metric;
+  const char* unit;
+  bool higher_better;
+};
+constexpr FlowMetric kFlowMetrics[] = {{"gbps", "flow Gb/s", "Gb/s", true},
+                                       {"retransmits", "flow retransmits", "segments", false}};
+
+void fabric_figures(const json& fabric, double k, std::vector<Figure>& out) {
+  for (const FlowMetric& m : kFlowMetrics) {
+    std::map<std::string, std::vector<double>> values;  // by link name
+    for (const auto& flow : fabric.at("flows")) {
+      if (flow.at("health") == "skipped") continue;
+      for (const auto& link : flow.at("links")) values[link.get<std::string>()].push_back(num(flow, m.key));
+    }
+    std::vector<double> medians;
+    for (const auto& [name, v] : values) medians.push_back(median(v));
+    const double spread = k * scaled_mad(medians);
+    for (const auto& link : fabric.at("links")) {
+      const auto it = values.find(link.at("link").get<std::string>());
+      if (it == values.end()) continue;  // no flow's path crossed it: nothing was measured
+      const auto [lo, hi] = std::minmax_element(it->second.begin(), it->second.end());
+      const double v = median(it->second);
+      out.push_back(Figure{it->first, m.metric, m.unit, m.higher_better, v, std::max(0.0, std::min(*lo, v - spread)),
+                           std::max(*hi, v + spread)});
+    }
+  }
+}
+
 }  // namespace
 
 void validate_figures(const json& doc, double k, std::vector<Figure>& out) {
-  if (!doc.contains("rails")) return;  // --inventory-only, or no traffic ran
+  if (doc.contains("fabric")) fabric_figures(doc.at("fabric"), k, out);
+  if (!doc.contains("rails")) return;  // --inventory-only, --fabric-only, or no traffic ran
   std::map<LinkKey, Bound> bounds;
   if (doc.contains("rail_pairs"))
     for (const auto& p : doc.at("rail_pairs")) {
