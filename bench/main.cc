@@ -13,6 +13,7 @@
 
 #include "bench/cli/cli.h"
 #include "bench/runner/run_context.h"
+#include "bench/runner/run_store.h"
 #include "lib/core/errors.h"
 #include "lib/core/version.h"
 #include "lib/runtime/signals.h"
@@ -40,13 +41,18 @@ bool unknown_subcommand(const char* word) {
   return true;
 }
 
-// Joins the launcher's job and runs the subcommand; errors become exit codes.
-int run_with_bootstrap(const SubcommandRun& run, double timeout_s) {
+// Joins the launcher's job and runs the subcommand; errors become exit codes. With --db,
+// rank 0 puts the results file into the run store once the run has ended, however.
+int run_with_bootstrap(const SubcommandRun& run, const CommonOptions& common, const std::string& store) {
   std::unique_ptr<Bootstrap> bootstrap;
+  const auto into_store = [&] {
+    if (bootstrap ? bootstrap->rank() == 0 : first_rank_by_environment()) ingest_into_run_store(common, store);
+  };
   try {
-    bootstrap = make_bootstrap_from_environment(timeout_s);
+    bootstrap = make_bootstrap_from_environment(common.timeout_s);
     const int code = run.run(*bootstrap);
     set_signal_outcome_reported();
+    into_store();
     return code;
   } catch (const AgreedError& e) {
     // Every rank saw it: say it once, and let every rank end normally (MPI_Finalize).
@@ -56,11 +62,13 @@ int run_with_bootstrap(const SubcommandRun& run, double timeout_s) {
       fmt::print(stderr, "railbench: error: {}\n", e.what());
     }
     set_signal_outcome_reported();
+    into_store();
     return exit_code(e.code());
   } catch (const std::exception& e) {
     const auto* err = dynamic_cast<const Error*>(&e);
     const int code = err ? exit_code(err->code()) : 1;
     fmt::print(stderr, "railbench: {}: {}\n", err ? "error" : "internal error", e.what());
+    into_store();
     std::fflush(stderr);
     std::fflush(stdout);
     // Other ranks may be waiting on this one: end the whole job rather than leave them
@@ -120,7 +128,14 @@ int main(int argc, char** argv) {
                    common.timeout_s, kMaxTimeoutS);
       return 2;
     }
-    return run_with_bootstrap(run, common.timeout_s);
+    std::string store;
+    try {
+      store = prepare_run_store(common, sub->get_name());
+    } catch (const Error& e) {
+      if (first_rank_by_environment()) fmt::print(stderr, "railbench: error: {}\n", e.what());
+      return exit_code(e.code());
+    }
+    return run_with_bootstrap(run, common, store);
   }
   return 0;
 }

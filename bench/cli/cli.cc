@@ -100,6 +100,10 @@ void add_output_options(CLI::App& app, CommonOptions& o, OutputOptions which) {
                    "Write the results as Prometheus metrics to this file after every size (node_exporter's "
                    "textfile collector; railbench export has the same)");
   }
+  app.add_option("--db", o.db,
+                 "When the run ends, put its results into the run store (this file, or the default: $RAILBENCH_DB, "
+                 "else $XDG_DATA_HOME/railbench/railbench.db); without --json the results file is written beside it")
+      ->expected(0, 1);
   app.add_flag("-q,--quiet", o.quiet, "No progress lines on stderr (where a long run is)");
   if (which.counters) {
     app.add_flag("--no-counters", o.no_counters,

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -23,10 +24,13 @@ struct CommonOptions {
   std::string csv_path;           // --csv: the results' rows (bench/runner/results_csv.h)
   std::string prometheus_path;    // --prometheus: the results' metrics (bench/runner/results_metrics.h)
   std::string timeline_path;      // --timeline: the 1 ms traffic timeline (lib/observe/timeline.h)
-  bool quiet = false;             // -q: no progress lines on stderr
-  bool no_counters = false;       // --no-counters: no fabric counter snapshots around measurements
-  std::string rails;              // --rails: a count ("2") or names ("eth0,eth1")
-  double timeout_s = 60;          // --timeout: no progress from a peer for this long fails
+  // --db [PATH]: rank 0 puts the results file into the run store when the run ends
+  // (bench/runner/run_store.h); empty PATH: the default store.
+  std::optional<std::string> db;
+  bool quiet = false;        // -q: no progress lines on stderr
+  bool no_counters = false;  // --no-counters: no fabric counter snapshots around measurements
+  std::string rails;         // --rails: a count ("2") or names ("eth0,eth1")
+  double timeout_s = 60;     // --timeout: no progress from a peer for this long fails
   // Each transport's own options (--verbs-gid-index, ...) by flag without dashes; the
   // transports declare them (lib/transport/registry.h) and bench/cli adds them.
   std::map<std::string, int> transport_options;

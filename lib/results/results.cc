@@ -176,11 +176,25 @@ void write_text_file(const std::string& path, const std::string& text, const std
   }
 }
 
+namespace {
+
+// 128 random bits as 32 hex digits: what the run store keys a run by, so the same results
+// file ingested twice is one run (bench/offline/db/README.md).
+std::string new_run_id() {
+  std::random_device rd;
+  std::string out;
+  for (int i = 0; i < 4; ++i) out += fmt::format("{:08x}", static_cast<uint32_t>(rd()));
+  return out;
+}
+
+}  // namespace
+
 ResultsFile::ResultsFile(std::string path, json header) : path_(std::move(path)) {
   doc_ = json{{"schema", kResultSchema},
               {"schema_version", kResultSchemaVersion},
               {"railbench_version", railbench_version()},
               {"railbench_commit", railbench_git_commit()},
+              {"run_id", new_run_id()},
               {"started_at", now_iso8601()}};
   for (auto& [k, v] : header.items()) doc_[k] = v;
   doc_["results"] = json::array();

@@ -22,6 +22,8 @@ LAYERS = {
     "lib/transport": ["lib/core", "lib/runtime"],
     "lib/results": ["lib/core", "lib/runtime"],
     "lib/observe": ["lib/core", "lib/runtime", "lib/transport", "lib/results"],
+    # The run store reads results documents; only the commands and the runner use it.
+    "lib/store": ["lib/core", "lib/runtime", "lib/results"],
     # Each transport implements lib's interface and knows no other transport.
     "transports/ofi": LIB,
     "transports/ucx": LIB,
@@ -39,15 +41,15 @@ LAYERS = {
     # commands may include bench/offline/report and bench/offline/compare, never the reverse.
     # No transport is named above transports/: each registers itself (lib/transport/registry.h).
     "bench/kinds": LIB,
-    "bench/runner": LIB + ["collectives", "bench/kinds"],
+    "bench/runner": LIB + ["collectives", "bench/kinds", "lib/store"],
     "bench/cli": LIB + ["bench/runner"],
     "bench/commands": LIB + ["collectives", "bench/kinds", "bench/runner", "bench/cli", "bench/offline/report",
                              "bench/offline/compare"],
-    "bench/offline": LIB + ["bench/kinds", "bench/cli"],
+    "bench/offline": LIB + ["bench/kinds", "bench/cli", "lib/store"],
     "bench/main.cc": LIB + ["bench/runner", "bench/cli"],
     # Tests may include what they test; their support code only lib/ and itself.
     "tests/support": LIB,
-    "tests": LIB + ["collectives", "transports", "bench", "tests/support"],
+    "tests": LIB + ["lib/store", "collectives", "transports", "bench", "tests/support"],
 }
 # Within bench/commands and bench/offline each command folder is its own unit: one
 # command does not include another's code.

@@ -181,6 +181,16 @@ def stdout_has(pattern):
     return proof
 
 
+def stderr_has(pattern):
+    def proof(base, run):
+        if not re.search(pattern, run.err, re.M):
+            return f"stderr lacks /{pattern}/ (exit {run.rc}): {run.err.strip()[-300:]}"
+        return "" if not re.search(pattern, base.err, re.M) else f"/{pattern}/ in the baseline's stderr too"
+
+    proof.__doc__ = f"stderr /{pattern}/"
+    return proof
+
+
 def file_differs(name):
     def proof(base, run):
         if not run.file(name):
@@ -264,6 +274,7 @@ OUTPUT = {
     "--csv": case(["--csv", "{w}/r.csv"], file_appears("r.csv")),
     "--quiet": case(["-q"], stderr_quiet),
     "--no-counters": case(["--no-counters"], json_differs("world.ranks.0.rails.0.counters")),
+    "--db": case(["--db", "{w}/s.db"], all_of(file_appears("s.db"), stderr_has(r"run store .*s\.db: run \w+ added"))),
 }
 TRANSPORT = {
     "--transport": case(TCP, json_differs("transport.provider")),
@@ -457,7 +468,7 @@ COMMANDS.update({
                                             "--json", "{w}/r.json"],
                        cases={
                            **TRANSPORT, **TIMELINE, **TIMEOUT,
-                           "--json": OUTPUT["--json"], "--csv": OUTPUT["--csv"],
+                           "--json": OUTPUT["--json"], "--csv": OUTPUT["--csv"], "--db": OUTPUT["--db"],
                            # Its progress is a live line only: seen on a terminal.
                            "--quiet": case(["-q"], stderr_quiet),
                            "--iters": case(["-n", "3"], json_differs("results.0.isolated.count")),
@@ -493,6 +504,7 @@ COMMANDS.update({
             os.path.join(r.work, "drain.txt")) else "drain.txt not written"),
         "--baseline": case(["--baseline", "{f}/v.json"], stdout_has(r"^# baseline ")),
         "--csv": OUTPUT["--csv"],
+        "--db": OUTPUT["--db"],
         "--quiet": OUTPUT["--quiet"],
         "--no-counters": case(["--no-counters"], json_differs("rail_pairs.0.counters_a")),
         "--duration": case(["--duration", "1s"], json_has("burn_in")),
@@ -513,6 +525,15 @@ COMMANDS.update({
         "--format": case(["--format", "openmetrics"], stdout_has(r"^# EOF$")),
         "--output": case(["-o", "{w}/m.prom"], file_appears("m.prom")),
         "--pairs": case(["--pairs"], stdout_has(r"^railbench_pair_bandwidth_bytes_per_second\{")),
+    }),
+    # The run store: ingest (its options are its subcommands'), and history of the
+    # fixture allreduce's 1K size, stored twice (a.json and b.json, another run).
+    "db": dict(ranks=0, base=["ingest", "--db", "{w}/s.db", "{f}/a.json"], cases={}),
+    "history": dict(ranks=0, base=["allreduce 1K", "--db", "{f}/s.db"], cases={
+        "--db": case(["--db", "{w}/none.db"], exit_is(1, "there is none")),
+        "--last": case(["--last", "1"], stdout_differs),
+        "--json": case(["--json"], stdout_has(r'^\s*"things"')),
+        "--csv": case(["--csv"], stdout_has(r"^thing,run,")),
     }),
     # A run against itself: no regression whatever the noise of tiny runs.
     "compare": dict(ranks=0, base=["{f}/a.json", "{f}/a.json"], cases={
@@ -641,7 +662,11 @@ def make_fixtures():
             for k in ("algbw_gbps", "busbw_gbps"):
                 if k in r.get(side, {}):
                     r[side][k] *= 0.8
+    doc["run_id"] = "b" * 32  # another run, for the store
     json.dump(doc, open(os.path.join(FIXTURES, "b.json"), "w"))
+    run = launch(0, ["db", "ingest", "--db", "{f}/s.db", "{f}/a.json", "{f}/b.json"], FIXTURES)
+    if run.rc != 0:
+        sys.exit(f"FAIL: the store fixture could not be made (exit {run.rc}): {run.err}")
     run = launch(2, ["sendrecv"] + SHM + ["-b", "1K", "-e", "4K", "-n", "2", "--bw-iters", "1", "--json", "{f}/s.json"],
                  FIXTURES)
     if run.rc != 0:

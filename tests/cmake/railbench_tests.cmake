@@ -32,7 +32,7 @@ set(RAILBENCH_ONE_SLOT_LABELS unit bad-input style)
 # The labels that name a feature rather than an environment or a stage: a Catch2 case
 # tagged with one gets it as a ctest label too (railbench_discover), so a feature's label
 # selects its cases in every folder (tests/README.md, "Test names and labels").
-set(RAILBENCH_FEATURE_LABELS compare report export csv progress timeline burn-in launch congestion bisection
+set(RAILBENCH_FEATURE_LABELS compare db report export csv progress timeline burn-in launch congestion bisection
                              fabric tenants stragglers kvcache rendezvous robustness ucx)
 
 # railbench_run_alone(<name>): RUN_SERIAL and the label `alone`.

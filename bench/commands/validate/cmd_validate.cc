@@ -107,7 +107,10 @@ int run_validate(Bootstrap& bootstrap, CommonOptions common, const ValidateOptio
            {"file", c.path},
            {"nodes", c.nodes_expr},
            {"gpus_per_node", c.gpus_per_node},
-           {"pair_timeout_s", common.timeout_s}};
+           {"pair_timeout_s", common.timeout_s},
+           // What a link is judged against relative to its rail: the run store's trends
+           // say when a drifting link will reach it (bench/offline/db/README.md).
+           {"rel_bw_below_median", c.thresholds.rel_bw_below_median}};
   if (!opt.baseline.empty()) cfg["baseline"] = opt.baseline;
   if (burn_in.on()) cfg["burn_in"] = burn_in.describe();
   // No "channels": the pair tests' traffic is in the per-link results.

@@ -1,0 +1,58 @@
+#include "bench/runner/run_store.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <ctime>
+#include <filesystem>
+
+#include <fmt/format.h>
+
+#include "lib/core/errors.h"
+#include "lib/results/read.h"
+#include "lib/store/store.h"
+
+namespace railbench {
+
+std::string prepare_run_store(CommonOptions& options, const std::string& command) {
+  if (!options.db) return "";
+  const std::string store = store::store_path(*options.db);
+  if (options.json_path.empty()) {
+    const std::time_t t = std::time(nullptr);
+    std::tm tm{};
+    gmtime_r(&t, &tm);
+    char stamp[32];
+    std::strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ", &tm);
+    const auto dir = std::filesystem::path(store).parent_path() / "results";
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    if (ec)
+      throw UsageError(
+          fmt::format("--db {}: cannot make {} for the results file ({}): give --json FILE, or a store "
+                      "in a writable folder",
+                      store, dir.string(), ec.message()));
+    options.json_path = (dir / fmt::format("{}-{}-{}.json", command, stamp, getpid())).string();
+  }
+  return store;
+}
+
+void ingest_into_run_store(const CommonOptions& options, const std::string& store) {
+  if (store.empty() || options.json_path.empty()) return;
+  const std::string& file = options.json_path;
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(file, ec)) return;  // a device or fifo (/dev/stdout): nothing to read back
+  try {
+    const auto doc = read_results_file(file, "--db");
+    store::Store s(store, store::Store::Mode::write);
+    const auto r = s.ingest(store::rows_of(doc, file), file);
+    fmt::print(stderr, "railbench: run store {}: run {} {} ({} figures, {} findings)\n", store, r.key,
+               r.added ? "added" : "was there already", r.figures, r.findings);
+  } catch (const std::exception& e) {
+    fmt::print(stderr,
+               "railbench: warning: --db: {}; the results file {} is kept: put it into the store later with "
+               "railbench db ingest {} --db {}\n",
+               e.what(), file, file, store);
+  }
+}
+
+}  // namespace railbench

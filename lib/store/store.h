@@ -1,0 +1,131 @@
+// The run store: every run's results in one SQLite database, so that a link's figures,
+// findings and drains can be read run by run across months (bench/offline/db/README.md).
+// The results file stays the record of truth; the store is built from results files and
+// can be rebuilt from them (`railbench db ingest`).
+//
+// Things are named as an operator names them: a node ("node03"), a NIC by its node and
+// rail ("node03:rail1"), a pair test's link from NIC to NIC ("node03:rail1-node07:rail1",
+// the two ends in name order), a fabric link as the SU config names it
+// ("su1-leaf0-spine2"), a collective by command and size ("allreduce 1M").
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace railbench::store {
+
+class Database;
+
+// The schema this railbench writes and reads (schema.cc: each version's migration).
+int current_schema_version();
+
+// Where the store is: `given` when not empty (--db PATH), else $RAILBENCH_DB, else
+// $XDG_DATA_HOME/railbench/railbench.db, else ~/.local/share/railbench/railbench.db.
+std::string store_path(const std::string& given);
+
+// ---- one run, as rows (ingest.cc; no database involved) ----
+struct RunRow {
+  std::string key;  // the results file's run_id; for a file without one, a hash of what identifies the run
+  std::string command, started_at, finished_at, status, verdict, transport, su, hosts, version, config;
+};
+struct FigureRow {
+  std::string thing_kind, thing;  // "nic", "node03:rail1"
+  std::string metric, unit;       // "tx", "GB/s"
+  double value = 0;
+};
+struct FindingRow {
+  std::string thing_kind, thing;  // empty kind: a subject that names no thing the store keeps
+  std::string severity, kind, code, subject, reason;
+};
+struct RunRows {
+  RunRow run;
+  std::vector<FigureRow> figures;
+  std::vector<FindingRow> findings;
+  std::vector<FindingRow> drains;  // the things the run's drain list named (severity and kind empty)
+};
+// The rows of one results document (railbench.result). Throws UsageError naming `source`
+// when it is not a results file.
+RunRows rows_of(const nlohmann::json& doc, const std::string& source);
+// "node03:rail1-node07:rail1" for two NICs in either order.
+std::string link_name(const std::string& node_a, int rail_a, const std::string& node_b, int rail_b);
+
+// ---- queries' answers ----
+struct ThingRef {
+  std::string kind, name;
+};
+struct HistoryRun {
+  int64_t run = 0;
+  std::string key, command, started_at, verdict, status;
+  std::vector<std::pair<std::string, double>> figures;  // metric, value, in metric order
+  std::vector<std::string> findings;                    // "FAIL RB-...: reason"
+};
+struct SeriesPoint {
+  int64_t run = 0;
+  double t_days = 0;  // started_at, in days since the Unix epoch
+  double value = 0;
+  bool passed = true;  // no finding named the thing in that run
+};
+struct Series {
+  ThingRef thing;
+  std::string metric, unit;
+  std::vector<SeriesPoint> points;  // oldest first
+};
+struct Offender {
+  ThingRef thing;
+  int times = 0;
+  std::string last_at;
+};
+
+class Store {
+ public:
+  enum class Mode { read, write };
+  // Opens the store at `path` (store_path's answer), creating it and its folder for
+  // writing; brings an older schema up to date. Throws IoError naming the path and the
+  // fix (a read-only or corrupt file, a full disk) and UsageError for a store written by
+  // a newer railbench.
+  Store(const std::string& path, Mode mode);
+  ~Store();
+  Store(const Store&) = delete;
+  Store& operator=(const Store&) = delete;
+
+  struct Ingested {
+    std::string key;
+    bool added = false;  // false: the run was there already
+    size_t figures = 0, findings = 0;
+  };
+  // One run in one transaction: all of it or nothing.
+  Ingested ingest(const RunRows& rows, const std::string& source);
+
+  int schema_version() const;
+  // Runs, things, figures, findings.
+  std::vector<std::pair<std::string, int64_t>> counts() const;
+  // The things whose name is `text`; for a node's name, also its NICs.
+  std::vector<ThingRef> find_things(const std::string& text) const;
+  std::vector<HistoryRun> history(const ThingRef& thing, int last) const;
+  // Every thing's series of `metric` since `since_days` (days since the epoch).
+  std::vector<Series> series(const std::string& metric, double since_days) const;
+  // Every thing a drain list named since `since_days`, with in how many runs, most first.
+  std::vector<Offender> failed_things(double since_days) const;
+  // The latest validate run of each SU and, before it, the last one that passed.
+  std::vector<std::pair<int64_t, int64_t>> latest_and_accepted() const;
+  std::vector<FindingRow> findings_of(int64_t run) const;
+  // Where a finding starts for `metric`, from the newest validate run's config: for
+  // "tx/rail" and "rx/rail", 1 - its rel_bw_below_median. nullopt when no run says.
+  std::optional<double> finding_limit(const std::string& metric) const;
+  std::string run_started(int64_t run) const;
+  std::string run_su(int64_t run) const;
+
+ private:
+  std::unique_ptr<Database> db_;
+};
+
+// "2026-11-29T05:28:03Z" (or with fractions / an offset) as days since the epoch; nullopt
+// for text that is no such time.
+std::optional<double> days_of(const std::string& iso8601);
+
+}  // namespace railbench::store

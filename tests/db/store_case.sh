@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# The run store with real processes:
+#   1. eight `railbench db ingest` at once into one new store, each its own run: all
+#      eight runs there, none lost (WAL, busy timeout, one transaction per run);
+#   2. a run under mpirun with --db on a damaged store: the run's exit code and results
+#      file are unaffected, one line names the store problem and the command that
+#      ingests the file later; `db ingest` into that store is exit 1, one line;
+#   3. --db without --json: the results file is written beside the store and ingested;
+#   4. history of a thing the store has not seen is exit 2 naming the forms it takes.
+#   store_case.sh RAILBENCH
+source "$(dirname "$0")/../support/case.sh"
+source "$rb_root/scripts/lib/mpirun.sh"
+rb=$1
+case_work
+fixtures=$rb_root/tests/compare/fixtures
+
+echo "== 1. eight ingests at once"
+for i in 1 2 3 4 5 6 7 8; do
+  python3 - "$fixtures/validate-netns-healthy.json" "$work/run$i.json" "$i" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+d["run_id"] = "%032x" % int(sys.argv[3])
+d["started_at"] = "2026-11-%02dT10:00:00Z" % int(sys.argv[3])
+json.dump(d, open(sys.argv[2], "w"))
+PY
+done
+pids=()
+for i in 1 2 3 4 5 6 7 8; do
+  "$rb" db ingest --db "$work/fleet.db" "$work/run$i.json" >"$work/ingest$i.out" 2>&1 &
+  pids+=($!)
+done
+for i in "${!pids[@]}"; do
+  wait "${pids[$i]}" || { cat "$work/ingest$((i + 1)).out"; fail "ingest $((i + 1)) of 8 failed"; }
+done
+"$rb" db info --db "$work/fleet.db" | tee "$work/info.out"
+grep -qE '^ +runs +8$' "$work/info.out" || fail "eight runs ingested at once, but the store does not hold eight"
+grep -qE '^ +figures +960$' "$work/info.out" || fail "eight runs of 120 figures each should be 960 figures"
+
+echo "== 2. a damaged store: the run is unaffected"
+printf 'not a database, only text long enough to fill a header page\n' >"$work/damaged.db"
+rb_mpirun 2 "$rb" allreduce -t ofi:shm -b 1K -e 4K -n 5 -q --json "$work/ar.json" --db "$work/damaged.db" \
+  >"$work/ar.out" 2>"$work/ar.err"
+rc=$?
+cat "$work/ar.err"
+((rc == 0)) || fail "allreduce with an unusable store exited $rc: the store must not change the run's exit code"
+python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["status"] == "complete", d["status"]' \
+  "$work/ar.json" || fail "the results file is not complete"
+[[ $(grep -c 'warning: --db' "$work/ar.err") -eq 1 ]] || fail "expected one line naming the store problem"
+grep -q "damaged.db.*db ingest $work/ar.json" "$work/ar.err" || fail "the line must name the store and the command that ingests the file later"
+"$rb" db ingest --db "$work/damaged.db" "$work/ar.json" >"$work/di.out" 2>&1
+rc=$?
+cat "$work/di.out"
+((rc == 1)) || fail "db ingest into a damaged store exited $rc, expected 1"
+[[ $(wc -l <"$work/di.out") -eq 1 ]] || fail "expected one error line"
+
+echo "== 3. --db without --json"
+RAILBENCH_DB=$work/env/fleet.db rb_mpirun 2 "$rb" allreduce -t ofi:shm -b 1K -e 4K -n 5 -q --db \
+  >"$work/env.out" 2>"$work/env.err" || { cat "$work/env.err"; fail "allreduce --db failed"; }
+ls "$work"/env/results/allreduce-*.json >/dev/null 2>&1 || fail "no results file beside the store"
+grep -q "run store $work/env/fleet.db: run .* added" "$work/env.err" || fail "the run was not ingested"
+"$rb" history --db "$work/env/fleet.db" "allreduce 4K" | tee "$work/hist.out"
+grep -q 'busbw' "$work/hist.out" || fail "history of the collective lists no busbw"
+
+echo "== 4. history of an unknown thing"
+"$rb" history --db "$work/fleet.db" node99:rail7 >"$work/unknown.out" 2>&1
+rc=$?
+cat "$work/unknown.out"
+((rc == 2)) || fail "history of an unknown thing exited $rc, expected 2"
+grep -q "node03:rail1" "$work/unknown.out" || fail "the error must show the forms a thing is named in"
+echo "db store: as expected"
