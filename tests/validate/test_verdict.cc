@@ -101,6 +101,7 @@ TEST_CASE("verdict: a degraded link is named, confirmed, and its partners are no
   REQUIRE(suspects.size() == 1);
   CHECK(suspects[0].link == LinkId{2, 1});
   CHECK(suspects[0].kind == FindingKind::bandwidth);
+  CHECK(suspects[0].code == "RB-LINK-BW-LOW-BOTH");  // slow both ways
 
   const auto retests = plan_retests(suspects, stats);
   REQUIRE(retests.size() == 1);
@@ -115,6 +116,7 @@ TEST_CASE("verdict: a degraded link is named, confirmed, and its partners are no
   CHECK(findings[0].node == 2);
   CHECK(findings[0].rail == 1);
   CHECK_THAT(findings[0].reason, Catch::Contains("confirmed against"));
+  CHECK(code_of(findings[0]) == "RB-LINK-BW-LOW-BOTH");
 
   // The same suspect passing its re-test is a warning, not a failure.
   PairResult fine{PairPhase::retest, 2, retests[0][0].partner, 1, 1, true, "", 0.046, 0.046, 0.09, 12, 30, 60};
@@ -133,6 +135,7 @@ TEST_CASE("verdict: one direction of a link is enough", "[validate]") {
   REQUIRE(suspects.size() == 1);
   CHECK(suspects[0].link == LinkId{1, 0});
   CHECK_THAT(suspects[0].reason, Catch::Contains("sending"));
+  CHECK(suspects[0].code == "RB-LINK-BW-LOW-TX");  // one way only: another fault than both
 }
 
 TEST_CASE("verdict: an unreachable link is named without blaming the partners that could not reach it", "[validate]") {
@@ -152,6 +155,7 @@ TEST_CASE("verdict: an unreachable link is named without blaming the partners th
   REQUIRE(findings.size() == 1);
   CHECK(findings[0].severity == Severity::fail);
   CHECK_THAT(findings[0].reason, Catch::Contains("fault is on this link"));
+  CHECK(code_of(findings[0]) == "RB-LINK-UNREACHABLE");
 }
 
 TEST_CASE("verdict: two nodes cannot tell which end is bad, and say so", "[validate]") {
@@ -178,6 +182,7 @@ TEST_CASE("verdict: added latency on one link, relative to its rail", "[validate
   REQUIRE(suspects.size() == 1);
   CHECK(suspects[0].link == LinkId{3, 1});
   CHECK(suspects[0].kind == FindingKind::latency);
+  CHECK(suspects[0].code == "RB-LINK-LAT-P50-HIGH");
   // Noise below rel_lat_min_us is not a finding.
   const auto noisy = all_pairs(c, [](PairResult& p) {
     if (touches(p, 3, 1)) p.lat_p50 = 12 + 80;
@@ -196,6 +201,7 @@ TEST_CASE("verdict: cross-rail pairs are judged, unless a bad link already expla
   REQUIRE(findings.size() == 1);
   CHECK(findings[0].kind == FindingKind::cross_rail);
   CHECK_THAT(findings[0].subject, Catch::Contains("node03 rail0 -> node04 rail1"));
+  CHECK(code_of(findings[0]) == "RB-CROSS-RAIL-BW-LOW");
   // node03 rail0 is already known bad: the slow cross pair is not a second finding.
   Suspect s{{2, 0}, FindingKind::bandwidth, "slow", 0.01, 0.05, "GB/s"};
   auto explained = judge_links(c, names(c), stats, {s}, {}, cross);
@@ -410,7 +416,8 @@ TEST_CASE("drain list: a healthy SU drains nothing", "[validate][drain]") {
   CHECK(bad.suspect_links.empty());
   CHECK(nlohmann::json(bad) ==
         nlohmann::json::parse(
-            R"({"hosts": [], "hostlist": "", "reasons": {}, "suspect_links": [], "switch_ports": []})"));
+            R"({"hosts": [], "hostlist": "", "reasons": {}, "codes": {}, "suspect_links": [], "switch_ports": [],
+                "switch_port_codes": []})"));
 }
 
 TEST_CASE("drain list: a fabric link's finding lists its switch ports and drains no host", "[validate][drain]") {

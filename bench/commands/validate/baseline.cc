@@ -89,11 +89,13 @@ int judge_against_baseline(const SuConfig& config, const std::vector<std::string
     const double typical = std::min(1.0, median(std::move(ratios)));
     const int r = links.front().link->link.rail;
     if (1 - typical > margin) {
-      findings.push_back({Severity::warn, FindingKind::baseline, fmt::format("rail{}", r),
-                          fmt::format("its links are a median {:.0f}% below their accepted figures ({}): the whole "
-                                      "rail changed (switch, firmware, load), not one link",
-                                      (1 - typical) * 100, baseline.path),
-                          typical, 1, "x", -1, r});
+      findings.push_back(
+          coded({Severity::warn, FindingKind::baseline, fmt::format("rail{}", r),
+                 fmt::format("its links are a median {:.0f}% below their accepted figures ({}): the whole "
+                             "rail changed (switch, firmware, load), not one link",
+                             (1 - typical) * 100, baseline.path),
+                 typical, 1, "x", -1, r},
+                reason::kRailBelowBaseline));
     }
     for (const auto& j : links) {
       const double below = 1 - j.ratio;
@@ -110,8 +112,9 @@ int judge_against_baseline(const SuConfig& config, const std::vector<std::string
         has->severity = Severity::fail;
         continue;
       }
-      findings.push_back({Severity::fail, FindingKind::baseline, link_name(config, node_names, l.link), why, j.now,
-                          j.then, "GB/s", l.link.node, l.link.rail});
+      findings.push_back(coded({Severity::fail, FindingKind::baseline, link_name(config, node_names, l.link), why,
+                                j.now, j.then, "GB/s", l.link.node, l.link.rail},
+                               reason::kLinkBelowBaseline));
     }
   }
   return judged;

@@ -42,15 +42,17 @@ std::vector<Finding> judge_bisection(const SuConfig& config, const std::vector<s
     const std::string where = c.cut == BisectionCut::rail
                                   ? fmt::format("rail{} ({})", c.rail, config.rails[c.rail].leaf)
                                   : fmt::format("rail{} -> rail{} (through the spine)", c.rail, weakest->rail_b);
-    out.push_back({Severity::fail, FindingKind::bisection, fmt::format("{} {} cut", where, to_string(c.cut)),
-                   fmt::format("{} pairs at once carried {:.3f} GB/s of {:.3f} ({:.0f}%, need {:.0f}%: "
-                               "thresholds.bisection_min_fraction); weakest {} <-> {} {:.3f} GB/s: {}",
-                               c.pairs.size(), c.achieved, c.ideal, 100 * c.fraction(), 100 * need,
-                               node_names.at(weakest->node_a), node_names.at(weakest->node_b), weakest->gbps,
-                               c.cut == BisectionCut::rail ? "the rail's leaves cannot carry every node at once"
-                                                           : "the leaf uplinks into the spine are short of the "
-                                                             "nodes below them (oversubscribed, or a link down)"),
-                   c.fraction(), need, "x"});
+    const char* code = c.cut == BisectionCut::rail ? reason::kBisectionRailLow : reason::kBisectionCrossRailLow;
+    out.push_back(coded({Severity::fail, FindingKind::bisection, fmt::format("{} {} cut", where, to_string(c.cut)),
+                         fmt::format("{} pairs at once carried {:.3f} GB/s of {:.3f} ({:.0f}%, need {:.0f}%: "
+                                     "thresholds.bisection_min_fraction); weakest {} <-> {} {:.3f} GB/s: {}",
+                                     c.pairs.size(), c.achieved, c.ideal, 100 * c.fraction(), 100 * need,
+                                     node_names.at(weakest->node_a), node_names.at(weakest->node_b), weakest->gbps,
+                                     c.cut == BisectionCut::rail ? "the rail's leaves cannot carry every node at once"
+                                                                 : "the leaf uplinks into the spine are short of the "
+                                                                   "nodes below them (oversubscribed, or a link down)"),
+                         c.fraction(), need, "x"},
+                        code));
   }
   return out;
 }

@@ -69,6 +69,7 @@ std::vector<Finding> burn_in_findings(const BurnInLog& log, const SuConfig& c,
     Finding f;
     f.severity = Severity::fail;
     f.kind = FindingKind::intermittent;
+    f.code = reason::kLinkBurnInDips;
     f.subject = link_name(c, node_names, it->second);
     f.reason = "burn-in: " + l.reason(log.times());
     f.measured = std::isnan(l.worst_value) ? 0 : l.worst_value;

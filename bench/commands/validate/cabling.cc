@@ -43,12 +43,14 @@ std::vector<Finding> judge_cabling(const SuConfig& config, const std::vector<std
       if (wrong[b] == r && !named[b]) {
         // Each port reaches the other's leaf: one fault (two cables crossed), one finding.
         named[b] = true;
+        f.code = reason::kCableSwapped;
         f.subject = node_names.at(n);
         f.reason = fmt::format(
             "rail{} and rail{} appear swapped (rail{} reaches {}'s nodes, rail{} reaches {}'s): swap the two cables "
             "back, the cables themselves work",
             r, b, r, leaf_name(config, b), b, leaf_name(config, r));
       } else {
+        f.code = reason::kCableWrongLeaf;
         f.subject = link_name(config, node_names, {n, r});
         f.reason =
             fmt::format("cabled to {} (expected {}): it reaches {}'s nodes and none of {}'s; move the cable to {}",

@@ -73,7 +73,8 @@ json run_collectives(RunContext& ctx, const SuConfig& c, const SuLayout& L, std:
     if (!first.empty()) {
       entry["error"] = first;
       findings.push_back(
-          {Severity::fail, FindingKind::collective, name, "did not complete: " + first, 0, need, "GB/s"});
+          coded({Severity::fail, FindingKind::collective, name, "did not complete: " + first, 0, need, "GB/s"},
+                reason::kCollectiveIncomplete));
       out.push_back(entry);
       break;  // the transport's state with the failed peer is gone: stop here
     }
@@ -81,11 +82,13 @@ json run_collectives(RunContext& ctx, const SuConfig& c, const SuLayout& L, std:
       const bool explained = std::any_of(findings.begin(), findings.end(), [](const Finding& f) {
         return f.severity == Severity::fail && f.node >= 0 && f.rail >= 0;
       });
-      findings.push_back({Severity::fail, FindingKind::collective, fmt::format("{} ({})", name, algo),
-                          fmt::format("busbw {:.3f} GB/s < {:.0f}% of the slowest rail's line rate {:.3f} GB/s{}",
-                                      busbw, spec.need_fraction * 100, slowest,
-                                      explained ? " (a collective runs at its slowest link: see the links above)" : ""),
-                          busbw, need, "GB/s"});
+      findings.push_back(
+          coded({Severity::fail, FindingKind::collective, fmt::format("{} ({})", name, algo),
+                 fmt::format("busbw {:.3f} GB/s < {:.0f}% of the slowest rail's line rate {:.3f} GB/s{}", busbw,
+                             spec.need_fraction * 100, slowest,
+                             explained ? " (a collective runs at its slowest link: see the links above)" : ""),
+                 busbw, need, "GB/s"},
+                reason::kCollectiveBusbwLow));
     }
     ctx.print(fmt::format("#   {:<10} {:<9} {:>10} B  {:>10.1f} us  busbw {:>8.3f} GB/s (need {:.3f})  {}", name, algo,
                           bytes, us, busbw, need, busbw < need ? "FAIL" : "PASS"));
@@ -220,9 +223,10 @@ bool tenants_alone(const TenantRounds& k, std::vector<double>& alone_us, std::ve
                {"need_busbw_gbs", k.need}};
     if (!run.error.empty()) {
       entry["error"] = run.error;
-      findings.push_back({Severity::fail, FindingKind::collective,
-                          fmt::format("allreduce (tenant {})", k.tenants.names[t]), "did not complete: " + run.error, 0,
-                          k.need, "GB/s"});
+      findings.push_back(
+          coded({Severity::fail, FindingKind::collective, fmt::format("allreduce (tenant {})", k.tenants.names[t]),
+                 "did not complete: " + run.error, 0, k.need, "GB/s"},
+                reason::kCollectiveIncomplete));
       out.push_back(entry);
       k.ctx.print(fmt::format("#   tenant {:<8} did not complete: {}", k.tenants.names[t], run.error));
       return false;
@@ -232,11 +236,12 @@ bool tenants_alone(const TenantRounds& k, std::vector<double>& alone_us, std::ve
     entry["time_us"] = side.time_us;
     entry["busbw_gbs"] = side.busbw;
     if (side.busbw < k.need) {
-      findings.push_back({Severity::fail, FindingKind::collective,
-                          fmt::format("allreduce (tenant {})", k.tenants.names[t]),
-                          fmt::format("busbw {:.3f} GB/s < {:.0f}% of the slowest rail's line rate {:.3f} GB/s",
-                                      side.busbw, k.c.thresholds.allreduce_busbw_min_fraction * 100, k.slowest),
-                          side.busbw, k.need, "GB/s"});
+      findings.push_back(
+          coded({Severity::fail, FindingKind::collective, fmt::format("allreduce (tenant {})", k.tenants.names[t]),
+                 fmt::format("busbw {:.3f} GB/s < {:.0f}% of the slowest rail's line rate {:.3f} GB/s", side.busbw,
+                             k.c.thresholds.allreduce_busbw_min_fraction * 100, k.slowest),
+                 side.busbw, k.need, "GB/s"},
+                reason::kCollectiveBusbwLow));
     }
     k.ctx.print(fmt::format("#   tenant {:<8} {:>3} ranks alone    {:>10.1f} us  busbw {:>8.3f} GB/s (need {:.3f})  {}",
                             k.tenants.names[t], n, side.time_us, side.busbw, k.need,
@@ -262,9 +267,10 @@ bool tenants_loaded(const TenantRounds& k, const std::vector<double>& alone_us,
     const TenantRun run = k.ar.run(t, iters, aggressors);
     const int n = k.ar.ranks_of(t);
     if (!run.error.empty()) {
-      findings.push_back({Severity::fail, FindingKind::collective,
-                          fmt::format("allreduce (tenant {}, others loaded)", k.tenants.names[t]),
-                          "did not complete: " + run.error, 0, k.need, "GB/s"});
+      findings.push_back(coded({Severity::fail, FindingKind::collective,
+                                fmt::format("allreduce (tenant {}, others loaded)", k.tenants.names[t]),
+                                "did not complete: " + run.error, 0, k.need, "GB/s"},
+                               reason::kCollectiveIncomplete));
       k.ctx.print(
           fmt::format("#   tenant {:<8} under the others' load did not complete: {}", k.tenants.names[t], run.error));
       out.push_back(json{{"tenant", k.tenants.names[t]}, {"loaded", true}, {"error", run.error}});

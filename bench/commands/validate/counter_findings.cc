@@ -120,11 +120,12 @@ void judge_counters(const SuConfig& config, const std::vector<std::string>& node
       const std::string subject = link_name(config, node_names, link);
       const uint64_t errors = kind_of(c.kinds, "error");
       if (t.counter_errors_fail > 0 && errors >= static_cast<uint64_t>(t.counter_errors_fail)) {
-        findings.push_back({Severity::fail, FindingKind::counters, subject,
-                            fmt::format("its NIC counted {} error(s) during its pair tests (limit {}): {}",
-                                        grouped(errors), t.counter_errors_fail, own_and_partners(c)),
-                            static_cast<double>(errors), static_cast<double>(t.counter_errors_fail), "errors",
-                            link.node, link.rail});
+        findings.push_back(coded(
+            {Severity::fail, FindingKind::counters, subject,
+             fmt::format("its NIC counted {} error(s) during its pair tests (limit {}): {}", grouped(errors),
+                         t.counter_errors_fail, own_and_partners(c)),
+             static_cast<double>(errors), static_cast<double>(t.counter_errors_fail), "errors", link.node, link.rail},
+            reason::kCountersErrors));
         continue;
       }
       const bool already = std::any_of(findings.begin(), findings.end(),
@@ -137,14 +138,15 @@ void judge_counters(const SuConfig& config, const std::vector<std::string>& node
       const uint64_t d = kind_of(c.kinds, "drop"), rt = kind_of(c.kinds, "retransmit");
       const bool many_drops = far_above(d, t.counter_drops_warn, drop_median);
       if (many_drops || far_above(rt, t.counter_retransmits_warn, retransmit_median)) {
-        findings.push_back(
+        findings.push_back(coded(
             {Severity::warn, FindingKind::counters, subject,
              fmt::format("{} during its pair tests (rail median {:.0f}): {}",
                          many_drops ? fmt::format("{} drops", grouped(d)) : fmt::format("{} retransmits", grouped(rt)),
                          many_drops ? drop_median : retransmit_median, own_and_partners(c)),
              static_cast<double>(many_drops ? d : rt),
              static_cast<double>(many_drops ? t.counter_drops_warn : t.counter_retransmits_warn),
-             many_drops ? "drops" : "retransmits", link.node, link.rail});
+             many_drops ? "drops" : "retransmits", link.node, link.rail},
+            many_drops ? reason::kCountersDrops : reason::kCountersRetransmits));
       }
     }
   }

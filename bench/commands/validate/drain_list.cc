@@ -41,22 +41,25 @@ BadNodes find_bad_nodes(const std::vector<Finding>& findings, const std::vector<
     const std::string text = fmt::format("{} {}: {}", to_string(f.kind), f.subject, f.reason);
     if (f.kind == FindingKind::fabric) {
       out.switch_ports.push_back(fmt::format("{}: {}", f.subject, f.reason));
+      out.switch_port_codes.push_back(code_of(f));
     } else if (f.ends.empty() && f.node >= 0 && rail_wide.count(f.rail)) {
       // One suspect entry per rail, with every node as an end.
       if (!rail_wide_listed.insert(f.rail).second) continue;
       SuspectLink s{fmt::format("rail{} (every node)", f.rail), f.kind, node_names,
                     fmt::format("every node fails on rail {} ({}): a rail-wide fault (its leaf switch, or the "
                                 "config's NIC for this rail), not a node's: check the switch and the config first",
-                                f.rail, f.reason)};
+                                f.rail, f.reason),
+                    code_of(f)};
       out.suspect_links.push_back(std::move(s));
     } else if (!f.ends.empty()) {
-      SuspectLink s{f.subject, f.kind, {}, f.reason};
+      SuspectLink s{f.subject, f.kind, {}, f.reason, code_of(f)};
       for (int n : f.ends) s.ends.push_back(node_names.at(n));
       out.suspect_links.push_back(std::move(s));
     } else if (f.node >= 0) {
       const std::string& host = node_names.at(f.node);
       bad.push_back(host);
       out.reasons[host].push_back(text);
+      out.codes[host].push_back(code_of(f));
     }
   }
   out.hostlist = compress_hostlist(bad);
@@ -67,13 +70,16 @@ BadNodes find_bad_nodes(const std::vector<Finding>& findings, const std::vector<
 void to_json(json& j, const BadNodes& b) {
   json links = json::array();
   for (const auto& s : b.suspect_links) {
-    links.push_back(json{{"subject", s.subject}, {"kind", to_string(s.kind)}, {"ends", s.ends}, {"reason", s.reason}});
+    links.push_back(json{
+        {"subject", s.subject}, {"kind", to_string(s.kind)}, {"code", s.code}, {"ends", s.ends}, {"reason", s.reason}});
   }
   j = json{{"hosts", b.hosts},
            {"hostlist", b.hostlist},
            {"reasons", b.reasons},
+           {"codes", b.codes},
            {"suspect_links", links},
-           {"switch_ports", b.switch_ports}};
+           {"switch_ports", b.switch_ports},
+           {"switch_port_codes", b.switch_port_codes}};
 }
 
 DrainListFile::DrainListFile(std::string path) : path_(std::move(path)) {

@@ -22,22 +22,26 @@ struct SuspectLink {
   FindingKind kind = FindingKind::unreachable;
   std::vector<std::string> ends;  // the nodes the fault may lie with, in node order
   std::string reason;
+  std::string code;  // the finding's reason code (reason_codes.h)
 };
 
 struct BadNodes {
   std::vector<std::string> hosts;                           // in hostlist order (what expanding `hostlist` gives)
   std::string hostlist;                                     // compressed: "gpu[003,017-018]"; "" when none
   std::map<std::string, std::vector<std::string>> reasons;  // host -> "kind subject: reason" per finding
+  std::map<std::string, std::vector<std::string>> codes;    // host -> the reason code of each, in that order
   std::vector<SuspectLink> suspect_links;
   // Fabric findings (a leaf-spine link): the switch ports to take out of service, never
   // a host. "su1-leaf0 port spine2 / spine2 port s1l0 (su1-leaf0-spine2): reason".
   std::vector<std::string> switch_ports;
+  std::vector<std::string> switch_port_codes;  // the reason code of each
 };
 
 BadNodes find_bad_nodes(const std::vector<Finding>& findings, const std::vector<std::string>& node_names);
 
-// {"hosts": [...], "hostlist": "...", "reasons": {host: [...]}, "suspect_links": [{"subject",
-// "kind", "ends", "reason"}], "switch_ports": [...]}: the results file's "bad_nodes".
+// {"hosts": [...], "hostlist": "...", "reasons": {host: [...]}, "codes": {host: [...]},
+// "suspect_links": [{"subject", "kind", "code", "ends", "reason"}], "switch_ports": [...],
+// "switch_port_codes": [...]}: the results file's "bad_nodes".
 void to_json(nlohmann::json& j, const BadNodes& b);
 
 // The --drain-list file of rank 0 (an empty path on the other ranks: nothing is written).

@@ -474,7 +474,7 @@ std::vector<Finding> run_fabric_phase(RunContext& ctx, const SuConfig& c, const 
       opened, f.links.size(), reached, discover_s, d.rounds, rounds, retest_rounds, measure_s, j.findings.size()));
   for (const auto& line : j.lines) ctx.print(line);
   for (const auto& x : j.findings)
-    ctx.print(fmt::format("# fabric {}: {}: {}", to_string(x.severity), x.subject, x.reason));
+    ctx.print(fmt::format("# fabric {} {}: {}: {}", to_string(x.severity), code_of(x), x.subject, x.reason));
   return j.findings;
 }
 

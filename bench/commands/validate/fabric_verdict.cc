@@ -51,11 +51,12 @@ std::string link_subject(const FabricLink& l) {
   return fmt::format("{} port {} <-> {} port {} ({})", l.leaf, l.leaf_port, l.spine, l.spine_port, l.name);
 }
 
-Finding fabric_finding(Severity sev, const std::string& subject, const std::string& reason, double measured = 0,
-                       double expected = 0, const std::string& unit = "") {
+Finding fabric_finding(Severity sev, const char* code, const std::string& subject, const std::string& reason,
+                       double measured = 0, double expected = 0, const std::string& unit = "") {
   Finding x;
   x.severity = sev;
   x.kind = FindingKind::fabric;
+  x.code = code;
   x.subject = subject;
   x.reason = reason;
   x.measured = measured;
@@ -90,7 +91,9 @@ void coverage_findings(const SuFabric& f, const std::vector<FabricNic>& nics, co
     const double k = static_cast<double>(f.spines.size());
     auto sure = [&](int n) { return n > 0 && std::pow((k - 1) / k, n) < 0.01; };
     std::string why;
+    const char* code = reason::kFabricRouteWithdrawn;
     if (n_up == 0 && n_down == 0 && sure(out_flows + in_flows)) {
+      code = reason::kFabricLinkDown;
       why = fmt::format(
           "no flow crossed it either way ({} flows left {} over the other spines, {} arrived): down, "
           "or both its routes withdrawn; the fabric is short of its capacity",
@@ -106,7 +109,7 @@ void coverage_findings(const SuFabric& f, const std::vector<FabricNic>& nics, co
           "routes to {} via {} are withdrawn",
           l.leaf, l.spine, in_flows, l.leaf, l.spine);
     }
-    if (!why.empty()) out.findings.push_back(fabric_finding(Severity::fail, link_subject(l), why));
+    if (!why.empty()) out.findings.push_back(fabric_finding(Severity::fail, code, link_subject(l), why));
   }
 }
 
@@ -119,6 +122,14 @@ std::string health_word(const LinkEvidence& e, const FabricTests& t) {
   if (e.median_fraction < 1e-9) return "dead";
   if (e.median_fraction < t.flow_min_fraction) return "slow";
   return "lossy";
+}
+
+// The code of a blamed link, from the same figures as its health word: flows that enter
+// it and never arrive (blackholed), arrive slowly, or arrive with far more retransmits.
+const char* health_code(const LinkEvidence& e, const FabricTests& t) {
+  if (e.median_fraction < 1e-9) return reason::kFabricLinkBlackholed;
+  if (e.median_fraction < t.flow_min_fraction) return reason::kFabricLinkSlow;
+  return reason::kFabricLinkLossy;
 }
 
 }  // namespace
@@ -174,8 +185,8 @@ void link_findings(const SuFabric& f, const std::vector<FabricNic>& nics, const 
         100 * e.median_fraction, expected_gbps, e.bad_flows, e.bad_flows + e.good_flows, health_word(e, f.tests),
         bad_total - e.bad_flows, total - e.bad_flows - e.good_flows, e.retransmits, e.votes);
     if (!apart.empty()) reason += fmt::format("; no flow tells it apart from {}", apart);
-    out.findings.push_back(fabric_finding(Severity::fail, link_subject(f.links.at(link)), reason,
-                                          e.median_fraction * expected_gbps, expected_gbps, "Gb/s"));
+    out.findings.push_back(fabric_finding(Severity::fail, health_code(e, f.tests), link_subject(f.links.at(link)),
+                                          reason, e.median_fraction * expected_gbps, expected_gbps, "Gb/s"));
   }
   for (int nic : loc.host_nics) out.host_side.push_back(nics.at(nic).label);
   for (int nic : loc.host_nics)
@@ -228,7 +239,7 @@ void ecmp_lines(const SuFabric& f, const std::vector<FabricNic>& nics, const std
                                     mine.size(), text, b.max_over_mean));
     if (mine.size() >= 8 * uplinks.size() && b.max_over_mean >= 2) {
       out.findings.push_back(fabric_finding(
-          Severity::warn, f.leaves[leaf].name,
+          Severity::warn, reason::kFabricEcmpPolarized, f.leaves[leaf].name,
           fmt::format("ECMP polarized: {} flows with distinct source ports use {} of its {} uplinks, the busiest "
                       "{:.1f}x the mean: check the switches' hash fields and seeds",
                       mine.size(), b.links_used, uplinks.size(), b.max_over_mean)));
@@ -246,7 +257,7 @@ FabricJudgment judge_fabric(const SuFabric& f, const std::vector<FabricNic>& nic
     if (!x.path.mismatch.empty()) mismatches.insert(x.path.mismatch);
   for (const auto& m : mismatches) {
     if (out.findings.size() >= 4) break;  // one config error repeats on every flow
-    out.findings.push_back(fabric_finding(Severity::warn, "fabric config", m));
+    out.findings.push_back(fabric_finding(Severity::warn, reason::kFabricConfigMismatch, "fabric config", m));
   }
   Localization loc = localize(static_cast<int>(f.links.size()), observed);
   drop_weak_links(observed, loc);

@@ -9,6 +9,7 @@
 #include <tuple>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "bench/commands/validate/arp_probe.h"
 #include "bench/commands/validate/bisection.h"
@@ -154,17 +155,26 @@ BadNodes publish_bad_nodes(ValidateState& s, bool final) {
   return bad;
 }
 
-// The verdict's lines about the drain list: what to drain, and what not and why.
+// The verdict's lines about the drain list: what to drain, and what not and why, each
+// ending with its reason codes in brackets.
 void print_bad_nodes(ValidateState& s, const BadNodes& bad) {
   if (!bad.hosts.empty()) {
-    s.ctx.print(fmt::format("# bad nodes (drain): {} ({} node(s))", bad.hostlist, bad.hosts.size()));
+    std::vector<std::string> codes;  // every drained node's, once each
+    for (const auto& [host, mine] : bad.codes)
+      for (const auto& c : mine)
+        if (std::find(codes.begin(), codes.end(), c) == codes.end()) codes.push_back(c);
+    s.ctx.print(fmt::format("# bad nodes (drain): {} ({} node(s)) [{}]", bad.hostlist, bad.hosts.size(),
+                            fmt::join(codes, ", ")));
   }
   for (const auto& l : bad.suspect_links) {
     std::string ends;
     for (const auto& e : l.ends) ends += (ends.empty() ? "" : ", ") + e;
-    s.ctx.print(fmt::format("# suspect link, not drained: {}: the fault may lie with any of {}", l.subject, ends));
+    s.ctx.print(
+        fmt::format("# suspect link, not drained: {}: the fault may lie with any of {} [{}]", l.subject, ends, l.code));
   }
-  for (const auto& p : bad.switch_ports) s.ctx.print(fmt::format("# switch port, no host drained: {}", p));
+  for (size_t i = 0; i < bad.switch_ports.size(); ++i)
+    s.ctx.print(
+        fmt::format("# switch port, no host drained: {} [{}]", bad.switch_ports[i], bad.switch_port_codes.at(i)));
   if (!s.run.drain_path.empty()) {
     s.ctx.print(fmt::format("# drain list: {} ({})", s.run.drain_path,
                             bad.hosts.empty() ? "empty: no node to drain" : bad.hostlist));
@@ -340,9 +350,11 @@ bool open_rail(ValidateState& s) {
                 ? fmt::format("port {} went down after the inventory and stayed down", s.c.rails[slot].nic)
                 : fmt::format("port {} went down after the inventory and kept the transport from opening",
                               s.c.rails[slot].nic);
-        s.findings.push_back({Severity::fail, FindingKind::inventory, link_name(s.c, s.L.node_names, {node, slot}),
-                              fmt::format("{} (transport: {}): check the cable and the switch port", why, e.what()), 0,
-                              1, "", node, slot});
+        s.findings.push_back(
+            coded({Severity::fail, FindingKind::inventory, link_name(s.c, s.L.node_names, {node, slot}),
+                   fmt::format("{} (transport: {}): check the cable and the switch port", why, e.what()), 0, 1, "",
+                   node, slot},
+                  reason::kInventoryPortDown));
         s.ctx.print(fmt::format("# {}: {}", s.findings.back().subject, s.findings.back().reason));
       }
       publish_bad_nodes(s, false);
@@ -566,8 +578,9 @@ bool phase_bisection(ValidateState& s, const PairRunner& runner, PairTest& test)
     std::vector<std::vector<BisectionPair>> per_rail;
     const std::string first_error = measure_cut(s, test, split, cut, per_rail);
     if (!first_error.empty()) {
-      s.findings.push_back({Severity::fail, FindingKind::bisection, fmt::format("{} cut", to_string(cut)),
-                            "did not complete: " + first_error, 0, 1, ""});
+      s.findings.push_back(coded({Severity::fail, FindingKind::bisection, fmt::format("{} cut", to_string(cut)),
+                                  "did not complete: " + first_error, 0, 1, ""},
+                                 reason::kBisectionIncomplete));
       s.ctx.print(fmt::format("# phase 4b bisection: the {} cut did not complete: {}", to_string(cut), first_error));
       s.results.set("bisection", out);
       return false;
@@ -796,8 +809,9 @@ int validate_phases(RunContext& ctx, const SuConfig& c, const SuLayout& L, const
                   .tenants = make_tenant_map(c, L.node_names)};
   s.rounds_total = s.plan.rounds.size();
   for (const auto& m : L.missing) {
-    s.findings.push_back({Severity::fail, FindingKind::inventory, m,
-                          "in the config but not part of this run (no rank ran there)", 0, 1, ""});
+    s.findings.push_back(coded({Severity::fail, FindingKind::inventory, m,
+                                "in the config but not part of this run (no rank ran there)", 0, 1, ""},
+                               reason::kInventoryNodeAbsent));
   }
   ctx.print(fmt::format("# railbench validate: {} ({}), {} of {} nodes x {} GPUs, {} rails, transport {}", c.name,
                         c.path, s.nodes, c.nodes.size(), c.gpus_per_node, s.rails, run.transport));

@@ -21,14 +21,17 @@ std::vector<Finding> judge_inventory(const SuConfig& c, const std::vector<std::s
       const NicReport& r = nics[n][s];
       const SuRail& want = c.rails[s];
       const std::string subject = link_name(c, node_names, {static_cast<int>(n), static_cast<int>(s)});
-      auto add = [&](const std::string& why, double measured, double expected, const std::string& unit) {
-        out.push_back({Severity::fail, FindingKind::inventory, subject, why, measured, expected, unit,
-                       static_cast<int>(n), static_cast<int>(s)});
+      auto add = [&](const char* code, const std::string& why, double measured, double expected,
+                     const std::string& unit) {
+        out.push_back(coded({Severity::fail, FindingKind::inventory, subject, why, measured, expected, unit,
+                             static_cast<int>(n), static_cast<int>(s)},
+                            code));
       };
       if (!r.found) {
         std::string have;
         for (const auto& p : r.present) have += (have.empty() ? "" : ", ") + p;
-        add(fmt::format("{} {} not found on the node (it has: {}); check the cabling/driver, or the config's "
+        add(reason::kInventoryNicMissing,
+            fmt::format("{} {} not found on the node (it has: {}); check the cabling/driver, or the config's "
                         "rails[{}].nic",
                         r.kind == "rdma" ? "RDMA device" : "interface", want.nic, have.empty() ? "none" : have, s),
             0, 1, "");
@@ -36,18 +39,21 @@ std::vector<Finding> judge_inventory(const SuConfig& c, const std::vector<std::s
         continue;
       }
       if (!r.up) {
-        add(fmt::format("port {} is not up (state {}): check the cable and the switch port", want.nic, r.state), 0, 1,
+        add(reason::kInventoryPortDown,
+            fmt::format("port {} is not up (state {}): check the cable and the switch port", want.nic, r.state), 0, 1,
             "");
         blocking = true;
         continue;
       }
       if (r.speed_gbps > 0 && std::fabs(r.speed_gbps - want.speed_gbps) > 0.01 * want.speed_gbps) {
-        add(fmt::format("port {} runs at {} Gb/s, expected {} Gb/s (a wrong cable, optic or autonegotiation)", want.nic,
+        add(reason::kInventorySpeedWrong,
+            fmt::format("port {} runs at {} Gb/s, expected {} Gb/s (a wrong cable, optic or autonegotiation)", want.nic,
                         r.speed_gbps, want.speed_gbps),
             r.speed_gbps, want.speed_gbps, "Gb/s");
       }
       if (r.mtu > 0 && r.mtu != want.mtu) {
-        add(fmt::format("port {} has MTU {}, expected {}", want.nic, r.mtu, want.mtu), r.mtu, want.mtu, "B");
+        add(reason::kInventoryMtuWrong, fmt::format("port {} has MTU {}, expected {}", want.nic, r.mtu, want.mtu),
+            r.mtu, want.mtu, "B");
       }
     }
   }
@@ -225,13 +231,16 @@ std::vector<std::string> summary_lines(const SuConfig& c, const std::vector<std:
   if (findings.empty()) {
     out.push_back("# findings: none");
   } else {
+    // The reason code's column as wide as the longest code printed.
+    size_t code_width = 4;
+    for (const auto& f : findings) code_width = std::max(code_width, code_of(f).size());
     out.push_back("# findings, worst first:");
-    out.push_back(
-        fmt::format("# {:>4}  {:<7} {:<14} {:<34} {}", "#", "verdict", "check", "where", "measured vs expected"));
+    out.push_back(fmt::format("# {:>4}  {:<7} {:<14} {:<{}} {:<34} {}", "#", "verdict", "check", "code", code_width,
+                              "where", "measured vs expected"));
     for (size_t i = 0; i < findings.size(); ++i) {
       const Finding& f = findings[i];
-      out.push_back(fmt::format("  {:>4}  {:<7} {:<14} {:<34} {}", i + 1, to_string(f.severity), to_string(f.kind),
-                                f.subject, f.reason));
+      out.push_back(fmt::format("  {:>4}  {:<7} {:<14} {:<{}} {:<34} {}", i + 1, to_string(f.severity),
+                                to_string(f.kind), code_of(f), code_width, f.subject, f.reason));
     }
   }
   std::set<std::string> bad_nodes, bad_links;

@@ -65,6 +65,7 @@ std::vector<Finding> judge_isolation(const SuConfig& config, const std::vector<s
     Finding f;
     f.severity = Severity::fail;
     f.kind = FindingKind::isolation;
+    f.code = reason::kIsolationBreached;
     f.subject = fmt::format("{} -> {} {}", node_names.at(p.node_a), node_names.at(p.node_b), rails);
     f.reason = fmt::format(
         "isolation breached: {} reached {} on {}, {} within {:.1f} s: a port, VLAN or partition puts them in one "
@@ -100,12 +101,14 @@ std::vector<Finding> judge_isolation(const SuConfig& config, const std::vector<s
       names.push_back(node_names.at(n));
       their.insert(tenants.names.at(tenants.of_node.at(n)));
     }
-    out.push_back({Severity::fail, FindingKind::isolation, link_name(config, node_names, {port.first, port.second}),
-                   fmt::format("in another tenant's network: {} reached {} (tenant {}), no other port of its tenant "
-                               "on this rail reached any: set this port's VLAN / partition back to tenant {}'s",
-                               tenants.who(node_names, port.first), fmt::join(names, ", "), fmt::join(their, ", "),
-                               tenants.names.at(tenants.of_node.at(port.first))),
-                   static_cast<double>(others.size()), 0, "nodes", port.first, port.second});
+    out.push_back(
+        coded({Severity::fail, FindingKind::isolation, link_name(config, node_names, {port.first, port.second}),
+               fmt::format("in another tenant's network: {} reached {} (tenant {}), no other port of its tenant "
+                           "on this rail reached any: set this port's VLAN / partition back to tenant {}'s",
+                           tenants.who(node_names, port.first), fmt::join(names, ", "), fmt::join(their, ", "),
+                           tenants.names.at(tenants.of_node.at(port.first))),
+               static_cast<double>(others.size()), 0, "nodes", port.first, port.second},
+              reason::kIsolationPortWrongTenant));
   }
   return out;
 }
@@ -120,9 +123,10 @@ std::vector<Finding> judge_pkeys(const SuConfig& config, const std::vector<std::
       const NicReport& r = nics[n][s];
       if (!r.found || r.pkeys.empty()) continue;
       const std::string subject = link_name(config, node_names, {static_cast<int>(n), static_cast<int>(s)});
-      auto add = [&](const std::string& why) {
-        out.push_back(
-            {Severity::fail, FindingKind::isolation, subject, why, 0, 1, "", static_cast<int>(n), static_cast<int>(s)});
+      auto add = [&](const char* code, const std::string& why) {
+        out.push_back(coded(
+            {Severity::fail, FindingKind::isolation, subject, why, 0, 1, "", static_cast<int>(n), static_cast<int>(s)},
+            code));
       };
       std::vector<std::string> keys;
       for (int k : r.pkeys) keys.push_back(fmt::format("0x{:04x}", k));
@@ -131,13 +135,14 @@ std::vector<Finding> judge_pkeys(const SuConfig& config, const std::vector<std::
         const auto it = std::find_if(r.pkeys.begin(), r.pkeys.end(), [&](int k) { return (k & 0x7fff) == mine.pkey; });
         const int want = mine.pkey | (mine.full_member ? 0x8000 : 0);
         if (it == r.pkeys.end()) {
-          add(
+          add(reason::kIsolationPkeyMissing,
               fmt::format("port {} lacks tenant {}'s partition key 0x{:04x} (its table: {}): the subnet manager "
                           "has not put it in the partition; fix the partition config (e.g. partitions.conf) and "
                           "re-sweep",
                           r.nic, mine.name, want, table));
         } else if (*it != want) {
-          add(fmt::format("port {} holds tenant {}'s key as 0x{:04x}, the config says {} membership (0x{:04x}): {}",
+          add(reason::kIsolationPkeyMembership,
+              fmt::format("port {} holds tenant {}'s key as 0x{:04x}, the config says {} membership (0x{:04x}): {}",
                           r.nic, mine.name, *it, mine.full_member ? "full" : "limited", want,
                           mine.full_member ? "a limited member cannot talk to the other limited members"
                                            : "a full member reaches every member of the partition"));
@@ -147,7 +152,7 @@ std::vector<Finding> judge_pkeys(const SuConfig& config, const std::vector<std::
         if (&other == &mine || other.pkey < 0) continue;
         for (int k : r.pkeys) {
           if ((k & 0x7fff) != other.pkey) continue;
-          add(
+          add(reason::kIsolationPkeyForeign,
               fmt::format("isolation breached: port {} of tenant {} holds tenant {}'s partition key 0x{:04x}: it "
                           "reaches that tenant's nodes; remove it from that partition",
                           r.nic, mine.name, other.name, k));

@@ -82,39 +82,43 @@ std::vector<Suspect> check(const SuConfig& c, LinkId link, double tx, double rx,
   const SuThresholds& t = c.thresholds;
   const double line = line_gbytes(c.rails[link.rail]);
   const double need = t.bw_min_fraction * line;
-  for (auto [v, dir, med, spread] :
-       {std::tuple{tx, "sending", b.tx, b.tx_mad}, std::tuple{rx, "receiving", b.rx, b.rx_mad}}) {
+  for (auto [v, dir, med, spread, code] : {std::tuple{tx, "sending", b.tx, b.tx_mad, reason::kLinkBwLowTx},
+                                           std::tuple{rx, "receiving", b.rx, b.rx_mad, reason::kLinkBwLowRx}}) {
     if (v < need) {
       out.push_back(
           {link, FindingKind::bandwidth,
            fmt::format("{} {:.3f} GB/s < {:.0f}% of line rate {:.3f} GB/s", dir, v, t.bw_min_fraction * 100, line), v,
-           need, "GB/s"});
+           need, "GB/s", code});
     } else if (low_outlier(v, med, spread, t)) {
       out.push_back(
           {link, FindingKind::bandwidth,
            fmt::format("{} {:.3f} GB/s, {:.0f}% below the rail's median {:.3f} GB/s", dir, v, (1 - v / med) * 100, med),
-           v, med, "GB/s"});
+           v, med, "GB/s", code});
     }
   }
+  // Slow both ways (the cable, optic or port speed) is another fault than one way only
+  // (one fibre or lane, a pause storm one way).
+  if (out.size() == 2)
+    for (Suspect& x : out) x.code = reason::kLinkBwLowBoth;
   const double need_bidir = t.bidir_min_fraction * 2 * line;
   if (out.empty() && bidir > 0 && (bidir < need_bidir || low_outlier(bidir, b.bidir, b.bidir_mad, t))) {
     out.push_back(
         {link, FindingKind::bidirectional,
          fmt::format("both directions {:.3f} GB/s (need {:.3f}, rail median {:.3f})", bidir, need_bidir, b.bidir),
-         bidir, std::max(need_bidir, b.bidir), "GB/s"});
+         bidir, std::max(need_bidir, b.bidir), "GB/s", reason::kLinkBidirLow});
   }
   if (t.lat_p50_max_us > 0 && lat_p50 > t.lat_p50_max_us) {
     out.push_back({link, FindingKind::latency,
                    fmt::format("p50 {:.1f} us > limit {:.1f} us", lat_p50, t.lat_p50_max_us), lat_p50, t.lat_p50_max_us,
-                   "us"});
+                   "us", reason::kLinkLatP50High});
   } else if (high_latency(lat_p50, b.lat, b.lat_mad, t)) {
     out.push_back({link, FindingKind::latency,
                    fmt::format("p50 {:.1f} us, {:.1f}x the rail's median {:.1f} us", lat_p50, lat_p50 / b.lat, b.lat),
-                   lat_p50, b.lat, "us"});
+                   lat_p50, b.lat, "us", reason::kLinkLatP50High});
   } else if (t.lat_p99_max_us > 0 && lat_p99 > t.lat_p99_max_us) {
     out.push_back({link, FindingKind::latency,
                    fmt::format("p99 {:.1f} us > limit {:.1f} us", lat_p99, t.lat_p99_max_us), lat_p99, t.lat_p99_max_us,
-                   "us"});
+                   "us", reason::kLinkLatP99High});
   }
   return out;
 }
@@ -157,14 +161,15 @@ std::vector<Suspect> intermittent(const SuConfig& c, const std::vector<LinkStats
                    fmt::format("pair tests with {} of {} partners did not finish while the others did: reachable in "
                                "one round, not in another",
                                l.failed, l.pairs),
-                   static_cast<double>(l.pairs - l.failed), static_cast<double>(l.pairs), "partners"});
+                   static_cast<double>(l.pairs - l.failed), static_cast<double>(l.pairs), "partners",
+                   reason::kLinkCutOff});
   }
   if (const double spread = own_spread(l, rail); unsteady(spread, b.spread, b.spread_mad, c.thresholds)) {
     out.push_back({l.link, FindingKind::intermittent,
                    fmt::format("unsteady: its slowest timed windows ran {:.0f}% below their median (the rail's "
                                "median link: {:.0f}%)",
                                spread * 100, b.spread * 100),
-                   spread, b.spread, "spread"});
+                   spread, b.spread, "spread", reason::kLinkUnsteady});
   }
   return out;
 }
@@ -277,9 +282,14 @@ double window_spread(const std::vector<double>& gbps) {
   return std::clamp(1 - *std::min_element(gbps.begin(), gbps.end()) / med, 0.0, 1.0);
 }
 
+std::string code_of(const Finding& f) {
+  return f.code.empty() ? reason_code(f.kind) : f.code;
+}
+
 void to_json(nlohmann::json& j, const Finding& f) {
   j = nlohmann::json{{"severity", to_string(f.severity)},
                      {"kind", to_string(f.kind)},
+                     {"code", code_of(f)},
                      {"subject", f.subject},
                      {"reason", f.reason},
                      {"measured", f.measured},
@@ -287,6 +297,17 @@ void to_json(nlohmann::json& j, const Finding& f) {
                      {"unit", f.unit}};
   if (f.node >= 0) j["node"] = f.node;
   if (f.rail >= 0) j["rail"] = f.rail;
+}
+
+void from_json(const nlohmann::json& j, Finding& f) {
+  f.severity = parse_severity(j.at("severity").get<std::string>(), "severity");
+  f.kind = parse_finding_kind(j.at("kind").get<std::string>(), "kind");
+  f.code = j.value("code", std::string(reason_code(f.kind)));  // absent before codes existed
+  f.subject = j.value("subject", std::string());
+  f.reason = j.value("reason", std::string());
+  f.measured = j.value("measured", 0.0), f.expected = j.value("expected", 0.0);
+  f.unit = j.value("unit", std::string());
+  f.node = j.value("node", -1), f.rail = j.value("rail", -1);
 }
 
 std::string link_name(const SuConfig& config, const std::vector<std::string>& node_names, LinkId link) {
@@ -350,7 +371,8 @@ std::vector<Suspect> find_suspects(const SuConfig& config, const std::vector<std
             {l.link, FindingKind::unreachable,
              fmt::format("no traffic with {} of {} partners within the deadline{}", l.failed, l.pairs,
                          l.downs > 0 ? fmt::format("; its link went down {} time(s) meanwhile", l.downs) : ""),
-             static_cast<double>(l.pairs - l.failed), static_cast<double>(l.pairs), "partners"});
+             static_cast<double>(l.pairs - l.failed), static_cast<double>(l.pairs), "partners",
+             reason::kLinkUnreachable});
         continue;
       }
       std::vector<Suspect> found;
@@ -359,7 +381,7 @@ std::vector<Suspect> find_suspects(const SuConfig& config, const std::vector<std
                          fmt::format("the link went down {} time(s) during its pair tests (the NIC's carrier_changes / "
                                      "link_downed counters)",
                                      l.downs),
-                         static_cast<double>(l.downs), 0, "link downs"});
+                         static_cast<double>(l.downs), 0, "link downs", reason::kLinkFlapping});
       }
       const auto checked = check(config, l.link, l.tx, l.rx, l.bidir, l.lat_p50, l.lat_p99, b);
       found.insert(found.end(), checked.begin(), checked.end());
@@ -481,6 +503,7 @@ std::vector<Finding> judge_links(const SuConfig& config, const std::vector<std::
     Finding f{Severity::fail, s.kind,      link_name(config, node_names, s.link),
               s.reason,       s.measured,  s.expected,
               s.unit,         s.link.node, s.link.rail};
+    f.code = s.code;
     const PairResult* rt = nullptr;
     for (const auto& p : retests)
       if (p.node_a == s.link.node && p.rail_a == s.link.rail) rt = &p;
@@ -532,17 +555,17 @@ std::vector<Finding> judge_links(const SuConfig& config, const std::vector<std::
     const std::vector<int> ends{p.node_a, p.node_b};
     if (!p.ok) {
       out.push_back({Severity::fail, FindingKind::cross_rail, subject, "no traffic within the deadline: " + p.error, 0,
-                     need, "GB/s", -1, -1, ends});
+                     need, "GB/s", -1, -1, ends, reason::kCrossRailUnreachable});
     } else if (v < need) {
       out.push_back({Severity::fail, FindingKind::cross_rail, subject,
                      fmt::format("{:.3f} GB/s < {:.0f}% of line rate {:.3f} GB/s", v,
                                  config.thresholds.bw_min_fraction * 100, line),
-                     v, need, "GB/s", -1, -1, ends});
+                     v, need, "GB/s", -1, -1, ends, reason::kCrossRailBwLow});
     } else if (low_outlier(v, xmed, xspread, config.thresholds)) {
       out.push_back(
           {Severity::fail, FindingKind::cross_rail, subject,
            fmt::format("{:.3f} GB/s, {:.0f}% below the cross-rail median {:.3f} GB/s", v, (1 - v / xmed) * 100, xmed),
-           v, xmed, "GB/s", -1, -1, ends});
+           v, xmed, "GB/s", -1, -1, ends, reason::kCrossRailBwLow});
     }
   }
   return out;
@@ -565,13 +588,14 @@ void judge_link_downs(const SuConfig& config, const std::vector<std::string>& no
         }
         continue;
       }
-      findings.push_back(
+      findings.push_back(coded(
           {flapping(config, total) ? Severity::fail : Severity::warn, FindingKind::intermittent,
            link_name(config, node_names, l.link),
            fmt::format("the link went down {} time(s) after its pair tests ({} during the re-tests, {} after them), "
                        "so nothing re-tested it: run validate again",
                        total, l.retest_downs, l.late_downs),
-           static_cast<double>(total), 0, "link downs", l.link.node, l.link.rail});
+           static_cast<double>(total), 0, "link downs", l.link.node, l.link.rail},
+          reason::kLinkFlapping));
     }
   }
 }

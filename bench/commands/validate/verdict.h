@@ -13,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "bench/commands/validate/reason_codes.h"
 #include "bench/commands/validate/su_config.h"
 
 namespace railbench {
@@ -114,6 +115,7 @@ struct Suspect {
   std::string reason;                         // measured vs expected, in words
   double measured = 0, expected = 0;
   std::string unit;
+  std::string code;  // its reason code (reason_codes.h); empty: the kind's
 };
 
 struct Finding {
@@ -129,9 +131,24 @@ struct Finding {
   // cross-rail path (both ends; node is -1). Empty: a finding that names a node is
   // that node's, which is what the drain list goes by (drain_list.h).
   std::vector<int> ends;
+  // Its stable reason code (reason_codes.h), set by the producer that knows which fault
+  // of its kind it is; empty: the kind's own code (code_of).
+  std::string code;
 };
 
+// The finding's reason code: its own, or its kind's when none was set.
+std::string code_of(const Finding& f);
+
+// `f` with reason code `code`: for producers that make a Finding in one expression.
+inline Finding coded(Finding f, const char* code) {
+  f.code = code;
+  return f;
+}
+
+// "code" is written always; reading back, a results file written before codes existed
+// (no "code") gets the kind's code.
 void to_json(nlohmann::json& j, const Finding& f);
+void from_json(const nlohmann::json& j, Finding& f);
 
 // Per rail, every node's link figures (index: rail, then node; nodes without a
 // measurement have pairs == 0).
