@@ -36,10 +36,12 @@ VOLATILE = {
 # healthy and swapped cases; pkeys: an InfiniBand port's P_Key table in validate's
 # inventory, isolation and tenant_collectives: validate with tenants, checked by
 # tests/validate/test_tenants.cc and the netns tenants case; bisection: validate's
-# tests.bisection, checked by the netns bisection case).
+# tests.bisection, checked by the netns bisection case; run_id: the run store's key, and
+# config.rel_bw_below_median: the threshold the store's trends use, checked by tests/db;
+# code: a finding's reason code, checked by tests/validate/test_reason_codes.cc).
 ADDED = {"railbench_commit", "updated_at", "launcher", "bad_nodes", "counters", "counters_a", "counters_b", "burn_in",
          "test_s", "cabling", "pkeys", "isolation", "tenant_collectives",
-         "bisection"}
+         "bisection", "run_id", "rel_bw_below_median", "code"}
 
 
 def shape(value, key=None):
