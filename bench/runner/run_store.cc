@@ -9,7 +9,6 @@
 #include <fmt/format.h>
 
 #include "lib/core/errors.h"
-#include "lib/results/read.h"
 #include "lib/store/store.h"
 
 namespace railbench {
@@ -42,9 +41,9 @@ void ingest_into_run_store(const CommonOptions& options, const std::string& stor
   std::error_code ec;
   if (!std::filesystem::is_regular_file(file, ec)) return;  // a device or fifo (/dev/stdout): nothing to read back
   try {
-    const auto doc = read_results_file(file, "--db");
+    const auto rows = store::rows_of_file(file, "--db");
     store::Store s(store, store::Store::Mode::write);
-    const auto r = s.ingest(store::rows_of(doc, file), file);
+    const auto r = s.ingest(rows, file);
     fmt::print(stderr, "railbench: run store {}: run {} {} ({} figures, {} findings)\n", store, r.key,
                r.added ? "added" : "was there already", r.figures, r.findings);
   } catch (const std::exception& e) {

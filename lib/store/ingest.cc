@@ -1,6 +1,6 @@
 // Results documents into the store's rows (store.h): what each command's file holds that
-// a fleet's history wants. validate: each NIC's link figures, each pair test, each fabric
-// link, every finding with its code, the drain list. Collectives: busbw and time per size.
+// a fleet's history wants. validate: each NIC's link figures, each pair test (PairRow),
+// each fabric link, every finding with its code, the drain list. Collectives: busbw and time per size.
 // sendrecv: bandwidth and latency per size, pair and rail.
 #include <algorithm>
 #include <map>
@@ -10,6 +10,7 @@
 
 #include "lib/core/errors.h"
 #include "lib/core/stats.h"
+#include "lib/results/read.h"
 #include "lib/runtime/hostlist.h"
 #include "lib/store/store.h"
 
@@ -120,22 +121,20 @@ void validate_nic_figures(const json& doc, RunRows& out) {
   }
 }
 
-void validate_pair_figures(const json& doc, const std::vector<std::string>& nodes, RunRows& out) {
+// A finished pair test as a PairRow; false for one that did not finish.
+bool pair_row(const json& p, PairRow& out) {
+  if (!p.value("ok", false)) return false;
+  out = PairRow{p.value("node_a", 0), p.value("rail_a", 0), p.value("node_b", 0), p.value("rail_b", 0),
+                number(p, "bw_ab"),   number(p, "bw_ba"),   number(p, "lat_p50"), number(p, "lat_p99")};
+  return true;
+}
+
+void validate_pairs(const json& doc, RunRows& out) {
   for (const char* key : {"rail_pairs", "cross_rail_pairs"}) {
     if (!doc.contains(key)) continue;
-    for (const auto& p : doc.at(key)) {
-      if (!p.value("ok", false)) continue;
-      const size_t a = p.value("node_a", 0), b = p.value("node_b", 0);
-      if (a >= nodes.size() || b >= nodes.size()) continue;
-      const int ra = p.value("rail_a", 0), rb = p.value("rail_b", 0);
-      const std::string na = nic_name(nodes[a], ra), nb = nic_name(nodes[b], rb);
-      const bool swapped = nb < na;  // the name puts the ends in order: so do the directions
-      const std::string link = link_name(nodes[a], ra, nodes[b], rb);
-      out.figures.push_back({"link", link, "bw a->b", "GB/s", number(p, swapped ? "bw_ba" : "bw_ab")});
-      out.figures.push_back({"link", link, "bw b->a", "GB/s", number(p, swapped ? "bw_ab" : "bw_ba")});
-      out.figures.push_back({"link", link, "lat p50", "us", number(p, "lat_p50")});
-      out.figures.push_back({"link", link, "lat p99", "us", number(p, "lat_p99")});
-    }
+    PairRow r;
+    for (const auto& p : doc.at(key))
+      if (pair_row(p, r)) out.pairs.push_back(r);
   }
 }
 
@@ -257,7 +256,8 @@ RunRows rows_of(const json& doc, const std::string& source) {
   if (r.command == "validate") {
     const auto nodes = validate_nodes(doc);
     validate_nic_figures(doc, out);
-    validate_pair_figures(doc, nodes, out);
+    out.nodes = nodes;
+    validate_pairs(doc, out);
     validate_fabric_figures(doc, out);
     validate_findings(doc, nodes, out);
   } else if (r.command == "sendrecv") {
@@ -265,6 +265,18 @@ RunRows rows_of(const json& doc, const std::string& source) {
   } else {
     collective_figures(doc, out);
   }
+  return out;
+}
+
+RunRows rows_of_file(const std::string& path, const std::string& who) {
+  std::vector<PairRow> pairs;
+  const auto keep = [&pairs](const json& p) {
+    PairRow r;
+    if (pair_row(p, r)) pairs.push_back(r);
+  };
+  const json doc = read_results_file(path, who, {{"rail_pairs", keep}, {"cross_rail_pairs", keep}});
+  RunRows out = rows_of(doc, path);
+  if (out.run.command == "validate") out.pairs = std::move(pairs);
   return out;
 }
 

@@ -35,7 +35,7 @@ CREATE TABLE runs (
 CREATE INDEX runs_time ON runs(t_days);
 CREATE TABLE things (
   id INTEGER PRIMARY KEY,
-  kind TEXT NOT NULL,            -- node, nic, link, fabric_link, collective, pair
+  kind TEXT NOT NULL,            -- node, nic, fabric_link, collective, pair
   name TEXT NOT NULL,
   UNIQUE (kind, name)
 );
@@ -60,6 +60,18 @@ CREATE TABLE findings (
 );
 CREATE INDEX findings_thing ON findings(thing, run);
 CREATE INDEX findings_run ON findings(run);
+-- validate's pair tests: the link from NIC a to NIC b (a first in name order), one row per
+-- run, not a figure row per value: a 1,024 x 8 SU's run holds 4 M of them.
+CREATE TABLE pair_tests (
+  a INTEGER NOT NULL REFERENCES things(id),
+  b INTEGER NOT NULL REFERENCES things(id),
+  run INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+  bw_ab REAL NOT NULL,           -- GB/s, a to b
+  bw_ba REAL NOT NULL,
+  lat_p50 REAL NOT NULL,         -- us, RTT/2
+  lat_p99 REAL NOT NULL,
+  PRIMARY KEY (a, b, run)
+) WITHOUT ROWID;
 CREATE TABLE drains (
   run INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
   thing INTEGER NOT NULL REFERENCES things(id),

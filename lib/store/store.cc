@@ -3,6 +3,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
@@ -92,6 +94,49 @@ int64_t thing_id(Database& db, std::map<std::pair<std::string, std::string>, int
   return cache[key] = sel.int_at(0);
 }
 
+// validate's pair tests into pair_tests, each end a NIC thing, the first in name order.
+void insert_pairs(Database& db, std::map<std::pair<std::string, std::string>, int64_t>& things, const RunRows& rows,
+                  int64_t run) {
+  if (rows.pairs.empty()) return;
+  struct End {
+    std::string name;
+    int64_t id = 0;
+  };
+  std::map<std::pair<int32_t, int32_t>, End> ends;  // (node, rail): a few thousand NICs
+  const auto end = [&](int32_t node, int32_t rail) -> const End* {
+    if (node < 0 || static_cast<size_t>(node) >= rows.nodes.size()) return nullptr;
+    auto [it, added] = ends.try_emplace({node, rail});
+    if (added) {
+      it->second.name = fmt::format("{}:rail{}", rows.nodes[static_cast<size_t>(node)], rail);
+      it->second.id = thing_id(db, things, "nic", it->second.name);
+    }
+    return &it->second;
+  };
+  auto st = db.prepare(
+      "INSERT OR REPLACE INTO pair_tests(a, b, run, bw_ab, bw_ba, lat_p50, lat_p99) VALUES (?, ?, ?, ?, ?, ?, ?)");
+  for (const PairRow& p : rows.pairs) {
+    const End* a = end(p.node_a, p.rail_a);
+    const End* b = end(p.node_b, p.rail_b);
+    if (!a || !b) continue;
+    const bool swap = b->name < a->name;
+    st.bind(1, (swap ? b : a)->id).bind(2, (swap ? a : b)->id).bind(3, run);
+    st.bind(4, swap ? p.bw_ba : p.bw_ab).bind(5, swap ? p.bw_ab : p.bw_ba).bind(6, p.lat_p50).bind(7, p.lat_p99);
+    st.run();
+  }
+}
+
+// "node03:rail1-node07:rail1" as its two NIC names; false for text of no such form.
+bool split_link(const std::string& text, std::string& a, std::string& b) {
+  for (size_t at = text.find(":rail"); at != std::string::npos; at = text.find(":rail", at + 1)) {
+    size_t i = at + 5;
+    while (i < text.size() && std::isdigit(static_cast<unsigned char>(text[i]))) ++i;
+    if (i == at + 5 || i >= text.size() || text[i] != '-') continue;
+    a = text.substr(0, i), b = text.substr(i + 1);
+    return !b.empty();
+  }
+  return false;
+}
+
 }  // namespace
 
 std::string store_path(const std::string& given) {
@@ -173,19 +218,20 @@ Store::Ingested Store::ingest(const RunRows& rows, const std::string& source) {
       find.bind(2, thing_id(*db_, things, f.thing_kind, f.thing));
     find.bind(3, f.severity).bind(4, f.kind).bind(5, f.code).bind(6, f.subject).bind(7, f.reason).run();
   }
+  insert_pairs(*db_, things, rows, run_id);
   auto drain = db_->prepare("INSERT OR IGNORE INTO drains(run, thing, reason) VALUES (?, ?, ?)");
   for (const FindingRow& d : rows.drains)
     drain.bind(1, run_id).bind(2, thing_id(*db_, things, d.thing_kind, d.thing)).bind(3, d.reason).run();
   t.commit();
   out.added = true;
-  out.figures = rows.figures.size();
+  out.figures = rows.figures.size() + 4 * rows.pairs.size();
   out.findings = rows.findings.size();
   return out;
 }
 
 std::vector<std::pair<std::string, int64_t>> Store::counts() const {
   std::vector<std::pair<std::string, int64_t>> out;
-  for (const char* table : {"runs", "things", "figures", "findings", "drains"}) {
+  for (const char* table : {"runs", "things", "figures", "pair_tests", "findings", "drains"}) {
     auto st = db_->prepare(fmt::format("SELECT count(*) FROM {}", table));
     st.step();
     out.emplace_back(table, st.int_at(0));
@@ -198,6 +244,13 @@ std::vector<ThingRef> Store::find_things(const std::string& text) const {
   auto st = db_->prepare("SELECT kind, name FROM things WHERE name = ? ORDER BY kind");
   st.bind(1, text);
   while (st.step()) out.push_back({st.text_at(0), st.text_at(1)});
+  if (std::string a, b; out.empty() && split_link(text, a, b)) {
+    // A pair test's link: both NICs known, named in either order.
+    auto nic = db_->prepare("SELECT count(*) FROM things WHERE kind = 'nic' AND name IN (?, ?)");
+    nic.bind(1, a).bind(2, b);
+    if (nic.step() && nic.int_at(0) == 2) out.push_back({"link", b < a ? b + "-" + a : a + "-" + b});
+    return out;
+  }
   if (text.find(':') != std::string::npos) return out;
   // A node: also its NICs, node03:rail0, node03:rail1, ...
   auto nics = db_->prepare("SELECT kind, name FROM things WHERE kind = 'nic' AND substr(name, 1, ?) = ? ORDER BY name");
@@ -206,7 +259,34 @@ std::vector<ThingRef> Store::find_things(const std::string& text) const {
   return out;
 }
 
+std::vector<HistoryRun> Store::link_history(const ThingRef& thing, int last) const {
+  std::vector<HistoryRun> out;
+  std::string a, b;
+  if (!split_link(thing.name, a, b)) return out;
+  auto st = db_->prepare(
+      "SELECT r.id, r.run_key, r.command, r.started_at, r.verdict, r.status, p.bw_ab, p.bw_ba, p.lat_p50, p.lat_p99 "
+      "FROM pair_tests p JOIN runs r ON r.id = p.run WHERE p.a = (SELECT id FROM things WHERE kind = 'nic' AND name "
+      "= ?) AND p.b = (SELECT id FROM things WHERE kind = 'nic' AND name = ?) ORDER BY r.t_days DESC, r.id DESC "
+      "LIMIT ?");
+  st.bind(1, a).bind(2, b).bind(3, static_cast<int64_t>(last));
+  while (st.step())
+    out.push_back({st.int_at(0),
+                   st.text_at(1),
+                   st.text_at(2),
+                   st.text_at(3),
+                   st.text_at(4),
+                   st.text_at(5),
+                   {{"bw a->b", st.double_at(6)},
+                    {"bw b->a", st.double_at(7)},
+                    {"lat p50", st.double_at(8)},
+                    {"lat p99", st.double_at(9)}},
+                   {}});
+  std::reverse(out.begin(), out.end());
+  return out;
+}
+
 std::vector<HistoryRun> Store::history(const ThingRef& thing, int last) const {
+  if (thing.kind == "link") return link_history(thing, last);
   std::vector<HistoryRun> out;
   auto id = db_->prepare("SELECT id FROM things WHERE kind = ? AND name = ?");
   id.bind(1, thing.kind).bind(2, thing.name);

@@ -42,15 +42,27 @@ struct FindingRow {
   std::string thing_kind, thing;  // empty kind: a subject that names no thing the store keeps
   std::string severity, kind, code, subject, reason;
 };
+// One pair test of validate, as the results file has it: both ends by node index (into
+// RunRows::nodes) and rail. A 1,024 x 8 SU's run holds 4 M of them, so they stay this
+// small and go into their own table (pair_tests), not one figure row per value.
+struct PairRow {
+  int32_t node_a = 0, rail_a = 0, node_b = 0, rail_b = 0;
+  double bw_ab = 0, bw_ba = 0, lat_p50 = 0, lat_p99 = 0;
+};
 struct RunRows {
   RunRow run;
   std::vector<FigureRow> figures;
   std::vector<FindingRow> findings;
   std::vector<FindingRow> drains;  // the things the run's drain list named (severity and kind empty)
+  std::vector<std::string> nodes;  // validate's nodes, in the config's order
+  std::vector<PairRow> pairs;      // validate's finished rail and cross-rail pair tests
 };
 // The rows of one results document (railbench.result). Throws UsageError naming `source`
 // when it is not a results file.
 RunRows rows_of(const nlohmann::json& doc, const std::string& source);
+// The same from the file at `path`, its pair tests read one at a time (a 1,024 x 8 file's
+// 4 M pair records are never one document). Throws UsageError as read_results_file does.
+RunRows rows_of_file(const std::string& path, const std::string& who);
 // "node03:rail1-node07:rail1" for two NICs in either order.
 std::string link_name(const std::string& node_a, int rail_a, const std::string& node_b, int rail_b);
 
@@ -102,7 +114,7 @@ class Store {
   Ingested ingest(const RunRows& rows, const std::string& source);
 
   int schema_version() const;
-  // Runs, things, figures, findings.
+  // Rows per table: runs, things, figures, pair_tests, findings, drains.
   std::vector<std::pair<std::string, int64_t>> counts() const;
   // The things whose name is `text`; for a node's name, also its NICs.
   std::vector<ThingRef> find_things(const std::string& text) const;
@@ -121,6 +133,7 @@ class Store {
   std::string run_su(int64_t run) const;
 
  private:
+  std::vector<HistoryRun> link_history(const ThingRef& thing, int last) const;
   std::unique_ptr<Database> db_;
 };
 

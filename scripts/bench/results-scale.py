@@ -4,7 +4,8 @@ makes for N nodes x R rails with every rail pair test (build/tests/railbench_res
 validate's PairResult, link_stats, rail_matrices and lib/results' ResultsFile, figures
 seeded noise), its size, the write's seconds and peak RSS, then the seconds and peak RSS
 (`/usr/bin/time`'s %e and %M) of each reader: report, compare (the file against itself),
-export and export --pairs.
+export, export --pairs and db ingest (into a new store: then its size and the time of a
+history and a trends query).
 
   scripts/bench/results-scale.py BUILD_DIR [--sizes 256x8,1024x8] [--counters] [--keep DIR]
 """
@@ -51,9 +52,18 @@ def main():
             for name, args in (("report", [rb, "report", su, "-o", os.path.join(work, "r.html")]),
                                ("compare", [rb, "compare", su, su]),
                                ("export", [rb, "export", su, "-o", os.path.join(work, "m.prom")]),
-                               ("export --pairs", [rb, "export", su, "--pairs", "-o", os.path.join(work, "m.prom")])):
+                               ("export --pairs", [rb, "export", su, "--pairs", "-o", os.path.join(work, "m.prom")]),
+                               ("db ingest", [rb, "db", "ingest", su, "--db", os.path.join(work, "s%s.db" % size)])):
                 s, mb = timed(args)
                 print("%-34s %8.2f s  peak RSS %8.0f MB" % ("read: " + name, s, mb))
+            db = os.path.join(work, "s%s.db" % size)
+            print("%-34s %8.0f MB" % ("store after one run", sum(
+                os.path.getsize(db + x) for x in ("", "-wal") if os.path.exists(db + x)) / 1e6))
+            for name, args in (("history of a NIC", [rb, "history", "gpu0001:rail0", "--db", db]),
+                               ("history of a pair link", [rb, "history", "gpu0001:rail0-gpu0002:rail0", "--db", db]),
+                               ("db trends", [rb, "db", "trends", "--db", db, "--since", "all"])):
+                s, mb = timed(args)
+                print("%-34s %8.2f s  peak RSS %8.0f MB" % ("query: " + name, s, mb))
             if not a.keep:
                 os.remove(su)
     finally:

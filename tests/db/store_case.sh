@@ -34,7 +34,8 @@ for i in "${!pids[@]}"; do
 done
 "$rb" db info --db "$work/fleet.db" | tee "$work/info.out"
 grep -qE '^ +runs +8$' "$work/info.out" || fail "eight runs ingested at once, but the store does not hold eight"
-grep -qE '^ +figures +960$' "$work/info.out" || fail "eight runs of 120 figures each should be 960 figures"
+grep -qE '^ +figures +448$' "$work/info.out" || fail "eight runs of 56 figures each should be 448 figures"
+grep -qE '^ +pair_tests +128$' "$work/info.out" || fail "eight runs of 16 pair tests each should be 128 pair tests"
 
 echo "== 2. a damaged store: the run is unaffected"
 printf 'not a database, only text long enough to fill a header page\n' >"$work/damaged.db"

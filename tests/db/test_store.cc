@@ -50,15 +50,19 @@ TEST_CASE("store: a validate file's NICs, pair links and findings, with each NIC
   CHECK(r.run.su == "netns-4x2");
   CHECK(r.run.started_at == "2026-11-23T16:53:43Z");
   CHECK(r.run.key.rfind("legacy-", 0) == 0);  // written before files had a run_id
-  int nic = 0, link = 0;
+  int nic = 0;
   double slow_tx_of_rail = 0;
   for (const auto& f : r.figures) {
     nic += f.thing_kind == "nic" && f.metric == "tx";
-    link += f.thing_kind == "link" && f.metric == "bw a->b";
     if (f.thing == "node03:rail1" && f.metric == "tx/rail") slow_tx_of_rail = f.value;
   }
-  CHECK(nic == 8);    // 4 nodes x 2 rails
-  CHECK(link == 16);  // 6 pairs per rail, and 4 cross-rail spot checks
+  CHECK(nic == 8);              // 4 nodes x 2 rails
+  CHECK(r.pairs.size() == 16);  // 6 pairs per rail, and 4 cross-rail spot checks
+  CHECK(r.nodes.size() == 4);
+  // Read from the file, its pairs one at a time: the same rows.
+  const RunRows streamed = rows_of_file(std::string(RAILBENCH_COMPARE_FIXTURES) + "/validate-netns-slow.json", "t");
+  CHECK(streamed.pairs.size() == r.pairs.size());
+  CHECK(streamed.figures.size() == r.figures.size());
   CHECK(slow_tx_of_rail == Approx(0.52).margin(0.02));
   REQUIRE(r.findings.size() == 1);
   CHECK(r.findings[0].thing_kind == "nic");
@@ -98,6 +102,16 @@ TEST_CASE("store: a run ingested twice is kept once, and a thing's history lists
   REQUIRE(h[1].findings.size() == 1);
   CHECK_THAT(h[1].findings[0], Catch::StartsWith("FAIL bandwidth"));
   CHECK(s.history(found[0], 1).size() == 1);
+  // A pair test's link, named in either order: its two runs, a->b as the name's order.
+  const auto link = s.find_things("node03:rail1-node01:rail1");
+  REQUIRE(link.size() == 1);
+  CHECK(link[0].name == "node01:rail1-node03:rail1");
+  const auto lh = s.history(link[0], 30);
+  REQUIRE(lh.size() == 2);
+  REQUIRE(lh[1].figures.size() == 4);
+  CHECK(lh[1].figures[0].first == "bw a->b");
+  CHECK(lh[1].figures[0].second < 0.8 * lh[0].figures[0].second);  // node03 rail1 was slowed in the second
+  CHECK(count_of(s, "pair_tests") == 32);
   // The newest validate of the SU and the one before it that passed.
   const auto la = s.latest_and_accepted();
   REQUIRE(la.size() == 1);

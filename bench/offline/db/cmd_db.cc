@@ -13,7 +13,6 @@
 #include "bench/offline/db/db_options.h"
 #include "bench/offline/db/trends.h"
 #include "lib/core/errors.h"
-#include "lib/results/read.h"
 #include "lib/store/store.h"
 
 namespace railbench {
@@ -35,8 +34,7 @@ int run_ingest(const DbOptions& opt) {
   store::Store s(path, store::Store::Mode::write);
   int added = 0, present = 0;
   for (const auto& file : opt.files) {
-    const auto doc = read_results_file(file, "db ingest");
-    const auto r = s.ingest(store::rows_of(doc, file), file);
+    const auto r = s.ingest(store::rows_of_file(file, "db ingest"), file);
     if (r.added) {
       ++added;
       fmt::print("{}: run {} ({} figures, {} findings)\n", file, r.key, r.figures, r.findings);
@@ -167,7 +165,7 @@ const bool cmd_db_registered = register_subcommand(Subcommand{
                                             "findings new since each SU's last accepted run");
       db_option(*trends);
       trends->add_option("--since", opt->since, "Only runs this recent: 30d, 12w, 48h, or all (default 90d)");
-      trends->add_option("--window", opt->trend.window, "The last runs of each link that are judged (default 8)")
+      trends->add_option("--window", opt->trend.window, "The last runs of each link that are judged (default 20)")
           ->check(CLI::Range(3, 1000));
       trends->add_option("--repeat", opt->repeat, "Drained this many times is a repeat offender (default 2)")
           ->check(CLI::Range(1, 1000));

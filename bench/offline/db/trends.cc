@@ -13,19 +13,21 @@ struct Fit {
   double slope = 0, intercept = 0, residual_sd = 0;
 };
 
-// Least squares of y over x.
-Fit fit(const std::vector<double>& x, const std::vector<double>& y) {
-  const double n = static_cast<double>(x.size());
-  double mx = 0, my = 0;
-  for (size_t i = 0; i < x.size(); ++i) mx += x[i] / n, my += y[i] / n;
-  double sxx = 0, sxy = 0;
-  for (size_t i = 0; i < x.size(); ++i) sxx += (x[i] - mx) * (x[i] - mx), sxy += (x[i] - mx) * (y[i] - my);
+// Theil-Sen over the runs' order 0..n-1: the slope is the median of every pair's slope,
+// the intercept the median of y - slope x, and the residuals' spread 1.4826 x their MAD.
+// One run that the host's load moved (a rail's median slowed by its neighbours while the
+// link itself was capped) moves none of the three, as it would a least-squares line.
+Fit fit(const std::vector<double>& y) {
+  std::vector<double> slopes;
+  for (size_t i = 0; i < y.size(); ++i)
+    for (size_t j = i + 1; j < y.size(); ++j) slopes.push_back((y[j] - y[i]) / static_cast<double>(j - i));
   Fit f;
-  f.slope = sxx > 0 ? sxy / sxx : 0;
-  f.intercept = my - f.slope * mx;
-  double ss = 0;
-  for (size_t i = 0; i < x.size(); ++i) ss += std::pow(y[i] - (f.intercept + f.slope * x[i]), 2);
-  f.residual_sd = x.size() > 2 ? std::sqrt(ss / (n - 2)) : 0;
+  f.slope = median(slopes);
+  std::vector<double> at_zero, residuals;
+  for (size_t i = 0; i < y.size(); ++i) at_zero.push_back(y[i] - f.slope * static_cast<double>(i));
+  f.intercept = median(at_zero);
+  for (size_t i = 0; i < y.size(); ++i) residuals.push_back(y[i] - (f.intercept + f.slope * static_cast<double>(i)));
+  f.residual_sd = scaled_mad(residuals);
   return f;
 }
 
@@ -78,14 +80,15 @@ std::vector<Drift> drifting(const std::vector<store::Series>& series, bool highe
     const auto w = last_window(s, opt.window);
     if (static_cast<int>(w.size()) < opt.min_runs) continue;
     if (!std::all_of(w.begin(), w.end(), [](const store::SeriesPoint& p) { return p.passed; })) continue;
-    std::vector<double> x, y;
-    for (size_t i = 0; i < w.size(); ++i) x.push_back(static_cast<double>(i)), y.push_back(w[i].value);
-    const Fit f = fit(x, y);
+    std::vector<double> y;
+    for (const auto& p : w) y.push_back(p.value);
+    const Fit f = fit(y);
     const double first = f.intercept, last = f.intercept + f.slope * static_cast<double>(w.size() - 1);
     const double change = last - first;
     const bool worse = higher_better ? change < 0 : change > 0;
     const double noise = std::max(f.residual_sd, fleet_noise);
-    // The slope's standard error under that noise, over the window's runs 0..n-1.
+    // The slope's standard error under that noise, over the window's runs 0..n-1 (as for
+    // least squares: Theil-Sen's is a little wider, which the z margin absorbs).
     const double n = static_cast<double>(w.size());
     const double slope_se = noise / std::sqrt(n * (n * n - 1) / 12);
     if (!worse || std::abs(f.slope) <= z * slope_se) continue;

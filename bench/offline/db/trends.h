@@ -10,7 +10,7 @@
 namespace railbench::db {
 
 struct TrendOptions {
-  int window = 8;            // the last runs of a thing that are judged
+  int window = 20;           // the last runs of a thing that are judged
   int min_runs = 4;          // fewer runs: no trend is judged
   double noise_k = 3;        // the least z (slope over its standard error) a drift needs
   double min_change = 0.02;  // ... and this fraction of the thing's level
@@ -29,9 +29,9 @@ struct Drift {
 };
 
 // Things whose metric moved the wrong way over their last window of runs, each of which
-// passed (no finding named the thing): the least-squares slope over the runs' order is
-// more than z standard errors from flat, the error taken with the larger of the window's
-// own residual noise and the median run-to-run noise of every thing of the same metric,
+// passed (no finding named the thing): the Theil-Sen slope over the runs' order is more
+// than z standard errors from flat, the error taken with the larger of the window's own
+// residual noise (scaled MAD) and the median run-to-run noise of every thing of the metric,
 // and z large enough that a fleet without drift is named by chance in 1 call of 100
 // (Bonferroni over the things judged; at least noise_k); and it moved by more than
 // min_change of its level.
