@@ -48,6 +48,7 @@ CREATE TABLE figures (
   PRIMARY KEY (thing, metric, run)
 ) WITHOUT ROWID;
 CREATE INDEX figures_run ON figures(run);
+CREATE INDEX figures_metric ON figures(metric, thing, run);  -- trends: one metric of every thing
 CREATE TABLE findings (
   id INTEGER PRIMARY KEY,
   run INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,

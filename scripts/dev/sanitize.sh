@@ -41,7 +41,7 @@ source "$root/scripts/lib/ctest.sh"
 # seven more mpi cases: what a change to those paths should be run with by hand.
 asan_targets=(railbench fi_reference railbench_unit_tests railbench_bench_unit_tests railbench_compare_unit_tests
   railbench_csv_unit_tests railbench_hostlist_tool railbench_kvcache_unit_tests railbench_report_unit_tests
-  railbench_validate_unit_tests railbench_with_fake railbench_rendezvous_sim)
+  railbench_validate_unit_tests railbench_with_fake railbench_rendezvous_sim railbench_db_unit_tests)
 asan_mpi=(
   "allreduce -np 4 ofi:tcp -c" "alltoall -np 3 ofi:shm --window 1 -c"
   "sendrecv --verb write --write-latency imm -np 2 ofi:shm -c"
