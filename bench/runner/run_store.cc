@@ -39,7 +39,13 @@ void ingest_into_run_store(const CommonOptions& options, const std::string& stor
   if (store.empty() || options.json_path.empty()) return;
   const std::string& file = options.json_path;
   std::error_code ec;
-  if (!std::filesystem::is_regular_file(file, ec)) return;  // a device or fifo (/dev/stdout): nothing to read back
+  if (!std::filesystem::is_regular_file(file, ec)) {
+    fmt::print(stderr,
+               "railbench: warning: --db: the results went to {}, which is not a file to read back: nothing was put "
+               "into the run store {}; give --json a file (or leave --json out to write one beside the store)\n",
+               file, store);
+    return;
+  }
   try {
     const auto rows = store::rows_of_file(file, "--db");
     store::Store s(store, store::Store::Mode::write);

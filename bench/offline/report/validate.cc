@@ -100,9 +100,12 @@ std::string findings_table(const RunContext& ctx, const nlohmann::json& doc, con
     if (f.node >= 0 && f.rail >= 0)
       where = fmt::format("<a href=\"#{}\">{}</a>", link_anchor(ctx, v, f.rail, f.node), where);
     const std::string unit = text_at(j, "unit");
-    t.row({fmt::format("{}", f.number), esc(f.severity), esc(f.kind), where,
-           num(number_at(j, "measured")) + " " + esc(unit), num(number_at(j, "expected")) + " " + esc(unit),
-           esc(f.reason)},
+    // The reason code a scheduler or a ticket keys on (the validate guide's table); a file
+    // from before the codes has none, and its kind says what it was.
+    const std::string code = text_at(j, "code");
+    const std::string check = code.empty() ? esc(f.kind) : fmt::format("{}<br><code>{}</code>", esc(f.kind), esc(code));
+    t.row({fmt::format("{}", f.number), esc(f.severity), check, where, num(number_at(j, "measured")) + " " + esc(unit),
+           num(number_at(j, "expected")) + " " + esc(unit), esc(f.reason)},
           f.severity == "FAIL"   ? "bad"
           : f.severity == "WARN" ? "warn"
                                  : "",
