@@ -198,6 +198,36 @@ void collective_figures(const json& doc, RunRows& out) {
   }
 }
 
+// kvcache: per mode and token count, the rate and the request time p50 and p99.
+void kvcache_figures(const json& doc, RunRows& out) {
+  for (const auto& r : doc.value("results", json::array())) {
+    if (!r.contains("mode") || !r.contains("tokens")) continue;
+    const std::string name = fmt::format("kvcache {} {} tokens", text(r, "mode"), r.value("tokens", 0));
+    out.figures.push_back({"kvcache", name, "GB/s", "GB/s", number(r, "gbps")});
+    if (r.contains("request_us") && r.at("request_us").is_object()) {
+      out.figures.push_back({"kvcache", name, "request p50", "us", number(r.at("request_us"), "p50")});
+      out.figures.push_back({"kvcache", name, "request p99", "us", number(r.at("request_us"), "p99")});
+    }
+  }
+}
+
+// workload: the step's time p50 and p99 and its exposed communication p50, as the
+// summary has them; the thing is the model and its parallel layout (config.spec).
+void workload_figures(const json& doc, RunRows& out) {
+  if (!doc.contains("summary") || !doc.at("summary").contains("step_us")) return;
+  const json& s = doc.at("summary");
+  const json& config = doc.value("config", json::object());
+  const json& c = config.value("spec", json::object());
+  std::string name = "workload";
+  for (const char* k : {"model", "tp", "pp", "dp", "ep"})
+    if (c.contains(k) && (c.at(k).is_string() || c.at(k).is_number_integer()))
+      name += c.at(k).is_string() ? " " + c.at(k).get<std::string>() : fmt::format(" {}{}", k, c.at(k).get<int>());
+  out.figures.push_back({"workload", name, "step p50", "us", number(s.at("step_us"), "p50")});
+  out.figures.push_back({"workload", name, "step p99", "us", number(s.at("step_us"), "p99")});
+  if (s.contains("exposed_us"))
+    out.figures.push_back({"workload", name, "exposed p50", "us", number(s.at("exposed_us"), "p50")});
+}
+
 void sendrecv_figures(const json& doc, RunRows& out) {
   std::vector<std::string> host_of_rank;
   if (doc.contains("world") && doc.at("world").contains("ranks"))
@@ -262,6 +292,10 @@ RunRows rows_of(const json& doc, const std::string& source) {
     validate_findings(doc, nodes, out);
   } else if (r.command == "sendrecv") {
     sendrecv_figures(doc, out);
+  } else if (r.command == "kvcache") {
+    kvcache_figures(doc, out);
+  } else if (r.command == "workload") {
+    workload_figures(doc, out);
   } else {
     collective_figures(doc, out);
   }

@@ -83,6 +83,16 @@ TEST_CASE("store: a fabric run's links and its switch-port drain, collectives pe
   CHECK(one_meg);
   CHECK_THROWS_WITH(rows_of(json{{"schema", "other"}}, "x.json"),
                     Catch::Contains("x.json") && Catch::Contains("--json"));
+  // kvcache per mode and token count, workload per model and layout (tests/report/fixtures).
+  const std::string report_fixtures = std::string(RAILBENCH_COMPARE_FIXTURES) + "/../../report/fixtures/";
+  const RunRows kv = rows_of(read_results_file(report_fixtures + "kvcache-base.json"), "kv");
+  bool contiguous = false;
+  for (const auto& x : kv.figures) contiguous |= x.thing == "kvcache contiguous 40 tokens" && x.metric == "GB/s";
+  CHECK(contiguous);
+  const RunRows w = rows_of(read_results_file(report_fixtures + "workload.json"), "w");
+  REQUIRE(w.figures.size() == 3);
+  CHECK(w.figures[0].thing == "workload tiny-moe tp2 pp1 dp2 ep2");
+  CHECK(w.figures[0].metric == "step p50");
 }
 
 TEST_CASE("store: a run ingested twice is kept once, and a thing's history lists its runs in order", "[db]") {
