@@ -171,24 +171,26 @@ def file_appears(name):
     return proof
 
 
-def stdout_has(pattern):
-    def proof(base, run):
-        if not re.search(pattern, run.out, re.M):
-            return f"stdout lacks /{pattern}/ (exit {run.rc}): {run.out.strip()[-300:]} {run.err.strip()[-300:]}"
-        return "" if not re.search(pattern, base.out, re.M) else f"/{pattern}/ in the baseline's stdout too"
+def output_has(stream, pattern):
+    """The run's stdout ("out") or stderr ("err") matches `pattern` and the baseline's does not."""
+    what = {"out": "stdout", "err": "stderr"}[stream]
 
-    proof.__doc__ = f"stdout /{pattern}/"
+    def proof(base, run):
+        if not re.search(pattern, getattr(run, stream), re.M):
+            return (f"{what} lacks /{pattern}/ (exit {run.rc}): {run.out.strip()[-300:]} "
+                    f"{run.err.strip()[-300:]}")
+        return "" if not re.search(pattern, getattr(base, stream), re.M) else f"/{pattern}/ in the baseline's {what} too"
+
+    proof.__doc__ = f"{what} /{pattern}/"
     return proof
+
+
+def stdout_has(pattern):
+    return output_has("out", pattern)
 
 
 def stderr_has(pattern):
-    def proof(base, run):
-        if not re.search(pattern, run.err, re.M):
-            return f"stderr lacks /{pattern}/ (exit {run.rc}): {run.err.strip()[-300:]}"
-        return "" if not re.search(pattern, base.err, re.M) else f"/{pattern}/ in the baseline's stderr too"
-
-    proof.__doc__ = f"stderr /{pattern}/"
-    return proof
+    return output_has("err", pattern)
 
 
 def file_differs(name):
