@@ -34,13 +34,13 @@ esac
 
 # run: mpirun launches the ranks; libfabric's, UCX's and verbs' libraries with the NICs'
 # providers (mlx5, efa, rxe, ...); fi_info for `railbench info`'s provider list; GLPK,
-# the solver of validate's fabric localization.
+# the solver of validate's fabric localization; SQLite and libpq, the run store's engines.
 packages=(openmpi-bin libfabric1 libfabric-bin libucx0 libibverbs1 librdmacm1 ibverbs-providers
-  libfmt9 libglpk40 libsqlite3-0 python3 iproute2 procps)
+  libfmt9 libglpk40 libsqlite3-0 libpq5 python3 iproute2 procps)
 if [[ $purpose != run ]]; then
   packages+=(build-essential cmake ninja-build pkg-config git
     libfabric-dev libucx-dev libibverbs-dev librdmacm-dev libopenmpi-dev
-    libcli11-dev nlohmann-json3-dev libfmt-dev libglpk-dev libsqlite3-dev)
+    libcli11-dev nlohmann-json3-dev libfmt-dev libglpk-dev libsqlite3-dev libpq-dev)
 fi
 if [[ $purpose != run && $purpose != build ]]; then
   # cpack's DEB generator: dpkg-shlibdeps for Depends, file to find the binaries; mount
@@ -69,6 +69,8 @@ if [[ $purpose == test || $purpose == all ]]; then
   # The simulated multi-spine fabric's test and the flow probes' test: traceroute as the paths' oracle, nftables
   # for its lossy and blackholed links (scripts/netns-su/fault.sh).
   packages+=(traceroute nftables)
+  # The run store's PostgreSQL test starts a throwaway server of its own (initdb, pg_ctl).
+  packages+=(postgresql)
 fi
 
 missing=()

@@ -22,14 +22,14 @@ std::string prepare_run_store(CommonOptions& options, const std::string& command
     gmtime_r(&t, &tm);
     char stamp[32];
     std::strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ", &tm);
-    const auto dir = std::filesystem::path(store).parent_path() / "results";
+    const auto dir = std::filesystem::path(store::results_folder(store));
     std::error_code ec;
     std::filesystem::create_directories(dir, ec);
     if (ec)
       throw UsageError(
           fmt::format("--db {}: cannot make {} for the results file ({}): give --json FILE, or a store "
                       "in a writable folder",
-                      store, dir.string(), ec.message()));
+                      store::store_name(store), dir.string(), ec.message()));
     options.json_path = (dir / fmt::format("{}-{}-{}.json", command, stamp, getpid())).string();
   }
   return store;
@@ -43,20 +43,20 @@ void ingest_into_run_store(const CommonOptions& options, const std::string& stor
     fmt::print(stderr,
                "railbench: warning: --db: the results went to {}, which is not a file to read back: nothing was put "
                "into the run store {}; give --json a file (or leave --json out to write one beside the store)\n",
-               file, store);
+               file, store::store_name(store));
     return;
   }
   try {
     const auto rows = store::rows_of_file(file, "--db");
     store::Store s(store, store::Store::Mode::write);
     const auto r = s.ingest(rows, file);
-    fmt::print(stderr, "railbench: run store {}: run {} {} ({} figures, {} findings)\n", store, r.key,
-               r.added ? "added" : "was there already", r.figures, r.findings);
+    fmt::print(stderr, "railbench: run store {}: run {} {} ({} figures, {} findings)\n", store::store_name(store),
+               r.key, r.added ? "added" : "was there already", r.figures, r.findings);
   } catch (const std::exception& e) {
     fmt::print(stderr,
                "railbench: warning: --db: {}; the results file {} is kept: put it into the store later with "
                "railbench db ingest {} --db {}\n",
-               e.what(), file, file, store);
+               e.what(), file, file, store::store_name(store));
   }
 }
 

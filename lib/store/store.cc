@@ -16,8 +16,8 @@
 #include <fmt/format.h>
 
 #include "lib/core/errors.h"
+#include "lib/store/database.h"
 #include "lib/store/schema.h"
-#include "lib/store/sqlite.h"
 
 namespace railbench::store {
 
@@ -50,6 +50,11 @@ void make_parent(const std::string& path) {
 
 std::unique_ptr<Database> open_database(const std::string& path, Store::Mode mode) {
   const bool write = mode == Store::Mode::write;
+  if (is_postgres_url(path)) {
+    auto db = open_postgres(path, !write, kBusyTimeoutMs);
+    migrate(*db, write);
+    return db;
+  }
   if (!write && access(path.c_str(), F_OK) != 0)
     throw IoError(
         fmt::format("run store {}: there is none: ingest runs first (railbench db ingest FILE..., or --db "
@@ -63,7 +68,7 @@ std::unique_ptr<Database> open_database(const std::string& path, Store::Mode mod
                       "store with --db PATH",
                       path));
   }
-  auto db = std::make_unique<Database>(path, !write, write, kBusyTimeoutMs);
+  auto db = open_sqlite(path, !write, write, kBusyTimeoutMs);
   try {
     if (write) {
       db->exec("PRAGMA journal_mode = WAL");
@@ -86,7 +91,7 @@ int64_t thing_id(Database& db, std::map<std::pair<std::string, std::string>, int
                  const std::string& name) {
   const auto key = std::make_pair(kind, name);
   if (const auto it = cache.find(key); it != cache.end()) return it->second;
-  auto ins = db.prepare("INSERT OR IGNORE INTO things(kind, name) VALUES (?, ?)");
+  auto ins = db.prepare("INSERT INTO things(kind, name) VALUES (?, ?) ON CONFLICT DO NOTHING");
   ins.bind(1, kind).bind(2, name).run();
   auto sel = db.prepare("SELECT id FROM things WHERE kind = ? AND name = ?");
   sel.bind(1, kind).bind(2, name);
@@ -113,7 +118,9 @@ void insert_pairs(Database& db, std::map<std::pair<std::string, std::string>, in
     return &it->second;
   };
   auto st = db.prepare(
-      "INSERT OR REPLACE INTO pair_tests(a, b, run, bw_ab, bw_ba, lat_p50, lat_p99) VALUES (?, ?, ?, ?, ?, ?, ?)");
+      "INSERT INTO pair_tests(a, b, run, bw_ab, bw_ba, lat_p50, lat_p99) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (a, "
+      "b, run) DO UPDATE SET bw_ab = excluded.bw_ab, bw_ba = excluded.bw_ba, lat_p50 = excluded.lat_p50, lat_p99 = "
+      "excluded.lat_p99");
   for (const PairRow& p : rows.pairs) {
     const End* a = end(p.node_a, p.rail_a);
     const End* b = end(p.node_b, p.rail_b);
@@ -139,13 +146,31 @@ bool split_link(const std::string& text, std::string& a, std::string& b) {
 
 }  // namespace
 
+namespace {
+
+// $XDG_DATA_HOME/railbench, else ~/.local/share/railbench.
+std::string data_folder() {
+  if (const char* xdg = std::getenv("XDG_DATA_HOME"); xdg && *xdg) return std::string(xdg) + "/railbench";
+  if (const char* home = std::getenv("HOME"); home && *home) return std::string(home) + "/.local/share/railbench";
+  throw UsageError("run store: no --db PATH, RAILBENCH_DB, XDG_DATA_HOME or HOME to place it: give --db PATH");
+}
+
+}  // namespace
+
 std::string store_path(const std::string& given) {
   if (!given.empty()) return given;
   if (const char* env = std::getenv("RAILBENCH_DB"); env && *env) return env;
-  if (const char* xdg = std::getenv("XDG_DATA_HOME"); xdg && *xdg) return std::string(xdg) + "/railbench/railbench.db";
-  if (const char* home = std::getenv("HOME"); home && *home)
-    return std::string(home) + "/.local/share/railbench/railbench.db";
-  throw UsageError("run store: no --db PATH, RAILBENCH_DB, XDG_DATA_HOME or HOME to place it: give --db PATH");
+  return data_folder() + "/railbench.db";
+}
+
+std::string results_folder(const std::string& store) {
+  if (is_postgres_url(store)) return data_folder() + "/results";
+  const auto parent = std::filesystem::path(store).parent_path();
+  return (parent.empty() ? std::filesystem::path("results") : parent / "results").string();
+}
+
+std::string store_name(const std::string& store) {
+  return is_postgres_url(store) ? redact_url(store) : store;
 }
 
 std::optional<double> days_of(const std::string& iso) {
@@ -175,9 +200,7 @@ Store::Store(const std::string& path, Mode mode) : db_(open_database(path, mode)
 Store::~Store() = default;
 
 int Store::schema_version() const {
-  auto st = db_->prepare("PRAGMA user_version");
-  st.step();
-  return static_cast<int>(st.int_at(0));
+  return db_->schema_version();
 }
 
 Store::Ingested Store::ingest(const RunRows& rows, const std::string& source) {
@@ -195,15 +218,18 @@ Store::Ingested Store::ingest(const RunRows& rows, const std::string& source) {
   const RunRow& r = rows.run;
   auto run = db_->prepare(
       "INSERT INTO runs(run_key, command, started_at, t_days, finished_at, status, verdict, transport, su, hosts, "
-      "version, config, source, ingested_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+      "version, config, source, ingested_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id");
   run.bind(1, r.key).bind(2, r.command).bind(3, r.started_at).bind(4, *t_days).bind(5, r.finished_at);
   run.bind(6, r.status).bind(7, r.verdict).bind(8, r.transport).bind(9, r.su).bind(10, r.hosts);
   run.bind(11, r.version).bind(12, r.config).bind(13, source).bind(14, now_utc());
-  run.run();
-  const int64_t run_id = db_->last_insert_id();
+  run.step();
+  const int64_t run_id = run.int_at(0);
+  run.reset();
 
   std::map<std::pair<std::string, std::string>, int64_t> things;
-  auto fig = db_->prepare("INSERT OR REPLACE INTO figures(thing, metric, run, unit, value) VALUES (?, ?, ?, ?, ?)");
+  auto fig = db_->prepare(
+      "INSERT INTO figures(thing, metric, run, unit, value) VALUES (?, ?, ?, ?, ?) ON CONFLICT (thing, metric, run) DO "
+      "UPDATE SET unit = excluded.unit, value = excluded.value");
   for (const FigureRow& f : rows.figures) {
     fig.bind(1, thing_id(*db_, things, f.thing_kind, f.thing)).bind(2, f.metric).bind(3, run_id);
     fig.bind(4, f.unit).bind(5, f.value).run();
@@ -219,7 +245,7 @@ Store::Ingested Store::ingest(const RunRows& rows, const std::string& source) {
     find.bind(3, f.severity).bind(4, f.kind).bind(5, f.code).bind(6, f.subject).bind(7, f.reason).run();
   }
   insert_pairs(*db_, things, rows, run_id);
-  auto drain = db_->prepare("INSERT OR IGNORE INTO drains(run, thing, reason) VALUES (?, ?, ?)");
+  auto drain = db_->prepare("INSERT INTO drains(run, thing, reason) VALUES (?, ?, ?) ON CONFLICT DO NOTHING");
   for (const FindingRow& d : rows.drains)
     drain.bind(1, run_id).bind(2, thing_id(*db_, things, d.thing_kind, d.thing)).bind(3, d.reason).run();
   t.commit();
@@ -327,8 +353,9 @@ std::vector<HistoryRun> Store::history(const ThingRef& thing, int last) const {
 std::vector<Series> Store::series(const std::string& metric, double since_days) const {
   std::vector<Series> out;
   auto st = db_->prepare(
-      "SELECT t.kind, t.name, f.unit, r.id, r.t_days, f.value, EXISTS (SELECT 1 FROM findings x WHERE x.run = r.id "
-      "AND x.thing = t.id) FROM figures f JOIN things t ON t.id = f.thing JOIN runs r ON r.id = f.run WHERE "
+      "SELECT t.kind, t.name, f.unit, r.id, r.t_days, f.value, CASE WHEN EXISTS (SELECT 1 FROM findings x WHERE x.run "
+      "= r.id AND x.thing = t.id) THEN 1 ELSE 0 END FROM figures f JOIN things t ON t.id = f.thing JOIN runs r ON r.id "
+      "= f.run WHERE "
       "f.metric = ? AND r.t_days >= ? ORDER BY t.kind, t.name, r.t_days, r.id");
   st.bind(1, metric).bind(2, since_days);
   while (st.step()) {
@@ -387,11 +414,15 @@ std::vector<FindingRow> Store::findings_of(int64_t run) const {
 
 std::optional<double> Store::finding_limit(const std::string& metric) const {
   if (metric != "tx/rail" && metric != "rx/rail") return std::nullopt;
+  // The config is read here, not by the engine's JSON functions: SQLite's and PostgreSQL's differ.
   auto st = db_->prepare(
-      "SELECT json_extract(config, '$.rel_bw_below_median') FROM runs WHERE command = 'validate' AND "
-      "json_extract(config, '$.rel_bw_below_median') IS NOT NULL ORDER BY t_days DESC, id DESC LIMIT 1");
-  if (!st.step() || st.null_at(0)) return std::nullopt;
-  return 1 - st.double_at(0);
+      "SELECT config FROM runs WHERE command = 'validate' AND config LIKE '%\"rel_bw_below_median\"%' ORDER BY "
+      "t_days DESC, id DESC LIMIT 1");
+  if (!st.step()) return std::nullopt;
+  const auto config = nlohmann::json::parse(st.text_at(0), nullptr, false);
+  const auto it = config.is_object() ? config.find("rel_bw_below_median") : config.end();
+  if (it == config.end() || !it->is_number()) return std::nullopt;
+  return 1 - it->get<double>();
 }
 
 std::string Store::run_started(int64_t run) const {

@@ -1,4 +1,5 @@
-// The run store: every run's results in one SQLite database, so that a link's figures,
+// The run store: every run's results in one database (a SQLite file, or a PostgreSQL
+// server that a fleet's jobs share: database.h), so that a link's figures,
 // findings and drains can be read run by run across months (bench/offline/db/README.md).
 // The results file stays the record of truth; the store is built from results files and
 // can be rebuilt from them (`railbench db ingest`).
@@ -26,7 +27,14 @@ int current_schema_version();
 
 // Where the store is: `given` when not empty (--db PATH), else $RAILBENCH_DB, else
 // $XDG_DATA_HOME/railbench/railbench.db, else ~/.local/share/railbench/railbench.db.
+// Either a SQLite file's path or a PostgreSQL URL (postgresql://USER@HOST/DB).
 std::string store_path(const std::string& given);
+// Where a run with --db and no --json writes its results file: the folder `results`
+// beside a SQLite store; for a PostgreSQL store, $XDG_DATA_HOME/railbench/results (else
+// ~/.local/share/railbench/results).
+std::string results_folder(const std::string& store);
+// The store as messages name it: a PostgreSQL URL without its password.
+std::string store_name(const std::string& store);
 
 // ---- one run, as rows (ingest.cc; no database involved) ----
 struct RunRow {

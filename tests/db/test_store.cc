@@ -12,7 +12,7 @@
 
 #include "lib/core/errors.h"
 #include "lib/results/read.h"
-#include "lib/store/sqlite.h"
+#include "lib/store/database.h"
 #include "lib/store/store.h"
 
 using namespace railbench;
@@ -145,8 +145,8 @@ TEST_CASE("store: a newer, damaged, read-only or missing store is refused with t
                     Catch::Contains("none.db") && Catch::Contains("db ingest"));
   { Store s(dir.file("newer.db"), Store::Mode::write); }
   {
-    Database db(dir.file("newer.db"), false, false, 1000);
-    db.exec("PRAGMA user_version = 99");
+    const auto db = open_sqlite(dir.file("newer.db"), false, false, 1000);
+    db->set_schema_version(99);
   }
   CHECK_THROWS_AS(Store(dir.file("newer.db"), Store::Mode::write), UsageError);
   CHECK_THROWS_WITH(Store(dir.file("newer.db"), Store::Mode::read),
@@ -173,4 +173,20 @@ TEST_CASE("store: where the store is: --db, then RAILBENCH_DB, then XDG_DATA_HOM
   CHECK(days_of("1970-01-02T00:00:00Z") == Approx(1.0));
   CHECK(days_of("1970-01-02T01:00:00+01:00") == Approx(1.0));
   CHECK_FALSE(days_of("tomorrow"));
+}
+
+TEST_CASE("store: a PostgreSQL URL is told from a file, and its password never printed", "[db]") {
+  CHECK(is_postgres_url("postgresql://fleet@db1/railbench"));
+  CHECK(is_postgres_url("postgres://db1/railbench"));
+  CHECK_FALSE(is_postgres_url("/var/lib/railbench/postgresql://x"));
+  CHECK_FALSE(is_postgres_url("railbench.db"));
+  CHECK(redact_url("postgresql://fleet:s3cret@db1:5432/railbench") == "postgresql://fleet:***@db1:5432/railbench");
+  CHECK(redact_url("postgresql://db1/railbench?user=fleet&password=s3cret&sslmode=require") ==
+        "postgresql://db1/railbench?user=fleet&password=***&sslmode=require");
+  CHECK(redact_url("postgresql://fleet@/railbench?host=/run/pg") == "postgresql://fleet@/railbench?host=/run/pg");
+  CHECK(store_name("postgresql://fleet:s3cret@db1/railbench") == "postgresql://fleet:***@db1/railbench");
+  CHECK(results_folder("/data/rb/fleet.db") == "/data/rb/results");
+  setenv("XDG_DATA_HOME", "/x/data", 1);
+  CHECK(results_folder("postgresql://db1/railbench") == "/x/data/railbench/results");
+  unsetenv("XDG_DATA_HOME");
 }

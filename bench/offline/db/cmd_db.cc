@@ -43,14 +43,14 @@ int run_ingest(const DbOptions& opt) {
       fmt::print("{}: run {} is in the store already\n", file, r.key);
     }
   }
-  fmt::print("# {}: {} run(s) added, {} already there\n", path, added, present);
+  fmt::print("# {}: {} run(s) added, {} already there\n", store::store_name(path), added, present);
   return 0;
 }
 
 int run_info(const DbOptions& opt) {
   const std::string path = store::store_path(opt.db);
   store::Store s(path, store::Store::Mode::read);
-  fmt::print("store {}: schema version {}\n", path, s.schema_version());
+  fmt::print("store {}: schema version {}\n", store::store_name(path), s.schema_version());
   for (const auto& [table, n] : s.counts()) fmt::print("  {:<9} {}\n", table, n);
   return 0;
 }
@@ -75,12 +75,9 @@ int run_trends(const DbOptions& opt) {
   const std::string path = store::store_path(opt.db);
   store::Store s(path, store::Store::Mode::read);
   const double since = db::since_days(opt.since, std::time(nullptr));
-  json out{{"store", path},
-           {"since", opt.since},
-           {"drifting", json::array()},
-           {"flaky", json::array()},
-           {"repeat_offenders", json::array()},
-           {"new_since_accepted", json::array()}};
+  json out{{"store", store::store_name(path)},  {"since", opt.since},
+           {"drifting", json::array()},         {"flaky", json::array()},
+           {"repeat_offenders", json::array()}, {"new_since_accepted", json::array()}};
   std::vector<std::string> lines;
 
   for (const Judged& j : kDrift) {
@@ -136,7 +133,7 @@ int run_trends(const DbOptions& opt) {
   if (opt.json) {
     fmt::print("{}\n", out.dump(2));
   } else {
-    fmt::print("# railbench db trends: {} since {}\n", path, opt.since);
+    fmt::print("# railbench db trends: {} since {}\n", store::store_name(path), opt.since);
     for (const auto& l : lines) fmt::print("{}\n", l);
     fmt::print("# {} drifting, {} flaky, {} repeat offender(s), {} new since the last accepted run\n",
                out["drifting"].size(), out["flaky"].size(), out["repeat_offenders"].size(),

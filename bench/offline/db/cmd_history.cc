@@ -120,7 +120,7 @@ int run_history(const HistoryOptions& opt) {
   const std::string path = store::store_path(opt.db);
   store::Store s(path, store::Store::Mode::read);
   const auto things = resolve(s, opt.thing);
-  json all{{"store", path}, {"things", json::array()}};
+  json all{{"store", store::store_name(path)}, {"things", json::array()}};
   CsvTable table{{"thing", "run", "started_at", "command", "verdict", "findings"}, {}};
   for (const auto& t : things) {
     const auto runs = s.history(t, opt.last);
