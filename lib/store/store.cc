@@ -354,7 +354,7 @@ std::vector<Series> Store::series(const std::string& metric, double since_days) 
   std::vector<Series> out;
   auto st = db_->prepare(
       "SELECT t.kind, t.name, f.unit, r.id, r.t_days, f.value, CASE WHEN EXISTS (SELECT 1 FROM findings x WHERE x.run "
-      "= r.id AND x.thing = t.id) THEN 1 ELSE 0 END FROM figures f JOIN things t ON t.id = f.thing JOIN runs r ON r.id "
+      "= r.id AND x.thing = t.id AND x.severity = 'FAIL') THEN 1 ELSE 0 END FROM figures f JOIN things t ON t.id = f.thing JOIN runs r ON r.id "
       "= f.run WHERE "
       "f.metric = ? AND r.t_days >= ? ORDER BY t.kind, t.name, r.t_days, r.id");
   st.bind(1, metric).bind(2, since_days);
@@ -423,6 +423,27 @@ std::optional<double> Store::finding_limit(const std::string& metric) const {
   const auto it = config.is_object() ? config.find("rel_bw_below_median") : config.end();
   if (it == config.end() || !it->is_number()) return std::nullopt;
   return 1 - it->get<double>();
+}
+
+Store::NicValues Store::validate_nic_values(const std::string& su, const std::string& metric, int last_runs) const {
+  NicValues out;
+  auto runs = db_->prepare(
+      "SELECT id FROM runs WHERE command = 'validate' AND su = ? AND status = 'complete' ORDER BY t_days DESC, id "
+      "DESC LIMIT ?");
+  runs.bind(1, su).bind(2, static_cast<int64_t>(last_runs));
+  std::vector<int64_t> ids;
+  while (runs.step()) ids.push_back(runs.int_at(0));
+  out.runs = static_cast<int>(ids.size());
+  std::reverse(ids.begin(), ids.end());
+  auto st = db_->prepare(
+      "SELECT t.name, f.value FROM figures f JOIN things t ON t.id = f.thing WHERE f.run = ? AND f.metric = ? AND "
+      "t.kind = 'nic' ORDER BY t.name");
+  for (const int64_t id : ids) {
+    st.bind(1, id).bind(2, metric);
+    while (st.step()) out.values.emplace_back(st.text_at(0), st.double_at(1));
+    st.reset();
+  }
+  return out;
 }
 
 std::string Store::run_started(int64_t run) const {

@@ -88,7 +88,7 @@ struct SeriesPoint {
   int64_t run = 0;
   double t_days = 0;  // started_at, in days since the Unix epoch
   double value = 0;
-  bool passed = true;  // no finding named the thing in that run
+  bool passed = true;  // no FAIL finding named the thing in that run (a WARN is a pass)
 };
 struct Series {
   ThingRef thing;
@@ -137,6 +137,13 @@ class Store {
   // Where a finding starts for `metric`, from the newest validate run's config: for
   // "tx/rail" and "rx/rail", 1 - its rel_bw_below_median. nullopt when no run says.
   std::optional<double> finding_limit(const std::string& metric) const;
+  // One metric of every NIC over the newest `last_runs` complete validate runs of the SU
+  // named `su`, oldest first: the history validate --db judges a link against.
+  struct NicValues {
+    int runs = 0;                                        // how many runs it was drawn from
+    std::vector<std::pair<std::string, double>> values;  // (NIC, value)
+  };
+  NicValues validate_nic_values(const std::string& su, const std::string& metric, int last_runs) const;
   std::string run_started(int64_t run) const;
   std::string run_su(int64_t run) const;
 

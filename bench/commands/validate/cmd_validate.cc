@@ -12,6 +12,7 @@
 #include "bench/runner/results_run.h"
 #include "bench/runner/run_context.h"
 #include "lib/results/results.h"
+#include "lib/store/store.h"
 
 namespace railbench {
 
@@ -67,6 +68,28 @@ std::string drop_cross_rail_if_unbound(const std::string& transport, SuConfig& c
       transport);
 }
 
+// --db: rank 0 reads the run store's references for this SU, and every rank gets them
+// (the findings are judged alike everywhere). A store that is not there yet, or cannot be
+// read, leaves the judgement out with one line; the run itself goes on as without --db.
+std::optional<FleetHistory> share_fleet_history(Bootstrap& bootstrap, const CommonOptions& common, const SuConfig& c) {
+  if (!common.db) return std::nullopt;
+  std::string text;
+  if (bootstrap.rank() == 0) {
+    const std::string store = store::store_path(*common.db);
+    try {
+      text = to_json(load_fleet_history(store, c.name)).dump();
+    } catch (const std::exception& e) {
+      fmt::print(stderr,
+                 "railbench: validate --db: no history to judge the links against ({}); the run goes on, and is "
+                 "put into the store at its end\n",
+                 e.what());
+    }
+  }
+  const auto all = bootstrap.all_gather_strings(text);
+  if (all.front().empty()) return std::nullopt;
+  return fleet_history_from_json(json::parse(all.front()));
+}
+
 int run_validate(Bootstrap& bootstrap, CommonOptions common, const ValidateOptions& opt) {
   SuConfig c;
   ValidateBaseline baseline;
@@ -92,6 +115,7 @@ int run_validate(Bootstrap& bootstrap, CommonOptions common, const ValidateOptio
   bootstrap.set_timeout(std::max(bootstrap.timeout(), 8 * common.timeout_s + 30));
   common.transport = opt.transport.empty() ? c.transport : opt.transport;
   const std::string note = drop_cross_rail_if_unbound(common.transport, c);
+  const std::optional<FleetHistory> history = share_fleet_history(bootstrap, common, c);
   // The config's verbs settings, as --verbs-gid-index and --verbs-qps-per-peer would give them.
   common.transport_options["verbs-gid-index"] = c.gid_index;
   common.transport_options["verbs-qps-per-peer"] = c.qps_per_peer;
@@ -112,15 +136,17 @@ int run_validate(Bootstrap& bootstrap, CommonOptions common, const ValidateOptio
            // say when a drifting link will reach it (bench/offline/db/README.md).
            {"rel_bw_below_median", c.thresholds.rel_bw_below_median}};
   if (!opt.baseline.empty()) cfg["baseline"] = opt.baseline;
+  if (history) cfg["history"] = {{"store", history->store}, {"runs", history->runs}};
   if (burn_in.on()) cfg["burn_in"] = burn_in.describe();
   // No "channels": the pair tests' traffic is in the per-link results.
   ResultsRun results(ctx, cfg, ResultsEpilogue{.channels = false});
   int code = 0;
   results.measure([&] {
-    code = validate_phases(ctx, c, L,
-                           ValidateRun{common.transport, opt.inventory_only, opt.drain_list,
-                                       opt.baseline.empty() ? nullptr : &baseline, burn_in, note, opt.fabric_only},
-                           results);
+    code = validate_phases(
+        ctx, c, L,
+        ValidateRun{common.transport, opt.inventory_only, opt.drain_list, opt.baseline.empty() ? nullptr : &baseline,
+                    history ? &*history : nullptr, burn_in, note, opt.fabric_only},
+        results);
   });
   return code;
 }

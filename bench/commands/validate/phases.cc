@@ -762,6 +762,17 @@ int finish(ValidateState& s) {
       s.ctx.print(fmt::format("# baseline {}: {} link(s) judged against their accepted figures, {} new finding(s)",
                               s.run.baseline->path, judged, s.findings.size() - before));
     }
+    if (s.run.history) {
+      const size_t before = s.findings.size();
+      const int judged = judge_against_history(s.c, s.L.node_names, s.stats, *s.run.history, s.findings);
+      s.ctx.print(
+          judged > 0
+              ? fmt::format("# history {}: {} link(s) judged against their own last runs and the SU's links over {} "
+                            "run(s), {} new finding(s)",
+                            s.run.history->store, judged, s.run.history->runs, s.findings.size() - before)
+              : fmt::format("# history {}: {} earlier run(s) of {}, fewer than the {} a judgement needs",
+                            s.run.history->store, s.run.history->runs, s.run.history->su, kHistoryMinRuns));
+    }
     // Last: what the NICs counted is said on every link finding, the baseline's too.
     std::vector<PairResult> tested = s.rail_results;
     tested.insert(tested.end(), s.cross_results.begin(), s.cross_results.end());

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "bench/commands/validate/baseline.h"
+#include "bench/commands/validate/fleet_history.h"
 #include "bench/commands/validate/rank_layout.h"
 #include "bench/commands/validate/su_config.h"
 #include "bench/runner/burn_in.h"
@@ -22,6 +23,7 @@ struct ValidateRun {
   bool inventory_only = false;
   std::string drain_path;                      // --drain-list: the bad nodes as one hostlist, written by rank 0
   const ValidateBaseline* baseline = nullptr;  // --baseline: each link against its accepted figure
+  const FleetHistory* history = nullptr;       // --db: each link against the run store's history
   BurnInPlan burn_in;                          // --duration / --cycles: phase 2 repeated in windows
   std::string note;                            // a line printed under the header (a check left out, and why)
   bool fabric_only = false;                    // --fabric-only: stop after the fabric phase

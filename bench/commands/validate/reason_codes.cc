@@ -21,6 +21,7 @@ const char* reason_code(FindingKind k) {
     case FindingKind::interference: return reason::kTenantInterference;
     case FindingKind::bisection: return reason::kBisectionLow;
     case FindingKind::fabric: return reason::kFabricFault;
+    case FindingKind::history: return reason::kLinkBelowHistory;
   }
   return reason::kInventoryFault;
 }
@@ -51,6 +52,8 @@ const std::vector<ReasonCode>& all_reason_codes() {
       {r::kLinkBurnInDips, K::intermittent},
       {r::kLinkBelowBaseline, K::baseline},
       {r::kRailBelowBaseline, K::baseline},
+      {r::kLinkBelowHistory, K::history},
+      {r::kLinkBelowFleet, K::history},
       {r::kCountersHigh, K::counters},
       {r::kCountersErrors, K::counters},
       {r::kCountersDrops, K::counters},

@@ -38,6 +38,9 @@ inline constexpr const char* kLinkUnsteady = "RB-LINK-UNSTEADY";
 inline constexpr const char* kLinkBurnInDips = "RB-LINK-BURN-IN-DIPS";
 inline constexpr const char* kLinkBelowBaseline = "RB-LINK-BELOW-BASELINE";
 inline constexpr const char* kRailBelowBaseline = "RB-RAIL-BELOW-BASELINE";
+// validate --db: a link against what the run store remembers (fleet_history.h).
+inline constexpr const char* kLinkBelowHistory = "RB-LINK-BELOW-HISTORY";
+inline constexpr const char* kLinkBelowFleet = "RB-LINK-BELOW-FLEET";
 // A link's NIC counters during its pair tests.
 inline constexpr const char* kCountersHigh = "RB-COUNTERS-HIGH";
 inline constexpr const char* kCountersErrors = "RB-COUNTERS-ERRORS";

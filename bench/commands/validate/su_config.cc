@@ -138,6 +138,7 @@ void read_thresholds(const ConfigReader& r, const json& j, SuThresholds& t) {
           "spread_above_median",
           "link_downs_fail",
           "baseline_bw_below",
+          "history_bw_below",
           "burn_in_below_median",
           "allreduce_busbw_min_fraction",
           "alltoall_busbw_min_fraction",
@@ -158,6 +159,7 @@ void read_thresholds(const ConfigReader& r, const json& j, SuThresholds& t) {
   t.spread_above_median = r.number(j, w, "spread_above_median", t.spread_above_median, 0.01, 1);
   t.link_downs_fail = r.integer(j, w, "link_downs_fail", t.link_downs_fail, 1, 1000000);
   t.baseline_bw_below = r.number(j, w, "baseline_bw_below", t.baseline_bw_below, 0.001, 1);
+  t.history_bw_below = r.number(j, w, "history_bw_below", t.history_bw_below, 0.001, 1);
   t.counter_errors_fail = r.integer(j, w, "counter_errors_fail", t.counter_errors_fail, 0, 2000000000);
   t.counter_drops_warn = r.integer(j, w, "counter_drops_warn", t.counter_drops_warn, 0, 2000000000);
   t.counter_retransmits_warn = r.integer(j, w, "counter_retransmits_warn", t.counter_retransmits_warn, 0, 2000000000);

@@ -63,6 +63,9 @@ struct SuThresholds {
   // validate --baseline: a link whose bandwidth (either direction) is this far below its
   // own accepted figure in the baseline run is a finding, even above the absolute limit.
   double baseline_bw_below = 0.1;
+  // validate --db: a link is below its own history or the fleet's only when it is also
+  // this far (a fraction of its rail's median) under the reference (fleet_history.h).
+  double history_bw_below = 0.05;
   // burn-in (--duration / --cycles): a window in which a link's figure is below this
   // fraction of its rail's median is a low window; low in some windows = intermittent.
   double burn_in_below_median = 0.8;

@@ -201,6 +201,7 @@ const char* to_string(FindingKind k) {
     case FindingKind::interference: return "interference";
     case FindingKind::bisection: return "bisection";
     case FindingKind::fabric: return "fabric";
+    case FindingKind::history: return "history";
   }
   return "?";
 }
@@ -219,11 +220,12 @@ Severity parse_severity(const std::string& word, const std::string& field) {
 }
 
 FindingKind parse_finding_kind(const std::string& word, const std::string& field) {
-  return parse_word(word, field,
-                    {FindingKind::inventory, FindingKind::unreachable, FindingKind::bandwidth,
-                     FindingKind::bidirectional, FindingKind::latency, FindingKind::cross_rail, FindingKind::collective,
-                     FindingKind::intermittent, FindingKind::baseline, FindingKind::counters, FindingKind::cabling,
-                     FindingKind::isolation, FindingKind::interference, FindingKind::bisection, FindingKind::fabric});
+  return parse_word(
+      word, field,
+      {FindingKind::inventory, FindingKind::unreachable, FindingKind::bandwidth, FindingKind::bidirectional,
+       FindingKind::latency, FindingKind::cross_rail, FindingKind::collective, FindingKind::intermittent,
+       FindingKind::baseline, FindingKind::counters, FindingKind::cabling, FindingKind::isolation,
+       FindingKind::interference, FindingKind::bisection, FindingKind::fabric, FindingKind::history});
 }
 
 PairPhase parse_pair_phase(const std::string& word, const std::string& field) {

@@ -38,13 +38,14 @@ enum class FindingKind {
   isolation,     // tenants: one tenant reached another's node, or a port holds the wrong P_Key
   interference,  // tenants: a tenant's all-reduce slows while the others run theirs
   bisection,     // every pair of a cut between two halves of the nodes at once fell short (bisection.h)
-  fabric         // a leaf-spine link inside the fabric (fabric_phase.h): a switch port to fix, no host
+  fabric,        // a leaf-spine link inside the fabric (fabric_phase.h): a switch port to fix, no host
+  history        // well below its own history or the fleet's in the run store (validate --db, fleet_history.h)
 };
 enum class PairPhase { rail, cross, retest };  // rail checks, cross-rail spot checks, re-tests
 
 const char* to_string(Severity s);  // "FAIL", "WARN"
 const char* to_string(
-    FindingKind k);                  // "inventory", ..., "cabling", "isolation", "interference", "bisection", "fabric"
+    FindingKind k);  // "inventory", ..., "cabling", "isolation", "interference", "bisection", "fabric", "history"
 const char* to_string(PairPhase p);  // "rail", "cross", "retest"
 Severity parse_severity(const std::string& word, const std::string& field);
 FindingKind parse_finding_kind(const std::string& word, const std::string& field);

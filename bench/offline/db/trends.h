@@ -29,7 +29,7 @@ struct Drift {
 };
 
 // Things whose metric moved the wrong way over their last window of runs, each of which
-// passed (no finding named the thing): the Theil-Sen slope over the runs' order is more
+// passed (no FAIL finding named the thing): the Theil-Sen slope over the runs' order is more
 // than z standard errors from flat, the error taken with the larger of the window's own
 // residual noise (scaled MAD) and the median run-to-run noise of every thing of the metric,
 // and z large enough that a fleet without drift is named by chance in 1 call of 100
