@@ -354,7 +354,8 @@ std::vector<Series> Store::series(const std::string& metric, double since_days) 
   std::vector<Series> out;
   auto st = db_->prepare(
       "SELECT t.kind, t.name, f.unit, r.id, r.t_days, f.value, CASE WHEN EXISTS (SELECT 1 FROM findings x WHERE x.run "
-      "= r.id AND x.thing = t.id AND x.severity = 'FAIL') THEN 1 ELSE 0 END FROM figures f JOIN things t ON t.id = f.thing JOIN runs r ON r.id "
+      "= r.id AND x.thing = t.id AND x.severity = 'FAIL') THEN 1 ELSE 0 END FROM figures f JOIN things t ON t.id = "
+      "f.thing JOIN runs r ON r.id "
       "= f.run WHERE "
       "f.metric = ? AND r.t_days >= ? ORDER BY t.kind, t.name, r.t_days, r.id");
   st.bind(1, metric).bind(2, since_days);
