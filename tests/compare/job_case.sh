@@ -63,6 +63,12 @@ expect_grep "AllReduce at 8 ranks \(1M\): the results given have allreduce at 4 
 expect_grep "AllGather at 8 ranks \(1M\): the results given have no allgather figure" "$work/err"
 [[ $(wc -l <"$work/err") -eq 1 ]] || fail "expected one error line"
 
+# An empty Inspector file (a process that never finished a collective) is read as one.
+: >"$work/empty.log"
+job_rc 0 "$work/empty.log" "$fx/inspector-job" "$fx/allreduce-shm-4.json" "$fx/allgather-shm-4.json"
+job_rc 2 "$work/nosuch.log" "$fx/allreduce-shm-4.json"
+expect_grep "nosuch.log: no such file or directory" "$work/err"
+
 # Only results files, or compare's own options: said, exit 2.
 job_rc 2 "$fx/allreduce-shm-4.json" "$fx/allgather-shm-4.json"
 expect_grep "give the job's NCCL Inspector files" "$work/err"

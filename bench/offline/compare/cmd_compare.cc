@@ -2,6 +2,7 @@
 // worse beyond the threshold and beyond the noise of both runs is a regression (exit 1).
 // With --job, a real job's NCCL Inspector records against railbench's figures instead (job.h).
 // The judgement lives in bench/offline/compare/; this file is the command line.
+#include <filesystem>
 #include <memory>
 
 #include <fmt/format.h>
@@ -64,7 +65,16 @@ int run_compare_files_of_job(const CompareOptions& opt) {
   std::vector<std::string> files{opt.base, opt.next};
   files.insert(files.end(), opt.more.begin(), opt.more.end());
   std::vector<std::string> inspector, results;
-  for (const auto& f : files) (compare::looks_like_inspector(f) ? inspector : results).push_back(f);
+  for (const auto& f : files) {
+    std::error_code ec;
+    if (!std::filesystem::exists(f, ec)) {
+      throw UsageError(
+          fmt::format("compare --job: {}: no such file or directory: give the job's NCCL Inspector "
+                      "files (or their directory) and railbench results files",
+                      f));
+    }
+    (compare::looks_like_inspector(f) ? inspector : results).push_back(f);
+  }
   return compare::run_compare_job(inspector, results, opt.json_path);
 }
 

@@ -112,8 +112,8 @@ InspectorRecord parse_inspector_line(const std::string& line_text, const std::st
   return r;
 }
 
-std::vector<InspectorRecord> read_inspector_files(const std::vector<std::string>& paths) {
-  std::vector<InspectorRecord> out;
+void read_inspector_files(const std::vector<std::string>& paths,
+                          const std::function<void(const InspectorRecord&)>& visit) {
   for (const auto& file : expand(paths)) {
     std::ifstream in(file);
     if (!in) {
@@ -127,9 +127,14 @@ std::vector<InspectorRecord> read_inspector_files(const std::vector<std::string>
     while (std::getline(in, line_text)) {
       ++line;
       if (std::all_of(line_text.begin(), line_text.end(), [](unsigned char c) { return std::isspace(c); })) continue;
-      out.push_back(parse_inspector_line(line_text, file, line));
+      visit(parse_inspector_line(line_text, file, line));
     }
   }
+}
+
+std::vector<InspectorRecord> read_inspector_files(const std::vector<std::string>& paths) {
+  std::vector<InspectorRecord> out;
+  read_inspector_files(paths, [&](const InspectorRecord& r) { out.push_back(r); });
   return out;
 }
 
@@ -145,7 +150,8 @@ bool looks_like_inspector(const std::string& path) {
     // A results file (--json) is one indented document: its first line is "{" alone.
     return line_text[first] == '{' && line_text.find("coll_perf") != std::string::npos;
   }
-  return false;
+  // Empty: the Inspector opens its file at its first dump, before any collective ended.
+  return in.eof() && !in.bad() && std::filesystem::is_regular_file(path, ec);
 }
 
 std::string railbench_collective(const std::string& nccl_coll) {

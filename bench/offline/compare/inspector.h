@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -38,13 +39,17 @@ struct InspectorRecord {
 // Inspector's Prometheus output (NCCL_INSPECTOR_PROM_DUMP=1), and for a file that cannot
 // be read.
 std::vector<InspectorRecord> read_inspector_files(const std::vector<std::string>& paths);
+// The same, each record handed to `visit` as it is read (none kept).
+void read_inspector_files(const std::vector<std::string>& paths,
+                          const std::function<void(const InspectorRecord&)>& visit);
 
 // One line's record (`text` without its line end); throws UsageError as above.
 InspectorRecord parse_inspector_line(const std::string& text, const std::string& file, size_t line);
 
 // Whether the file at `path` looks like an Inspector file (its first non-blank line is a
-// JSON object with "coll_perf", or it is a directory) rather than a railbench results
-// file: `compare --job` takes both kinds as its positional files.
+// JSON object with "coll_perf" or the Inspector's Prometheus text, it is empty, or it is
+// a directory) rather than a railbench results file: `compare --job` takes both kinds as
+// its positional files.
 bool looks_like_inspector(const std::string& path);
 
 // What railbench calls NCCL's collective: "AllReduce" -> "allreduce", "AllGather" ->

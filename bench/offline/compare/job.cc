@@ -47,39 +47,55 @@ size_t JobComparison::compared() const {
   return static_cast<size_t>(std::count_if(rows.begin(), rows.end(), [](const JobRow& r) { return r.fabric; }));
 }
 
-std::vector<JobGroup> group_calls(const std::vector<InspectorRecord>& records) {
-  using GroupKey = std::tuple<std::string, int, uint64_t, std::string>;  // collective, n, S, NCCL name
-  std::map<GroupKey, JobGroup> groups;
-  std::map<GroupKey, std::map<std::pair<std::string, uint64_t>, double>> calls;  // (comm, sn) -> slowest
-  std::map<std::string, std::set<std::string>> comm_hosts;
-  for (const auto& r : records) {
-    const std::string coll = railbench_collective(r.coll);
-    const uint64_t bytes = collective_bytes(coll, r.msg_bytes, r.nranks);
-    const GroupKey key{coll, r.nranks, bytes, r.coll};
-    JobGroup& g = groups[key];
+void CallGrouper::add(const InspectorRecord& r) {
+  const std::string coll = railbench_collective(r.coll);
+  const uint64_t bytes = collective_bytes(coll, r.msg_bytes, r.nranks);
+  const GroupKey key{coll, r.nranks, bytes, r.coll};
+  JobGroup& g = groups_[key];
+  if (g.collective.empty()) {
     g.collective = coll;
     g.nccl_name = r.coll;
     g.nranks = r.nranks;
     g.bytes = bytes;
-    g.comms.insert(r.comm);
-    if (busbw_disagrees(r, coll, bytes)) ++g.busbw_mismatches;
-    if (!r.host.empty()) comm_hosts[r.comm].insert(r.host);
-    auto [it, fresh] = calls[key].try_emplace({r.comm, r.sn}, r.exec_us);
-    if (!fresh) it->second = std::max(it->second, r.exec_us);
   }
+  if (busbw_disagrees(r, coll, bytes)) ++g.busbw_mismatches;
+  const auto [comm, new_comm] = comm_index_.try_emplace(r.comm, static_cast<uint32_t>(comm_hosts_.size()));
+  if (new_comm) comm_hosts_.emplace_back();
+  if (!r.host.empty()) comm_hosts_[comm->second].insert(r.host);
+  auto [call, fresh] = calls_[key].try_emplace({comm->second, r.sn}, r.exec_us);
+  if (fresh)
+    g.comms.insert(r.comm);
+  else
+    call->second = std::max(call->second, r.exec_us);
+}
+
+std::vector<JobGroup> CallGrouper::groups() {
+  std::vector<std::string> comm_names(comm_hosts_.size());
+  for (const auto& [name, index] : comm_index_) comm_names[index] = name;
   std::vector<JobGroup> out;
-  for (auto& [key, g] : groups) {
-    for (const auto& [call, t] : calls[key]) {
+  for (auto& [key, g] : groups_) {
+    for (const auto& [call, t] : calls_[key]) {
       if (t > 0)
         g.time_us.push_back(t);
       else
         ++g.untimed;
     }
     // A communicator's hosts are those of all its records, whichever calls were sampled.
-    for (const auto& c : g.comms) g.hosts.insert(comm_hosts[c].begin(), comm_hosts[c].end());
+    for (const auto& c : g.comms) {
+      const auto& hosts = comm_hosts_[comm_index_.at(c)];
+      g.hosts.insert(hosts.begin(), hosts.end());
+    }
     out.push_back(std::move(g));
   }
+  groups_.clear();
+  calls_.clear();
   return out;
+}
+
+std::vector<JobGroup> group_calls(const std::vector<InspectorRecord>& records) {
+  CallGrouper grouper;
+  for (const auto& r : records) grouper.add(r);
+  return grouper.groups();
 }
 
 namespace {
@@ -265,7 +281,10 @@ int run_compare_job(const std::vector<std::string>& inspector_paths, const std::
         "(--json of allreduce, allgather, reducescatter, alltoall or validate): e.g. compare --job "
         "nccl-inspector-1234/ allreduce.json");
   }
-  const auto groups = group_calls(read_inspector_files(inspector_paths));
+  // Record by record: a long job's Inspector files hold tens of millions of lines.
+  CallGrouper grouper;
+  read_inspector_files(inspector_paths, [&](const InspectorRecord& r) { grouper.add(r); });
+  const auto groups = grouper.groups();
   if (groups.empty())
     throw UsageError(
         "compare --job: the Inspector files hold no collective: was NCCL_INSPECTOR_ENABLE=1 set, and "

@@ -6,9 +6,11 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <set>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -32,7 +34,20 @@ struct JobGroup {
 
 // The records grouped into calls (one per communicator and coll_sn, its time the slowest
 // rank's: railbench's definition of an iteration's time) and the calls into groups,
-// ordered by collective, rank count and size.
+// ordered by collective, rank count and size. add() each record; groups() once, at the end.
+// It keeps one time per call, not the records.
+class CallGrouper {
+ public:
+  void add(const InspectorRecord& r);
+  std::vector<JobGroup> groups();
+
+ private:
+  using GroupKey = std::tuple<std::string, int, uint64_t, std::string>;  // collective, n, S, NCCL name
+  std::map<GroupKey, JobGroup> groups_;
+  std::map<GroupKey, std::map<std::pair<uint32_t, uint64_t>, double>> calls_;  // (comm, coll_sn) -> slowest us
+  std::map<std::string, uint32_t> comm_index_;
+  std::vector<std::set<std::string>> comm_hosts_;
+};
 std::vector<JobGroup> group_calls(const std::vector<InspectorRecord>& records);
 
 // What railbench measured for one collective at one rank count, from one results file.

@@ -15,8 +15,9 @@ using nlohmann::json;
 
 namespace {
 
+// Four significant digits, without an exponent for a long job's seconds of collectives.
 std::string ms(double us) {
-  return fmt::format("{:.4g}", us / 1e3);
+  return std::fabs(us) < 1e6 ? fmt::format("{:.4g}", us / 1e3) : fmt::format("{:.0f}", us / 1e3);
 }
 
 std::string figure_how(const JobRow& r) {
