@@ -54,6 +54,7 @@ TEST_CASE("compare --job: an Inspector line's fields, unknown ones ignored", "[c
   CHECK(r.msg_bytes == 1024);
   CHECK(r.exec_us == 12);
   CHECK_FALSE(r.file_busbw);  // the Inspector's "nan" is no figure
+  CHECK(r.timing_source.empty());
 }
 
 TEST_CASE("compare --job: a malformed Inspector line is refused with its file, line and fix", "[compare]") {
@@ -88,12 +89,16 @@ TEST_CASE("compare --job: a call is one communicator's coll_sn, as slow as its s
   CHECK(ar.hosts == std::set<std::string>{"node01", "node02"});
 }
 
-TEST_CASE("compare --job: the Inspector's busbw is checked against nccl-tests' factor", "[compare]") {
+TEST_CASE("compare --job: the Inspector's busbw and timing source are checked", "[compare]") {
   auto ok = rec("AllReduce", 1, 1000000, 100, 0);
   ok.file_busbw = 1e6 * 1.5 / 1e5;  // S x 2(n-1)/n / t, n = 4
+  ok.timing_source = "kernel_gpu";
   auto off = rec("AllReduce", 2, 1000000, 100, 0);
   off.file_busbw = 10.0;  // algbw, not busbw
-  CHECK(group_calls({ok, off})[0].busbw_mismatches == 1);
+  off.timing_source = "collective_cpu";
+  const auto g = group_calls({ok, off});
+  CHECK(g[0].busbw_mismatches == 1);
+  CHECK(g[0].host_timed == 1);
 }
 
 TEST_CASE("compare --job: railbench's figure at a size, measured or interpolated in log(size)", "[compare]") {

@@ -109,6 +109,8 @@ InspectorRecord parse_inspector_line(const std::string& line_text, const std::st
   const json& perf = j["coll_perf"];
   if (perf.contains("coll_busbw_gbs") && perf["coll_busbw_gbs"].is_number())
     r.file_busbw = perf["coll_busbw_gbs"].get<double>();
+  if (perf.contains("coll_timing_source") && perf["coll_timing_source"].is_string())
+    r.timing_source = perf["coll_timing_source"].get<std::string>();
   return r;
 }
 

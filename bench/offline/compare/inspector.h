@@ -30,6 +30,9 @@ struct InspectorRecord {
   uint64_t msg_bytes = 0;
   double exec_us = 0;                // coll_perf.coll_exec_time_us, whole microseconds
   std::optional<double> file_busbw;  // coll_perf.coll_busbw_gbs, when a number
+  // coll_perf.coll_timing_source: "kernel_gpu" (the GPU's clock), "kernel_cpu" or
+  // "collective_cpu" (host clocks around the kernel or the call); "" when absent.
+  std::string timing_source;
 };
 
 // The records of every Inspector file in `paths`, in order; a directory stands for the

@@ -59,6 +59,7 @@ void CallGrouper::add(const InspectorRecord& r) {
     g.bytes = bytes;
   }
   if (busbw_disagrees(r, coll, bytes)) ++g.busbw_mismatches;
+  if (!r.timing_source.empty() && r.timing_source != "kernel_gpu") ++g.host_timed;
   const auto [comm, new_comm] = comm_index_.try_emplace(r.comm, static_cast<uint32_t>(comm_hosts_.size()));
   if (new_comm) comm_hosts_.emplace_back();
   if (!r.host.empty()) comm_hosts_[comm->second].insert(r.host);

@@ -29,6 +29,7 @@ struct JobGroup {
   size_t untimed = 0;                  // calls whose every record says 0 us (below the Inspector's 1 us grain)
   std::set<std::string> comms, hosts;  // the communicators and the hosts they ran on
   size_t busbw_mismatches = 0;         // records whose coll_busbw_gbs is not S x factor / time (within 1%)
+  size_t host_timed = 0;               // records timed by a host clock, not the GPU's (coll_timing_source)
   double total_us() const;
 };
 

@@ -42,10 +42,12 @@ std::string subject(const JobRow& r) {
 
 void add_notes(const JobComparison& c, std::vector<std::string>& out) {
   std::map<std::string, size_t> mismatches;
+  std::map<std::string, size_t> host_timed;
   size_t untimed = 0;
   std::set<std::string> warned;
   for (const auto& r : c.rows) {
     if (r.group.busbw_mismatches > 0) mismatches[r.group.nccl_name] += r.group.busbw_mismatches;
+    if (r.group.host_timed > 0) host_timed[r.group.nccl_name] += r.group.host_timed;
     untimed += r.group.untimed;
     if (r.nodes != "different") continue;
     const std::string key = fmt::format("{} {} {}", r.group.collective, r.group.nranks, r.source);
@@ -65,6 +67,12 @@ void add_notes(const JobComparison& c, std::vector<std::string>& out) {
     out.push_back(
         fmt::format("# note: {} {} record(s) carry a coll_busbw_gbs other than S x bus factor / "
                     "coll_exec_time_us; busbw here is computed from the size and time",
+                    n, name));
+  }
+  for (const auto& [name, n] : host_timed) {
+    out.push_back(
+        fmt::format("# note: {} {} record(s) were timed by a host clock (coll_timing_source kernel_cpu or "
+                    "collective_cpu), not the GPU's: their times include host-side delays",
                     n, name));
   }
   if (untimed > 0)
@@ -130,6 +138,8 @@ json job_json(const JobComparison& c, const std::vector<std::string>& inspector_
              {"bytes", r.group.bytes},
              {"calls", r.group.time_us.size()},
              {"untimed_calls", r.group.untimed},
+             {"host_timed_records", r.group.host_timed},
+             {"busbw_mismatch_records", r.group.busbw_mismatches},
              {"communicators", r.group.comms.size()},
              {"total_us", r.group.total_us()},
              {"busbw_gbps", {{"p10", r.busbw_p10}, {"p50", r.busbw_p50}, {"p90", r.busbw_p90}}},
