@@ -5,8 +5,9 @@
 # The job got 50% of railbench's busbw at one all-reduce size and 80-95% elsewhere: that
 # size must come out with its share and ranked first; the all-gather sizes (the
 # Inspector's size is per rank) and a size railbench did not measure (interpolated) must
-# find their shares too. Then the refusals: a malformed line (file, line and fix), a job
-# at a rank count railbench did not measure, a collective it has no figure for.
+# find their shares too; validate's collectives serve too, from other nodes (a warning).
+# Then the refusals: a malformed line (file, line and fix), a job at a rank count
+# railbench did not measure, a collective it has no figure for.
 source "$(dirname "$0")/../support/case.sh"
 rb=$1
 case_work
@@ -62,6 +63,13 @@ expect_grep "nothing of the job could be held against the results given" "$work/
 expect_grep "AllReduce at 8 ranks \(1M\): the results given have allreduce at 4 rank\(s\), not at 8: run .mpirun -np 8 \.\.\. railbench allreduce -b 1M -e 1M" "$work/err"
 expect_grep "AllGather at 8 ranks \(1M\): the results given have no allgather figure" "$work/err"
 [[ $(wc -l <"$work/err") -eq 1 ]] || fail "expected one error line"
+
+# validate's collectives (a real run of the simulated 4 x 2 SU: 8 ranks on node01..04)
+# hold the 8-rank job's all-reduce, on other nodes: compared, with a warning.
+job_rc 0 "$fx/inspector-8ranks" "$fx/validate-netns-healthy.json"
+expect_grep "^  allreduce +8 +1M .* measured +different$" "$work/out"
+expect_grep "^# warning: allreduce at 8 ranks ran on vm; railbench measured on node01, node02, node03, node04 " "$work/out"
+expect_grep "^compare --job: 1 of 2 collective size\(s\) compared" "$work/out"
 
 # An empty Inspector file (a process that never finished a collective) is read as one.
 : >"$work/empty.log"
