@@ -274,6 +274,31 @@ JobComparison compare_job(const std::vector<JobGroup>& groups, const std::vector
   return out;
 }
 
+namespace {
+
+// "; AllReduce at 8 ranks (64K, 1M): why": one reason per collective and rank count, with
+// the sizes it holds for.
+std::string reasons_not_compared(const JobComparison& c) {
+  struct Reason {
+    std::string what, sizes, why;
+  };
+  std::vector<Reason> reasons;
+  for (const auto& r : c.rows) {
+    const std::string what = fmt::format("{} at {} ranks", r.group.nccl_name, r.group.nranks);
+    auto same =
+        std::find_if(reasons.begin(), reasons.end(), [&](const Reason& x) { return x.what == what && x.why == r.why; });
+    if (same == reasons.end())
+      reasons.push_back({what, format_size(r.group.bytes), r.why});
+    else
+      same->sizes += ", " + format_size(r.group.bytes);
+  }
+  std::string out;
+  for (const auto& x : reasons) out += fmt::format("; {} ({}): {}", x.what, x.sizes, x.why);
+  return out;
+}
+
+}  // namespace
+
 int run_compare_job(const std::vector<std::string>& inspector_paths, const std::vector<std::string>& results_paths,
                     const std::string& json_path) {
   if (inspector_paths.empty() || results_paths.empty()) {
@@ -297,23 +322,8 @@ int run_compare_job(const std::vector<std::string>& inspector_paths, const std::
   }
   const JobComparison c = compare_job(groups, curves);
   if (c.compared() == 0) {
-    // One reason per collective and rank count, with the sizes it holds for.
-    struct Reason {
-      std::string what, sizes, why;
-    };
-    std::vector<Reason> reasons;
-    for (const auto& r : c.rows) {
-      const std::string what = fmt::format("{} at {} ranks", r.group.nccl_name, r.group.nranks);
-      auto same = std::find_if(reasons.begin(), reasons.end(),
-                               [&](const Reason& x) { return x.what == what && x.why == r.why; });
-      if (same == reasons.end())
-        reasons.push_back({what, format_size(r.group.bytes), r.why});
-      else
-        same->sizes += ", " + format_size(r.group.bytes);
-    }
-    std::string why;
-    for (const auto& x : reasons) why += fmt::format("; {} ({}): {}", x.what, x.sizes, x.why);
-    throw UsageError(fmt::format("compare --job: nothing of the job could be held against the results given{}", why));
+    throw UsageError(fmt::format("compare --job: nothing of the job could be held against the results given{}",
+                                 reasons_not_compared(c)));
   }
   for (const auto& line : job_table_lines(c)) fmt::print("{}\n", line);
   fmt::print("{}\n", job_summary_line(c));

@@ -40,6 +40,18 @@ std::string subject(const JobRow& r) {
   return fmt::format("{} {} at {} ranks", r.group.collective, format_size(r.group.bytes), r.group.nranks);
 }
 
+// The time the job spent in the groups compared, and how much of it was lost (the groups
+// faster than railbench's figure count as losing none).
+std::pair<double, double> time_in_compared(const JobComparison& c) {
+  double total = 0, lost = 0;
+  for (const auto& r : c.rows) {
+    if (!r.fabric) continue;
+    total += r.group.total_us();
+    lost += std::max(0.0, r.lost_us);
+  }
+  return {total, lost};
+}
+
 void add_notes(const JobComparison& c, std::vector<std::string>& out) {
   std::map<std::string, size_t> mismatches;
   std::map<std::string, size_t> host_timed;
@@ -116,12 +128,7 @@ std::vector<std::string> job_table_lines(const JobComparison& c) {
 }
 
 std::string job_summary_line(const JobComparison& c) {
-  double total = 0, lost = 0;
-  for (const auto& r : c.rows) {
-    if (!r.fabric) continue;
-    total += r.group.total_us();
-    lost += std::max(0.0, r.lost_us);
-  }
+  const auto [total, lost] = time_in_compared(c);
   return fmt::format(
       "compare --job: {} of {} collective size(s) compared; the job spent {} ms in them, {} ms more than at "
       "railbench's busbw ({:.0f}%)",
@@ -160,12 +167,7 @@ json job_json(const JobComparison& c, const std::vector<std::string>& inspector_
     }
     rows.push_back(std::move(row));
   }
-  double total = 0, lost = 0;
-  for (const auto& r : c.rows) {
-    if (!r.fabric) continue;
-    total += r.group.total_us();
-    lost += std::max(0.0, r.lost_us);
-  }
+  const auto [total, lost] = time_in_compared(c);
   return json{{"schema", "railbench.compare_job"},
               {"schema_version", 1},
               {"inspector", inspector_paths},
