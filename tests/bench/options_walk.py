@@ -545,6 +545,8 @@ COMMANDS.update({
         "--json": case(["--json", "{w}/d.json"], file_appears("d.json")),
         "--csv": case(["--csv", "{w}/d.csv"], file_appears("d.csv")),
         "--all": case(["--all"], stdout_differs),
+        # Two results files and no Inspector file: --job reads them as a job's and refuses.
+        "--job": case(["--job"], exit_is(2, "NCCL Inspector files")),
     }),
 })
 
