@@ -22,7 +22,7 @@ LAYERS = {
     "lib/transport": ["lib/core", "lib/runtime"],
     "lib/results": ["lib/core", "lib/runtime"],
     "lib/observe": ["lib/core", "lib/runtime", "lib/transport", "lib/results"],
-    # The run store reads results documents; only the commands and the runner use it.
+    # The run store reads results documents; only the commands, the runner and the offline readers use it.
     "lib/store": ["lib/core", "lib/runtime", "lib/results"],
     # Each transport implements lib's interface and knows no other transport.
     "transports/ofi": LIB,
@@ -43,8 +43,9 @@ LAYERS = {
     "bench/kinds": LIB,
     "bench/runner": LIB + ["collectives", "bench/kinds", "lib/store"],
     "bench/cli": LIB + ["bench/runner"],
+    # validate --db reads the run store's history of the links it judges.
     "bench/commands": LIB + ["collectives", "bench/kinds", "bench/runner", "bench/cli", "bench/offline/report",
-                             "bench/offline/compare"],
+                             "bench/offline/compare", "lib/store"],
     "bench/offline": LIB + ["bench/kinds", "bench/cli", "lib/store"],
     "bench/main.cc": LIB + ["bench/runner", "bench/cli"],
     # Tests may include what they test; their support code only lib/ and itself.

@@ -521,6 +521,8 @@ COMMANDS.update({
         "--baseline": case([], file_differs("r.html"), drop=("--baseline",)),
         "--size": case(["--size", "1K"], file_differs("r.html")),  # sendrecv's pair matrix
         "--threshold": case(["--threshold", "50"], file_differs("r.html")),
+        "--db": case(["--db", "{f}/s.db"], file_differs("r.html")),  # a history section, though no finding
+        "--history": case(["--history", "allreduce 1K", "--db", "{f}/s.db"], file_differs("r.html")),
     }),
     # The validate fixture: per-link series, and per-pair ones with --pairs.
     "export": dict(ranks=0, base=["{f}/v.json"], cases={

@@ -6,7 +6,8 @@
 #      file are unaffected, one line names the store problem and the command that
 #      ingests the file later; `db ingest` into that store is exit 1, one line;
 #   3. --db without --json: the results file is written beside the store and ingested;
-#   4. history of a thing the store has not seen is exit 2 naming the forms it takes.
+#   4. history of a thing the store has not seen is exit 2 naming the forms it takes;
+#   5. report --db draws the history of the things named (or those its findings name).
 #   store_case.sh RAILBENCH
 source "$(dirname "$0")/../support/case.sh"
 source "$rb_root/scripts/lib/mpirun.sh"
@@ -68,4 +69,17 @@ rc=$?
 cat "$work/unknown.out"
 ((rc == 2)) || fail "history of an unknown thing exited $rc, expected 2"
 grep -q "node03:rail1" "$work/unknown.out" || fail "the error must show the forms a thing is named in"
+echo "== 5. report --db: the history section"
+"$rb" report "$fixtures/validate-netns-slow.json" --db "$work/fleet.db" --history node03:rail1 -o "$work/r.html" ||
+  fail "report --db --history failed"
+expect_grep '<h3>nic node03:rail1: 8 run\(s\), oldest first</h3>' "$work/r.html" "the history of node03:rail1"
+points=$(grep -o '<title>tx/rail: run [0-9]* &#8594; [0-9.]*</title>' "$work/r.html" | wc -l)
+expect_eq "tx/rail points drawn, one per run" 8 "$points"
+"$rb" report "$fixtures/validate-netns-slow.json" --db "$work/fleet.db" -o "$work/r2.html" ||
+  fail "report --db failed"
+expect_grep '<h3>nic node03:rail1: ' "$work/r2.html" "report --db draws the NIC its findings name"
+"$rb" report "$fixtures/validate-netns-slow.json" --history node99:rail7 --db "$work/fleet.db" -o "$work/r3.html" \
+  >"$work/r3.out" 2>&1
+rc=$?
+expect_eq "report --history of an unknown thing: exit code" 2 "$rc"
 echo "db store: as expected"

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -14,6 +15,7 @@
 #include "bench/offline/report/report.h"
 #include "lib/core/errors.h"
 #include "lib/core/sizes.h"
+#include "lib/store/store.h"
 
 namespace railbench {
 
@@ -25,7 +27,43 @@ struct ReportArgs {
   std::string output;
   std::string size;
   std::string threshold = "10%";
+  std::optional<std::string> db;     // --db [PATH]: add the history section from the run store
+  std::vector<std::string> history;  // --history THING: the things it draws
 };
+
+// The things the history section draws when none is named: those the page's runs have
+// findings on (a NIC, a link, a node), at most this many.
+constexpr size_t kHistoryThings = 8;
+constexpr int kHistoryRuns = 30;
+
+// --db / --history: each thing's runs from the store, into `options`. Throws UsageError
+// for a thing the store does not know, IoError for a store it cannot read.
+void load_history(const ReportArgs& args, const std::vector<report::RunDocument>& runs,
+                  report::ReportOptions& options) {
+  if (!args.db && args.history.empty()) return;
+  const std::string path = store::store_path(args.db.value_or(""));
+  const store::Store s(path, store::Store::Mode::read);
+  options.history_store = store::store_name(path);
+  std::vector<store::ThingRef> things;
+  for (const auto& name : args.history) {
+    const auto found = s.find_things(name);
+    if (found.empty())
+      throw UsageError(fmt::format(
+          "--history {}: the run store {} knows no such thing: name a node (node03), a NIC (node03:rail1), a pair "
+          "link (node03:rail1-node07:rail1), a fabric link or a collective ('allreduce 1M'), as railbench history "
+          "takes them",
+          name, options.history_store));
+    things.insert(things.end(), found.begin(), found.end());
+  }
+  if (args.history.empty()) {
+    for (const auto& run : runs)
+      for (const auto& f : store::rows_of(run.doc, run.path).findings)
+        if (!f.thing_kind.empty() && things.size() < kHistoryThings &&
+            std::none_of(things.begin(), things.end(), [&](const auto& t) { return t.name == f.thing; }))
+          things.push_back({f.thing_kind, f.thing});
+  }
+  for (const auto& t : things) options.history.emplace_back(t, s.history(t, kHistoryRuns));
+}
 
 // "10%", "10" (percent) or "0.1" (a fraction below 1).
 double parse_threshold(const std::string& text) {
@@ -93,6 +131,7 @@ int run_report(const ReportArgs& args) {
                       "results file too, or leave this baseline out",
                       p, command, command));
   }
+  load_history(args, runs, options);
   const std::string html = report::render_report(runs, baselines, options);
   write_page(args.output, html);
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -116,6 +155,14 @@ const bool cmd_report_registered = register_subcommand(Subcommand{
       sub.add_option("--size", args->size, "Message size of the pair and step-time matrices (default: the largest)");
       sub.add_option("--threshold", args->threshold,
                      "How far below the baseline a link or size is marked as a regression (default 10%)");
+      sub.add_option("--db", args->db,
+                     "Add a history section from the run store (this one, or the default: $RAILBENCH_DB, else "
+                     "$XDG_DATA_HOME/railbench/railbench.db): the things the page's findings name, or --history's")
+          ->expected(0, 1);
+      sub.add_option("--history", args->history,
+                     "A thing whose runs in the store the history section draws (repeat for several): node03, "
+                     "node03:rail1, node03:rail1-node07:rail1, 'allreduce 1M'; implies --db")
+          ->allow_extra_args(false);
       return SubcommandRun{[args] { return std::optional<int>(run_report(*args)); }, {}};
     }});
 

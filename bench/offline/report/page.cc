@@ -111,8 +111,10 @@ std::string render_report(const std::vector<RunDocument>& runs, const std::vecto
       "scales are viridis (dark: bad, yellow: good) and purple-orange for changes, both readable with colour "
       "blindness.</p>\n",
       esc(RAILBENCH_VERSION));
-  if (runs.size() > 1) page += "<nav><b>Runs</b><ul>" + toc + "</ul></nav>\n";
+  if (!options.history_store.empty()) toc += "<li><a href=\"#history\">history from the run store</a></li>";
+  if (runs.size() > 1 || !options.history_store.empty()) page += "<nav><b>Runs</b><ul>" + toc + "</ul></nav>\n";
   page += body;
+  page += history_section(options);
   page += "</body></html>\n";
   return page;
 }

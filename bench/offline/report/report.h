@@ -13,6 +13,7 @@
 
 #include "bench/offline/report/matrix_store.h"
 #include "lib/observe/timeline.h"
+#include "lib/store/store.h"
 
 namespace railbench::report {
 
@@ -46,6 +47,10 @@ struct ReportOptions {
   double regression_fraction = 0.10;
   // validate: how many links the worst-links table lists.
   int worst_links = 20;
+  // report --db: the history section, each thing's runs in the run store (oldest first),
+  // drawn after the runs; none when `history_store` is empty.
+  std::string history_store;
+  std::vector<std::pair<store::ThingRef, std::vector<store::HistoryRun>>> history;
 };
 
 // The page: one section per run, in the order given; each run is compared with the

@@ -39,6 +39,8 @@ std::string change(double now, double base);
 double stat(const nlohmann::json& summary, const char* field);
 // The run's --timeline (timeline.cc): "" when it has none.
 std::string timeline_section(const RunContext& ctx);
+// report --db: the things' histories from the run store (history.cc); "" without --db.
+std::string history_section(const ReportOptions& options);
 // Reads the timeline file the results name, beside the results file if moved (load.cc).
 void attach_timeline(RunDocument& run);
 

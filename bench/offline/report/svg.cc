@@ -47,7 +47,12 @@ struct Extent {
   bool empty() const { return !(xmin <= xmax) || !(ymin <= ymax); }
 };
 
-Extent extent_of(const std::vector<Series>& series, bool log_y) {
+// Where x lands on the chart's x axis: log2 of a size, or the value itself.
+double xpos(bool linear, double x) {
+  return linear ? x : std::log2(x);
+}
+
+Extent extent_of(const std::vector<Series>& series, bool log_y, bool x_linear) {
   Extent e;
   const auto take_y = [&](double v) {
     if (std::isnan(v) || (log_y && v <= 0)) return;
@@ -56,7 +61,7 @@ Extent extent_of(const std::vector<Series>& series, bool log_y) {
   for (const auto& s : series) {
     for (size_t i = 0; i < s.x.size(); ++i) {
       if (!(s.x[i] > 0)) continue;
-      e.xmin = std::min(e.xmin, std::log2(s.x[i])), e.xmax = std::max(e.xmax, std::log2(s.x[i]));
+      e.xmin = std::min(e.xmin, xpos(x_linear, s.x[i])), e.xmax = std::max(e.xmax, xpos(x_linear, s.x[i]));
       take_y(s.y[i]);
       if (i < s.lo.size()) take_y(s.lo[i]);
       if (i < s.hi.size()) take_y(s.hi[i]);
@@ -94,7 +99,8 @@ void draw_axes(std::string& out, const LineChart& c, const Axes& a, const std::v
   }
   const int span = static_cast<int>(std::ceil(a.x1) - std::floor(a.x0));
   const int max_labels = std::max(2, (a.width - a.left - a.right) / 42);  // "256 B" needs ~40 px
-  const int every = std::max(1, (span + max_labels) / max_labels);
+  const int every = c.x_linear ? static_cast<int>(nice_step(std::max(1.0, static_cast<double>(span) / max_labels)))
+                               : std::max(1, (span + max_labels) / max_labels);
   for (int e = static_cast<int>(std::ceil(a.x0)); e <= static_cast<int>(std::floor(a.x1)); ++e) {
     if (e % every) continue;
     const double x = a.px(e);
@@ -102,8 +108,9 @@ void draw_axes(std::string& out, const LineChart& c, const Axes& a, const std::v
                        a.height - a.bottom);
     out += fmt::format("<text class=\"tick\" x=\"{:.1f}\" y=\"{}\" text-anchor=\"middle\">{}</text>", x,
                        a.height - a.bottom + 14,
-                       esc(c.x_bytes ? size_label(uint64_t{1} << std::clamp(e, 0, 62))
-                                     : format_size(uint64_t{1} << std::clamp(e, 0, 62))));
+                       esc(c.x_linear  ? num(e)
+                           : c.x_bytes ? size_label(uint64_t{1} << std::clamp(e, 0, 62))
+                                       : format_size(uint64_t{1} << std::clamp(e, 0, 62))));
   }
   out += fmt::format("<text class=\"axis\" x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text>",
                      (a.left + a.width - a.right) / 2, a.height - 6, esc(c.x_label));
@@ -126,8 +133,8 @@ void draw_bands(std::string& out, const LineChart& c, const Axes& a) {
     std::vector<std::pair<double, double>> up, down;
     for (size_t i = 0; i < s.x.size(); ++i) {
       if (!(s.x[i] > 0) || !ly.ok(s.lo[i]) || !ly.ok(s.hi[i])) continue;
-      up.emplace_back(a.px(std::log2(s.x[i])), a.py(ly(s.hi[i])));
-      down.emplace_back(a.px(std::log2(s.x[i])), a.py(ly(s.lo[i])));
+      up.emplace_back(a.px(xpos(c.x_linear, s.x[i])), a.py(ly(s.hi[i])));
+      down.emplace_back(a.px(xpos(c.x_linear, s.x[i])), a.py(ly(s.lo[i])));
     }
     if (up.empty()) continue;
     std::reverse(down.begin(), down.end());
@@ -155,13 +162,16 @@ void draw_lines(std::string& out, const LineChart& c, const Axes& a) {
         flush();
         continue;
       }
-      const double x = a.px(std::log2(s.x[i])), y = a.py(ly(s.y[i]));
+      const double x = a.px(xpos(c.x_linear, s.x[i])), y = a.py(ly(s.y[i]));
       run.emplace_back(x, y);
       marks += fmt::format(
           "<circle class=\"pt{}\" cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"{}\" fill=\"{}\"><title>{}: {} &#8594; "
           "{}</title></circle>",
           s.baseline ? " baseline" : "", x, y, s.baseline ? 2 : 3, colour, esc(s.name),
-          esc(c.x_bytes ? size_label(static_cast<uint64_t>(s.x[i])) : num(s.x[i])), num(s.y[i], 4));
+          esc(c.x_linear  ? c.x_label + " " + num(s.x[i])
+              : c.x_bytes ? size_label(static_cast<uint64_t>(s.x[i]))
+                          : num(s.x[i])),
+          num(s.y[i], 4));
     }
     flush();
     out += marks;
@@ -172,7 +182,7 @@ void draw_lines(std::string& out, const LineChart& c, const Axes& a) {
 
 std::string LineChart::html(int width, int height) const {
   std::string out = "<figure class=\"chart\">";
-  const Extent e = extent_of(series, log_y);
+  const Extent e = extent_of(series, log_y, x_linear);
   if (e.empty()) {
     return out +
            fmt::format("<figcaption>{}</figcaption><p class=\"note\">nothing measured</p></figure>\n", esc(title));

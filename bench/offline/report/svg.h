@@ -25,6 +25,7 @@ struct LineChart {
   std::vector<Series> series;
   std::string x_label = "message size";  // x is a count of bytes (or tokens): log2 axis, 4K/1M labels
   bool x_bytes = true;                   // tick labels "64 B" (false: "64", for tokens)
+  bool x_linear = false;                 // x as it is on a linear axis (a run's number), not log2
   // The chart and its legend as HTML (a <figure> holding an <svg>).
   std::string html(int width = 560, int height = 280) const;
 };
