@@ -36,11 +36,11 @@ esac
 # providers (mlx5, efa, rxe, ...); fi_info for `railbench info`'s provider list; GLPK,
 # the solver of validate's fabric localization.
 packages=(openmpi-bin libfabric1 libfabric-bin libucx0 libibverbs1 librdmacm1 ibverbs-providers
-  libfmt9 libglpk40 libsqlite3-0 python3 iproute2 procps)
+  libfmt9 libglpk40 libsqlite3-0 zlib1g python3 iproute2 procps)
 if [[ $purpose != run ]]; then
   packages+=(build-essential cmake ninja-build pkg-config git
     libfabric-dev libucx-dev libibverbs-dev librdmacm-dev libopenmpi-dev
-    libcli11-dev nlohmann-json3-dev libfmt-dev libglpk-dev libsqlite3-dev)
+    libcli11-dev nlohmann-json3-dev libfmt-dev libglpk-dev libsqlite3-dev zlib1g-dev)
 fi
 if [[ $purpose != run && $purpose != build ]]; then
   # cpack's DEB generator: dpkg-shlibdeps for Depends, file to find the binaries; mount
