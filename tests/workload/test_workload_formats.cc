@@ -208,3 +208,44 @@ TEST_CASE("workload formats: bad input is refused naming the file, the node and 
                     "d.json: record 0: \"dtype\" 'complex' is none railbench knows: use float, half, bfloat16, "
                     "double, int, long, byte, char or bool");
 }
+
+TEST_CASE("workload formats: PyTorch ET and PARAM records as PyTorch and PARAM write them", "[workload][unit]") {
+  // A coalesced all-gather (a list of tensors), a barrier (no tensor: its inputs start one
+  // later), an all-to-all-v with splits, a send to the group's second member.
+  auto node = [](uint64_t id, json values, json types, json outputs = json::array(), json out_types = json::array()) {
+    return json{{"id", id},
+                {"name", "record_param_comms"},
+                {"inputs", {{"values", values}, {"types", types}}},
+                {"outputs", {{"values", outputs}, {"types", out_types}}}};
+  };
+  const json pg = json::array({"1", "dp"});
+  const json tensor = json::array({7, 7, 0, 16, 4, "cuda:0"});
+  const json et = {
+      {"schema", "1.0.3-chakra.0.0.4"},
+      {"nodes",
+       json::array(
+           {json{{"id", 2},
+                 {"name", "## process_group:init ##"},
+                 {"inputs", {{"values", json::array({R"([{"pg_name": "1", "pg_desc": "dp", "ranks": [1, 3]}])"})}}}},
+            node(3, json::array({json::array({tensor, tensor}), 5, pg, 0, "all_gather_into_tensor_coalesced", {}, {}}),
+                 json::array({"GenericList[Tensor(float),Tensor(float)]", "Int"}), json::array({tensor}),
+                 json::array({"Tensor(float)"})),
+            node(4, json::array({6, pg, 0, "barrier", {}, {}, 0, 1, 2}), json::array({"Int", "Tuple[String,String]"})),
+            node(5, json::array({tensor, 7, pg, 0, "all_to_allv", json::array({4, 12}), json::array({4, 12})}),
+                 json::array({"Tensor(float)"}), json::array({tensor}), json::array({"Tensor(float)"})),
+            node(6, json::array({tensor, 8, pg, 1, "send", {}, {}}), json::array({"Tensor(float)"}))})}};
+  const RankTrace r = read_pytorch(et, "et.json", 1);
+  REQUIRE(r.items.size() == 3);
+  CHECK(r.items[0].op == OpType::all_gather);
+  CHECK(r.items[0].bytes == 64);  // the output: 16 floats
+  CHECK(r.items[1].split_bytes == std::vector<uint64_t>{16, 48});
+  CHECK(r.items[2].kind == ItemKind::send);
+  CHECK(r.items[2].peer == 3);  // the group's member 1 is rank 3
+  CHECK(r.skipped.at("'barrier' (no such algorithm in the executor)") == 1);
+  CHECK(r.dtype == "f32");
+  // PARAM: a record without "dst_rank" for its send is refused naming the field.
+  CHECK_THROWS_WITH(
+      read_param(json::array({{{"comms", "send"}, {"in_msg_size", 4}, {"out_msg_size", 4}, {"dtype", "half"}}}),
+                 "p.json", 0),
+      "p.json: record 0: \"dst_rank\" is missing: a send or receive needs its peer's global rank");
+}
