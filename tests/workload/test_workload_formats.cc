@@ -160,6 +160,9 @@ TEST_CASE("workload formats: a Chakra trace in dependency order, async where not
   CHECK(r.skipped.at("attribute 'a_newer_attribute' (not read)") == 1);
   CHECK(r.skipped.at("node type 42 (not replayed)") == 1);
   CHECK(r.items[2].pg == "world");
+  REQUIRE(r.pgs.size() == 1);  // a collective without "pg_name": every rank
+  CHECK(r.pgs[0].name == "world");
+  CHECK(r.pgs[0].ranks.empty());
   CHECK(r.items[2].bytes == 4096);
 }
 

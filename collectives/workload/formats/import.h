@@ -102,6 +102,10 @@ std::vector<ProcessGroup> parse_pg_config(std::string_view text, const std::stri
 // index, pg_desc its name (which carries its kind: tp0, dp1, ...).
 nlohmann::json pg_config(const Trace& t);
 
+// A group every rank is in (`name`, e.g. a Chakra trace's implicit "world" or PARAM's
+// default group "0"), added to `r.pgs` when a collective names it and no group defines it.
+void add_default_group(RankTrace& r, const std::string& name, const std::string& desc);
+
 // A communication's name as PARAM and PyTorch record it (all_reduce, allreduce,
 // _allgather_base, all_gather_into_tensor, reduce_scatter_tensor, all_to_allv,
 // alltoall_base, isend, irecv, wait, ...): what it replays as. nullopt for one the

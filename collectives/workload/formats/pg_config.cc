@@ -1,5 +1,7 @@
 // PyTorch's process-group config, as the process_group:init node carries it: JSON, or
 // JSON as the one string of a Python list's text (a Chakra trace's IOInfo values).
+#include <algorithm>
+
 #include <nlohmann/json.hpp>
 
 #include <fmt/format.h>
@@ -63,6 +65,15 @@ std::vector<ProcessGroup> parse_pg_config(std::string_view text, const std::stri
     out.push_back(std::move(pg));
   }
   return out;
+}
+
+void add_default_group(RankTrace& r, const std::string& name, const std::string& desc) {
+  const auto named = [&](const auto& x) { return x.pg == name; };
+  const auto defines = [&](const ProcessGroup& g) { return g.name == name; };
+  if (std::any_of(r.items.begin(), r.items.end(),
+                  [&](const Item& it) { return it.kind == ItemKind::collective && named(it); }) &&
+      std::none_of(r.pgs.begin(), r.pgs.end(), defines))
+    r.pgs.push_back(ProcessGroup{name, desc, {}});
 }
 
 nlohmann::json pg_config(const Trace& t) {

@@ -201,6 +201,7 @@ RankTrace read_chakra(std::string_view bytes, const std::string& file) {
     if (auto g = graph_node(n, out)) nodes.push_back(std::move(*g));
   }
   out.items = issue_order(nodes, file);
+  add_default_group(out, "world", "world");  // collectives without "pg_name"
   return out;
 }
 

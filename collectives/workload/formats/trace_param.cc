@@ -97,7 +97,8 @@ RankTrace read_param(const json& j, const std::string& file, int rank) {
     if (rec.is_object() && rec.value("comms", "") == "wait" && rec.contains("req") && rec.at("req").is_number_integer())
       waited.insert(rec.at("req").get<int64_t>());
   for (size_t i = 0; i < j.size(); ++i) record_item(j[i], i, out, waited);
-  (void)rank;  // PARAM names peers by their global rank: nothing is relative to this one
+  add_default_group(out, "0", "default_pg");  // records without "pg_id" or its init
+  (void)rank;                                 // PARAM names peers by their global rank: nothing is relative to this one
   return out;
 }
 
