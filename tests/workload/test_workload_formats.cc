@@ -206,6 +206,12 @@ TEST_CASE("workload formats: bad input is refused naming the file, the node and 
                     "r3.json: node 5: rank 3's 5th collective on pg 2 is an all_gather of 64 bytes, rank 0's (r0.json "
                     "node 5) an all_reduce of 64 bytes: every member of a process group must issue the same "
                     "collectives in the same order (\"in_msg_size\")");
+  // A field of the wrong JSON type.
+  TempTree dir("formats-bad");
+  dir.write("w.0.json", R"([{"comms": "all_reduce", "pg_id": "two", "in_msg_size": 4, "out_msg_size": 4}])");
+  CHECK_THROWS_WITH(
+      load_trace_files((dir.root() / "w.{rank}.json").string(), {}),
+      Catch::StartsWith((dir.root() / "w.0.json").string() + ": a field of the wrong type for a param trace ("));
   // A size in a type railbench does not know.
   CHECK_THROWS_WITH(read_param(json::array({rec("all_reduce", 4, {{"dtype", "complex"}})}), "d.json", 0),
                     "d.json: record 0: \"dtype\" 'complex' is none railbench knows: use float, half, bfloat16, "

@@ -102,8 +102,13 @@ RankTrace read_rank(const std::string& file, int rank, TraceFormat& format) {
     throw UsageError(
         fmt::format("{}: railbench's own trace holds every rank: give it as --trace FILE, without {{rank}}", file));
   if (f == TraceFormat::chakra) return read_chakra(bytes, file);
-  const json j = json::parse(bytes);
-  return f == TraceFormat::param ? read_param(j, file, rank) : read_pytorch(j, file, rank);
+  try {
+    const json j = json::parse(bytes);
+    return f == TraceFormat::param ? read_param(j, file, rank) : read_pytorch(j, file, rank);
+  } catch (const json::exception& e) {
+    // A field of an unexpected JSON type (a string where a count belongs, ...).
+    throw UsageError(fmt::format("{}: a field of the wrong type for a {} trace ({})", file, to_string(f), e.what()));
+  }
 }
 
 }  // namespace
