@@ -206,6 +206,19 @@ TEST_CASE("workload formats: bad input is refused naming the file, the node and 
                     "r3.json: node 5: rank 3's 5th collective on pg 2 is an all_gather of 64 bytes, rank 0's (r0.json "
                     "node 5) an all_reduce of 64 bytes: every member of a process group must issue the same "
                     "collectives in the same order (\"in_msg_size\")");
+  // Two files disagree on a process group; a rank issues on a group it is not in.
+  const json other = {{"comms", "init"}, {"pg_id", 2}, {"global_ranks", {0, 1}}};
+  ranks = {read_param(json::array({init}), "a.json", 0), read_param(json::array({other}), "b.json", 1),
+           read_param(json::array(), "c.json", 2), read_param(json::array(), "d.json", 3)};
+  CHECK_THROWS_WITH(to_trace(ranks, {}),
+                    "b.json: process group '2' has ranks [0,1] but a.json says [0,1,2,3]: the files come from "
+                    "different jobs; record every rank of one step");
+  const json pair = {{"comms", "init"}, {"pg_id", 2}, {"global_ranks", {0, 1}}};
+  ranks = {read_param(json::array({pair}), "a.json", 0), read_param(json::array({pair}), "b.json", 1),
+           read_param(json::array({pair, rec("all_reduce", 4)}), "c.json", 2)};
+  CHECK_THROWS_WITH(to_trace(ranks, {}),
+                    "c.json: node 1: \"pg_id\" '2' is a process group of ranks [0,1], which rank 2 is not one of: "
+                    "the file is not rank 2's, or the groups are from another job");
   // A field of the wrong JSON type.
   TempTree dir("formats-bad");
   dir.write("w.0.json", R"([{"comms": "all_reduce", "pg_id": "two", "in_msg_size": 4, "out_msg_size": 4}])");
