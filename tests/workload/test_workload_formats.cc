@@ -4,6 +4,8 @@
 // that disagree, a dependency cycle) names the file, the node and the field.
 #include <catch2/catch.hpp>
 
+#include <sys/stat.h>
+
 #include <numeric>
 
 #include <fmt/format.h>
@@ -130,6 +132,15 @@ TEST_CASE("workload formats: the format is told by content", "[workload][unit]")
   CHECK(detect_format(chakra_stream({}), "d") == TraceFormat::chakra);
   CHECK_THROWS_WITH(detect_format(R"({"nodes": [)", "e.json"),
                     "e.json: starts as JSON but does not parse (cut short?)");
+  CHECK_THROWS_WITH(detect_format(std::string(100, '[') + std::string(100, ']'), "deep.json"),
+                    Catch::StartsWith("deep.json: nested more than 64 levels deep"));
+  // A fifo would block the read forever: refused before it is opened.
+  TempTree dir("formats-fifo");
+  const std::string fifo = (dir.root() / "f.0.et").string();
+  REQUIRE(mkfifo(fifo.c_str(), 0600) == 0);
+  CHECK_THROWS_WITH(read_file_bytes(fifo), fifo +
+                                               ": not a regular file (a fifo or a device would never end): give a "
+                                               "trace file");
 }
 
 TEST_CASE("workload formats: a Chakra trace in dependency order, async where nothing waits", "[workload][unit]") {

@@ -18,7 +18,9 @@ const char* to_string(TraceFormat f);
 TraceFormat parse_format(const std::string& s, const std::string& option);
 
 // A file's bytes, gunzipped when it is gzip (zlib reads plain files as they are).
-// Throws IoError naming the file.
+// Throws IoError naming the file, UsageError for one that is not a regular file or holds
+// more than kMaxTraceFileBytes.
+inline constexpr size_t kMaxTraceFileBytes = size_t{1} << 30;
 std::string read_file_bytes(const std::string& path);
 // The format of a file's bytes: JSON with "format": "railbench-workload-trace", a JSON
 // list of records with "comms" (PARAM), JSON with "nodes" (PyTorch ET), otherwise a

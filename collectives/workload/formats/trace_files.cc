@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "collectives/workload/formats/formats.h"
+#include "lib/core/config_path.h"
 #include "lib/core/errors.h"
 
 namespace railbench::workload::formats {
@@ -32,6 +33,10 @@ TraceFormat parse_format(const std::string& s, const std::string& option) {
 }
 
 std::string read_file_bytes(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::exists(path, ec) && !std::filesystem::is_regular_file(path, ec))
+    throw UsageError(
+        fmt::format("{}: not a regular file (a fifo or a device would never end): give a trace file", path));
   gzFile f = gzopen(path.c_str(), "rb");
   if (!f)
     throw IoError(
@@ -39,7 +44,16 @@ std::string read_file_bytes(const std::string& path) {
   std::string out;
   char buf[1 << 16];
   int n;
-  while ((n = gzread(f, buf, sizeof buf)) > 0) out.append(buf, static_cast<size_t>(n));
+  while ((n = gzread(f, buf, sizeof buf)) > 0) {
+    out.append(buf, static_cast<size_t>(n));
+    if (out.size() > kMaxTraceFileBytes) {
+      gzclose(f);
+      throw UsageError(
+          fmt::format("{}: more than {} GiB (unzipped): one rank's step is far smaller; is it the "
+                      "trace of a whole run?",
+                      path, kMaxTraceFileBytes >> 30));
+    }
+  }
   int err = 0;
   const std::string msg = n < 0 ? gzerror(f, &err) : "";
   gzclose(f);
@@ -50,6 +64,8 @@ std::string read_file_bytes(const std::string& path) {
 TraceFormat detect_format(std::string_view bytes, const std::string& file) {
   const auto first = bytes.find_first_not_of(" \t\r\n");
   if (first == std::string_view::npos) throw UsageError(fmt::format("{}: the file is empty", file));
+  // JSON nested beyond any trace's depth is refused before it is parsed.
+  if (bytes[first] == '{' || bytes[first] == '[') check_config_nesting(std::string(bytes), file);
   const json j = json::parse(bytes, nullptr, false);
   if (!j.is_discarded()) {
     if (j.is_object() && j.value("format", "") == "railbench-workload-trace") return TraceFormat::railbench;
