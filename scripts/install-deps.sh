@@ -34,13 +34,14 @@ esac
 
 # run: mpirun launches the ranks; libfabric's, UCX's and verbs' libraries with the NICs'
 # providers (mlx5, efa, rxe, ...); fi_info for `railbench info`'s provider list; GLPK,
-# the solver of validate's fabric localization; SQLite and libpq, the run store's engines.
+# the solver of validate's fabric localization; SQLite and libpq, the run store's engines;
+# zlib, for gzip-compressed Chakra traces.
 packages=(openmpi-bin libfabric1 libfabric-bin libucx0 libibverbs1 librdmacm1 ibverbs-providers
-  libfmt9 libglpk40 libsqlite3-0 libpq5 python3 iproute2 procps)
+  libfmt9 libglpk40 libsqlite3-0 libpq5 zlib1g python3 iproute2 procps)
 if [[ $purpose != run ]]; then
   packages+=(build-essential cmake ninja-build pkg-config git
     libfabric-dev libucx-dev libibverbs-dev librdmacm-dev libopenmpi-dev
-    libcli11-dev nlohmann-json3-dev libfmt-dev libglpk-dev libsqlite3-dev libpq-dev)
+    libcli11-dev nlohmann-json3-dev libfmt-dev libglpk-dev libsqlite3-dev libpq-dev zlib1g-dev)
 fi
 if [[ $purpose != run && $purpose != build ]]; then
   # cpack's DEB generator: dpkg-shlibdeps for Depends, file to find the binaries; mount

@@ -365,6 +365,7 @@ COMMANDS = {
 WL_FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "workload", "fixtures")
 WL_DENSE, WL_MOE = os.path.join(WL_FIXTURES, "tiny-dense.json"), os.path.join(WL_FIXTURES, "tiny-moe.json")
 WL_MOE_EP = ["--model", WL_MOE, "--ep", "2", "--experts", "4"]
+WL_CHAKRA = ["--trace", os.path.join(WL_FIXTURES, "outside", "tp2-dp2.chakra.{rank}.et")]
 WL = SHM + ["--model", WL_DENSE, "--dp", "2", "--seq", "64", "--micro-batches", "1", "--layers", "1", "-n", "2",
             "-w", "1", "--json", "{w}/r.json"]
 COMMANDS["workload"] = dict(ranks=2, base=WL, cases={
@@ -395,6 +396,11 @@ COMMANDS["workload"] = dict(ranks=2, base=WL, cases={
     "--trace": case(["--trace", os.path.join(WL_FIXTURES, "tiny-dense-tp2-dp2.trace.json")],
                     json_differs("config.trace"), ranks=4),
     "--emit-trace": case(["--emit-trace", "{w}/t.json"], file_appears("t.json")),
+    "--emit-trace-format": case(["--emit-trace", "{w}/t.{rank}.et", "--emit-trace-format", "chakra"],
+                                file_appears("t.0.et")),
+    "--compute-scale": case(WL_CHAKRA + ["--compute-scale", "0.5"], json_differs("config.spec.compute_scale"), ranks=4),
+    "--no-compute": case(WL_CHAKRA + ["--no-compute"], json_differs("config.spec.no_compute"), ranks=4),
+    "--fold": case(WL_CHAKRA + ["--fold", "2"], json_differs("config.spec.fold"), ranks=2),
     "--line-rate": case(["--line-rate", "800"], json_differs("config.line_rate_gbps")),
     "--ranks-per-node": case(["--tp", "2", "--dp", "1", "--ranks-per-node", "1"], exit_is(2, r"--tp 2 is more than")),
     "--no-stragglers": case(["--no-stragglers"], json_lacks("stragglers")),

@@ -16,6 +16,7 @@
 #include "bench/runner/stragglers_run.h"
 #include "collectives/kvcache/geometry.h"
 #include "collectives/workload/executor.h"
+#include "collectives/workload/formats/formats.h"
 #include "collectives/workload/trace.h"
 #include "lib/core/config_path.h"
 #include "lib/core/sizes.h"
@@ -43,11 +44,55 @@ struct IterFigures {
   std::array<double, kKinds> kind_bytes{}, kind_bus_bytes{};
 };
 
-Trace load_trace(const std::string& path) {
-  const std::string text = read_config_file(path, "workload trace");
-  json j = json::parse(text, nullptr, false);
-  if (j.is_discarded()) throw UsageError(fmt::format("--trace {}: not valid JSON", path));
-  return trace_from_json(j, path);
+formats::ImportOptions import_options(const WorkloadOptions& o) {
+  if (o.trace.empty() && (o.fold != 1 || o.no_compute || o.compute_scale != 1))
+    throw UsageError(
+        "--fold, --compute-scale and --no-compute act on a trace: give --trace (for a spec, --compute-us sets the "
+        "compute)");
+  if (!(o.compute_scale >= 0))
+    throw UsageError(
+        fmt::format("--compute-scale {}: give a factor of 0 or more (1 replays compute as recorded)", o.compute_scale));
+  formats::ImportOptions io;
+  io.compute_scale = o.compute_scale;
+  io.no_compute = o.no_compute;
+  io.fold = o.fold;
+  return io;
+}
+
+// What an outside trace held that the replay leaves out, by reason, and the fold.
+std::string source_line(const json& m) {
+  std::string s = fmt::format("# {} trace of {} ranks", m.value("source", "?"), m.value("trace_world", 0));
+  if (m.contains("fold"))
+    s += fmt::format(", folded by {} (dropped {} collectives and {} sends/receives of the ranks not replayed)",
+                     m["fold"].value("k", 1), m["fold"].value("dropped_collectives", 0),
+                     m["fold"].value("dropped_p2p", 0));
+  const json skipped = m.value("skipped", json::object());
+  uint64_t n = 0;
+  for (const auto& [why, count] : skipped.items()) n += count.get<uint64_t>();
+  s += fmt::format("; {} item(s) read but not replayed", n);
+  for (const auto& [why, count] : skipped.items()) s += fmt::format("\n#   {:>8}  {}", count.get<uint64_t>(), why);
+  return s;
+}
+
+// --trace: railbench's own file, or an outside format's per-rank files (formats.h), read
+// whole on every rank (the checks need every rank's ops); folded onto `world` ranks with
+// --fold. `world` <= 0: the trace's own.
+Trace load_trace(const WorkloadOptions& o, int world) {
+  Trace t = formats::load_trace_files(o.trace, import_options(o));
+  const int trace_world = t.world;
+  if (o.fold != 1) {
+    t = formats::fold_trace(t, o.fold);
+    check_trace(t);
+  }
+  if (world > 0 && t.world != world) {
+    const std::string hint = trace_world % world == 0 ? fmt::format(", or --fold {} to replay one trace rank in {}",
+                                                                    trace_world / world, trace_world / world)
+                                                      : "";
+    throw UsageError(fmt::format("--trace {} is for {} ranks{} but the job has {}: launch {} ranks{}", o.trace,
+                                 trace_world, o.fold != 1 ? fmt::format(" ({} folded by {})", t.world, o.fold) : "",
+                                 world, t.world, o.fold == 1 ? hint : ""));
+  }
+  return t;
 }
 
 int ranks_on_host(const std::vector<std::string>& hosts, const std::string& host) {
@@ -138,12 +183,10 @@ void WorkloadBench::plan() {
       throw UsageError(
           fmt::format("--chunk {} is below 4K: give the largest piece an op moves at once, e.g. 64M", opt_.chunk));
     if (!opt_.trace.empty()) {
-      trace_ = load_trace(opt_.trace);
-      if (trace_.world != ctx_.size())
-        throw UsageError(fmt::format("--trace {} is for {} ranks but the job has {}: launch {} ranks", opt_.trace,
-                                     trace_.world, ctx_.size(), trace_.world));
+      trace_ = load_trace(opt_, ctx_.size());
       return;
     }
+    import_options(opt_);  // the trace-only options refused without --trace
     const int per_node = opt_.ranks_per_node > 0 ? opt_.ranks_per_node : ranks_on_host(ctx_.hosts(), ctx_.hosts()[0]);
     trace_ = spec_trace(opt_, ctx_.size(), per_node, ctx_.size() > kWholeTraceWorld ? ctx_.rank() : -1);
   });
@@ -180,6 +223,7 @@ void WorkloadBench::print_header() const {
         m.value("zero", 0), m.value("layers", 0), m.value("layers_per_op", 1), m.value("compute_us", 0.0)));
   else
     ctx_.print(fmt::format("# workload from trace {} ({} ranks)", opt_.trace, trace_.world));
+  if (m.contains("source")) ctx_.print(source_line(m));
   print_rank_map(ctx_, trace_);
   ctx_.print(fmt::format("# {:>5} {:>10} {:>10} {:>10} {:>9} {:>9} {:>9} {:>9} {:>9}", "iter", "step_ms", "exposed_ms",
                          "compute_ms", "tp_ms", "pp_ms", "dp_ms", "ep_ms", "edp_ms"));
@@ -419,17 +463,18 @@ int WorkloadBench::run() {
   return wrong ? 1 : 0;
 }
 
-// --emit-trace: the spec's trace, written before any rank is launched (world = the
-// product of the shape; no node check without a job).
+// --emit-trace: the spec's trace (world = the product of the shape; no node check
+// without a job), or --trace's converted, written before any rank is launched in
+// --emit-trace-format.
 std::optional<int> emit_trace(const WorkloadOptions& o) {
+  const auto format = formats::parse_format(o.emit_trace_format, "--emit-trace-format");
+  import_options(o);  // the trace-only options refused without --trace
   const auto& s = o.spec.shape;
-  const Trace t = spec_trace(o, s.tp * s.pp * s.dp, o.ranks_per_node);
-  std::ofstream out(o.emit_trace);
-  out << to_json(t).dump(1) << "\n";
-  if (!out)
-    throw IoError(
-        fmt::format("--emit-trace {}: cannot write it (check the folder exists and is writable)", o.emit_trace));
-  fmt::print("# trace: {} ({} ranks, {} ops on rank 0)\n", o.emit_trace, t.world, t.ranks[0].size());
+  const Trace t = o.trace.empty() ? spec_trace(o, s.tp * s.pp * s.dp, o.ranks_per_node) : load_trace(o, 0);
+  const auto files = formats::write_trace_files(t, o.emit_trace, format);
+  fmt::print("# trace: {} ({} {} file{}, {} ranks, {} ops on rank 0)\n", o.emit_trace, files.size(),
+             formats::to_string(format), files.size() == 1 ? "" : "s", t.world, t.ranks[0].size());
+  if (t.meta.contains("source")) fmt::print("{}\n", source_line(t.meta));
   return 0;
 }
 
@@ -457,8 +502,18 @@ void add_workload_options(CLI::App& sub, WorkloadOptions& o) {
       ->capture_default_str();
   sub.add_option("--bucket", o.bucket, "DP gradient bucket")->capture_default_str();
   sub.add_option("--chunk", o.chunk, "Largest piece one op moves at a time (buffer size)")->capture_default_str();
-  sub.add_option("--trace", o.trace, "Replay a workload trace (JSON) instead of the spec");
-  sub.add_option("--emit-trace", o.emit_trace, "Write the spec's trace to FILE and exit (no ranks needed)");
+  sub.add_option("--trace", o.trace,
+                 "Replay a trace instead of the spec: railbench's JSON, or per-rank Chakra ET / PARAM / PyTorch ET "
+                 "files as 'DIR/name.{rank}.et'");
+  sub.add_option("--emit-trace", o.emit_trace,
+                 "Write the spec's trace (or --trace's, converted) to FILE and exit (no ranks needed)");
+  sub.add_option("--emit-trace-format", o.emit_trace_format,
+                 "--emit-trace's format: railbench, chakra, param or pytorch (per rank: {rank} in FILE)")
+      ->capture_default_str();
+  sub.add_option("--compute-scale", o.compute_scale, "A trace's compute times multiplied by X")->capture_default_str();
+  sub.add_flag("--no-compute", o.no_compute, "Drop a trace's compute: communication back to back");
+  sub.add_option("--fold", o.fold, "Replay a trace of K x N ranks on N: job rank j plays trace rank j*K")
+      ->capture_default_str();
   sub.add_option("--line-rate", o.line_rate_gbps, "Gb/s per rail, for the ideal step and the what-if")
       ->capture_default_str();
   sub.add_option("--ranks-per-node", o.ranks_per_node, "Ranks per node (default: ranks sharing a host name)");
