@@ -57,9 +57,10 @@ struct Op {
   uint32_t imm = 0;
   bool notice = false;  // a write-with-imm whose notice goes out once the flush ends
   uint32_t index = 0;
-  bool finished = false;           // its completion is queued for poll()
-  void* req = nullptr;             // a receive still posted (cancelled when its region goes)
-  const std::byte* buf = nullptr;  // where that receive lands
+  bool finished = false;     // its completion is queued for poll()
+  void* req = nullptr;       // a receive still posted (cancelled when its region goes)
+  std::byte* buf = nullptr;  // where that receive lands
+  size_t capacity = 0;       // and how much room it has
 };
 
 class UcxTransport final : public RailTransport<std::unique_ptr<Rail>> {
@@ -109,6 +110,11 @@ class UcxTransport final : public RailTransport<std::unique_ptr<Rail>> {
   void post_imm_slot(ImmSlot& slot) noexcept;
   void post_notice(Op& op) noexcept;
   bool accepted(void* req, Op& op, const char* what) noexcept;
+  // Hands the deferred receive (see deferred_) to UCX.
+  void hand_over_receive() noexcept;
+  // The rare work a poll does around progress: notice receives to post again, receives
+  // of a failed peer to cancel, notices whose flush ended. `chores_` says there is some.
+  void do_chores() noexcept;
 
   std::vector<Op> ops_;
   std::vector<uint32_t> free_;
@@ -119,6 +125,13 @@ class UcxTransport final : public RailTransport<std::unique_ptr<Rail>> {
   size_t failed_queued_ = 0;       // failed completions in done_
   std::vector<ImmSlot*> reposts_;  // notice receives to post again at the next poll()
   std::vector<uint32_t> notices_;  // write-with-imm ops whose flush ended, notice not yet sent
+  bool chores_ = false;            // reposts_, notices_ or a failed peer's receives wait
+  // The latest receive, not yet handed to UCX: it goes after the next send, at the next
+  // poll() or before the next receive (which keeps receives in order). A ping-pong posts
+  // its next receive just before it replies; handing it over after the reply takes
+  // ucp_tag_recv_nbx off the round trip's critical path, as ucx_perftest sends first.
+  uint32_t deferred_ = kNoOp;
+  std::vector<ucp_worker_h> workers_;  // per rail, for poll()'s progress loop
   uint64_t next_region_id_ = 1;
   TransportCell cell_ = std::make_shared<UcxTransport*>(this);
 };
