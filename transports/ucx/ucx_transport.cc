@@ -91,6 +91,7 @@ UcxTransport::UcxTransport(const UcxOptions& o, int rank, int world_size)
   // their sends well inside the op pool.
   caps_.max_outstanding = 1024;
   caps_.kernel_sockets = o.tls.find("tcp") != std::string::npos;
+  caps_.ping_pong = true;  // ucx_ping_pong.cc
   free_.reserve(kMaxOps);
   notices_.reserve(kMaxOps);
   for (uint32_t i = kMaxOps; i-- > 0;) {

@@ -84,6 +84,8 @@ class UcxTransport final : public RailTransport<std::unique_ptr<Rail>> {
   Status post_write_batch(int peer, int rail, std::span<const WriteSpan> ops, std::optional<uint32_t> imm,
                           uint64_t wr_id) noexcept override;
   size_t poll(std::span<Completion> out) noexcept override;
+  // The ping-pong on the rail's worker alone (ucx_ping_pong.cc).
+  Status ping_pong(const PingPong& pp) noexcept override;
 
   // Called from UCX callbacks inside ucp_worker_progress.
   void finish(Op& op, ucs_status_t st, size_t bytes) noexcept;
@@ -110,6 +112,10 @@ class UcxTransport final : public RailTransport<std::unique_ptr<Rail>> {
   void post_imm_slot(ImmSlot& slot) noexcept;
   void post_notice(Op& op) noexcept;
   bool accepted(void* req, Op& op, const char* what) noexcept;
+  // Waits for a ping-pong's request on `r`'s worker: UCS_OK, its error, the peer's
+  // endpoint failure or UCS_ERR_TIMED_OUT after pp.timeout_s without progress.
+  ucs_status_t await(void* req, Rail& r, const PingPong& pp) noexcept;
+  Status ping_pong_failed(Rail& r, const PingPong& pp, ucs_status_t st, void* pending) noexcept;
   // Hands the deferred receive (see deferred_) to UCX.
   void hand_over_receive() noexcept;
   // The rare work a poll does around progress: notice receives to post again, receives
