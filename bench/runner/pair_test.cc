@@ -88,6 +88,8 @@ void PairTest::post_window(int peer, int rail, size_t bytes, int count, bool las
 
 std::vector<double> PairTest::latency(int peer, int rail, size_t bytes, int warmup, int iters, bool leader,
                                       double* longest_rtt_s) {
+  if (verb_ == Verb::send && p_.transport().caps().ping_pong)
+    return native_latency(peer, rail, bytes, warmup, iters, leader, longest_rtt_s);
   std::vector<double> samples;
   samples.reserve(static_cast<size_t>(iters));
   const int total = warmup + iters;
@@ -156,6 +158,28 @@ std::vector<double> PairTest::latency(int peer, int rail, size_t bytes, int warm
     }
   }
   p_.wait_all("ping-pong completions");
+  return samples;
+}
+
+// The transport's own loop (ucx: its worker polled directly, as ucx_perftest's tag_lat)
+// with the same definition: the leader's round trip i lasts from one stamp to the next,
+// one clock read per round trip, and the sample is RTT/2.
+std::vector<double> PairTest::native_latency(int peer, int rail, size_t bytes, int warmup, int iters, bool leader,
+                                             double* longest_rtt_s) {
+  const int total = warmup + iters;
+  std::vector<Clock::time_point> stamps(leader ? static_cast<size_t>(total) + 1 : 0);
+  std::vector<double> samples;
+  samples.reserve(static_cast<size_t>(iters));
+  {
+    const Progress::LatencyScope spin(p_);
+    PingPong pp{peer, rail, src(bytes), dst(bytes), total, leader, stamps.data(), 0, 0};
+    p_.ping_pong(pp);
+  }
+  for (size_t i = 0; i + 1 < stamps.size(); ++i) {
+    const double s = seconds_between(stamps[i], stamps[i + 1]);
+    if (longest_rtt_s) *longest_rtt_s = std::max(*longest_rtt_s, s);
+    if (i >= static_cast<size_t>(warmup)) samples.push_back(s * 1e6 / 2.0);
+  }
   return samples;
 }
 

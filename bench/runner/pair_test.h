@@ -75,6 +75,9 @@ class PairTest {
   // The leader calls stamp(i) as iteration i starts and stamp(total) after the last.
   void write_poll_latency(int peer, int rail, size_t bytes, int total, bool leader,
                           const std::function<void(int)>& stamp);
+  // The send ping-pong run inside the transport (caps().ping_pong), timed alike.
+  std::vector<double> native_latency(int peer, int rail, size_t bytes, int warmup, int iters, bool leader,
+                                     double* longest_rtt_s);
 
   Progress& p_;
   PairBuffers b_;

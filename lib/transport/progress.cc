@@ -125,9 +125,7 @@ void Progress::wait_until(Pred pred, const char* what, int focus_peer) {
   // yield is a system call, microseconds under a VM, which the ping-pong would measure.
   // Nor over the kernel's TCP stack: two spinning ranks leave its softirq work little of
   // two shared cores (Open MPI's spinning tcp BTL measured 1/40 of railbench's bandwidth).
-  const auto spin_for = own_core_ && !cpu_driven_nic_ && !kernel_sockets_ ? std::chrono::microseconds(1'000'000)
-                        : own_core_ && latency_                           ? std::chrono::microseconds(200)
-                                                                          : std::chrono::microseconds(20);
+  const auto spin_for = spin_budget();
   // 32 idle polls take microseconds; a gap this long means this process was stopped
   // (SIGSTOP, a debugger). That time is not the peers' silence: it does not count.
   constexpr double kStoppedGap_s = 1.0;
@@ -169,6 +167,23 @@ void Progress::wait_until(Pred pred, const char* what, int focus_peer) {
     }
     if (yielding) nap_or_yield(seconds_between(idle_since, last_check));
   }
+}
+
+std::chrono::microseconds Progress::spin_budget() const {
+  return own_core_ && !cpu_driven_nic_ && !kernel_sockets_ ? std::chrono::microseconds(1'000'000)
+         : own_core_ && latency_                           ? std::chrono::microseconds(200)
+                                                           : kSpin;
+}
+
+void Progress::ping_pong(PingPong pp) {
+  reserve_slot(next_id_, pp.peer);  // checks the peer: a rank, not abandoned
+  pp.timeout_s = timeout_s_;
+  pp.spin_s = std::chrono::duration<double>(spin_budget()).count();
+  if (t_.ping_pong(pp) == Status::ok) return;
+  const std::string error = t_.last_error();
+  const std::string culprits = suspects();
+  throw TransportError(fmt::format("rank {}: {}{}ping-pong with {} on rail {} failed: {}", t_.rank(), culprits,
+                                   culprits.empty() ? "" : "; then ", peer_name(pp.peer), pp.rail, error));
 }
 
 void Progress::nap_or_yield(double idle_s) {

@@ -106,6 +106,12 @@ class Progress {
     return peer >= 0 && static_cast<size_t>(peer) < abandoned_.size() && abandoned_[peer];
   }
 
+  // Runs `pp` inside the transport (caps().ping_pong) with this Progress's deadline and a
+  // latency test's spin (set_own_core; pp.timeout_s and pp.spin_s are set here). A failure
+  // throws TransportError as a failed wait does, naming the peer; nothing may be
+  // outstanding with pp.peer on pp.rail.
+  void ping_pong(PingPong pp);
+
   // Polls the transport once; returns how many completions it handled.
   size_t poll_once();
 
@@ -172,6 +178,8 @@ class Progress {
   template <class Pred>
   void wait_until(Pred pred, const char* what, int focus_peer);
   [[noreturn]] void fail_timeout(const char* what, int focus_peer);
+  // How long a wait spins without any completion before it yields (see wait_until).
+  std::chrono::microseconds spin_budget() const;
   // An idle poll's pause, `idle_s` into a wait: a yield, or a short sleep (see .cc).
   void nap_or_yield(double idle_s);
   std::string peer_name(int peer) const;

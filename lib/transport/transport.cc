@@ -118,6 +118,10 @@ Status Transport::post_collective(const CollectiveOp&, uint64_t) noexcept {
   return Status::error;
 }
 
+Status Transport::ping_pong(const PingPong&) noexcept {
+  return Status::error;
+}
+
 Status Transport::post_write_batch(int peer, int rail, std::span<const WriteSpan> ops, std::optional<uint32_t> imm,
                                    uint64_t wr_id) noexcept {
   // A pure interface has no error text of its own to set: transports whose caps() say

@@ -45,6 +45,7 @@
 #include <string>
 #include <vector>
 
+#include "lib/core/clock.h"
 #include "lib/core/datatype.h"
 
 namespace railbench {
@@ -85,6 +86,11 @@ struct Capabilities {
   // Writes one post_write_batch may hold; 1 for a transport without a batch form of its
   // own, 0 without one-sided writes.
   size_t max_batch = 0;
+  // ping_pong() runs a send/recv latency test inside the transport, on its own progress
+  // engine, as native_collectives run a collective there: the round trip then carries
+  // none of the post/poll layering, which costs a fast transport (UCX over shared memory)
+  // a measurable share of a sub-microsecond round trip.
+  bool ping_pong = false;
 };
 
 // One NIC / libfabric domain / verbs port.
@@ -182,6 +188,25 @@ struct ChannelCounters {
   uint64_t bytes = 0;        // payload bytes posted
 };
 
+// A send/recv ping-pong run by Transport::ping_pong: `iters` round trips of src.length
+// bytes with `peer` on `rail`. The leader sends first; the other rank answers each
+// message it receives. Messages are tagged sends as post_send's, so no receive of this
+// rank for `peer` on `rail` may be posted meanwhile (it would take a message).
+struct PingPong {
+  int peer = -1;
+  int rail = 0;
+  LocalSpan src;  // what this rank sends each time
+  LocalSpan dst;  // where the peer's messages land
+  int iters = 0;
+  bool leader = false;
+  // Leader only, iters + 1 entries: stamps[i] is read once round trip i's message has
+  // been handed over (one clock read per round trip, off its critical path), the last
+  // once the final reply has arrived; round trip i lasts stamps[i + 1] - stamps[i].
+  Clock::time_point* stamps = nullptr;
+  double timeout_s = 0;  // a wait without any completion for this long fails
+  double spin_s = 0;     // then a waiting rank yields its core on every idle poll
+};
+
 enum class CollectiveKind : uint8_t { all_reduce, all_gather, reduce_scatter, all_to_all };
 
 // Arguments of a native collective, in nccl-tests terms: `count` is elements per rank
@@ -243,6 +268,11 @@ class Transport {
   // Completes through poll() with op == OpKind::collective.
   virtual Status post_collective(const CollectiveOp& op, uint64_t wr_id) noexcept;
 
+  // The ping-pong of `pp` (caps().ping_pong), blocking until it ends: ok, or error with
+  // last_error() naming the peer and rail (its deadline passed, its endpoint failed). A
+  // measurement helper like Progress's waits, not a data-path post; it throws nothing.
+  // Transports without one answer error.
+  virtual Status ping_pong(const PingPong& pp) noexcept;
   // Drives progress on every rail and returns up to out.size() finished operations.
   // Failed operations come back with status == error; last_error() says why.
   virtual size_t poll(std::span<Completion> out) noexcept = 0;

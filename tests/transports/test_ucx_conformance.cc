@@ -4,9 +4,12 @@
 // UCX_TLS=tcp (on lo) and shm is tests/transports/conformance_cases.cc.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <string>
 #include <vector>
+
+#include <fmt/format.h>
 
 #include "lib/core/errors.h"
 #include "lib/transport/progress.h"
@@ -81,4 +84,57 @@ TEST_CASE("ucx: --mem cuda without CUDA in UCX is refused when the transport ope
   } else {
     SUCCEED("this UCX has CUDA memory");
   }
+}
+
+// Transport::ping_pong (caps().ping_pong): every round trip delivers the peer's bytes and
+// the leader gets one stamp per round trip plus the end, in order; over tcp and shm, a
+// small message, one past shared memory's eager sizes and one that goes by rendezvous.
+TEST_CASE("ucx: the native ping-pong delivers every size and stamps every round trip", "[ucx]") {
+  for (const char* tls : {"tcp", "shm"}) {
+    run_ranks(2, [&](Bootstrap& b) {
+      auto t = open_rank(ucx_net(tls), b);
+      expect(t->caps().ping_pong, "UCX runs ping-pongs itself");
+      constexpr size_t kMax = 1 << 20;
+      std::vector<uint8_t> src(kMax, static_cast<uint8_t>(0x10 + b.rank())), dst(kMax, 0);
+      auto smr = t->register_memory(src.data(), src.size(), MemoryKind::host);
+      auto dmr = t->register_memory(dst.data(), dst.size(), MemoryKind::host);
+      Progress p(*t, 20);
+      const int peer = 1 - b.rank();
+      for (size_t bytes : {size_t{8}, size_t{40000}, kMax}) {
+        std::fill(dst.begin(), dst.end(), 0);
+        std::vector<Clock::time_point> stamps(b.rank() == 0 ? 21 : 0);
+        p.ping_pong(PingPong{peer, 0, LocalSpan{smr.get(), 0, bytes}, LocalSpan{dmr.get(), 0, bytes}, 20, b.rank() == 0,
+                             stamps.data(), 0, 0});
+        const auto expected = static_cast<uint8_t>(0x10 + peer);
+        expect(
+            std::all_of(dst.begin(), dst.begin() + static_cast<long>(bytes), [&](uint8_t v) { return v == expected; }),
+            fmt::format("{} B over {}: the peer's bytes landed", bytes, tls));
+        expect(std::is_sorted(stamps.begin(), stamps.end()) && (stamps.empty() || stamps.front() < stamps.back()),
+               "one stamp per round trip, in order");
+        b.barrier();
+      }
+    });
+  }
+}
+
+// A peer that never answers: the ping-pong fails after Progress's deadline, naming it.
+TEST_CASE("ucx: a ping-pong whose peer never answers fails naming the peer", "[ucx][robustness]") {
+  std::string error;
+  run_ranks(2, [&](Bootstrap& b) {
+    auto t = open_rank(ucx_net("tcp"), b);
+    std::vector<uint8_t> buf(64);
+    auto mr = t->register_memory(buf.data(), buf.size(), MemoryKind::host);
+    if (b.rank() == 0) {
+      Progress p(*t, 0.5, {"rank 0 (nodeA)", "rank 1 (nodeB)"});
+      std::vector<Clock::time_point> stamps(4);
+      try {
+        p.ping_pong(PingPong{1, 0, LocalSpan{mr.get(), 0, 8}, LocalSpan{mr.get(), 8, 8}, 3, true, stamps.data(), 0, 0});
+      } catch (const TransportError& e) {
+        error = e.what();
+      }
+    }
+    b.barrier();  // rank 1 keeps its transport open (and silent) until rank 0 gave up
+  });
+  CHECK_THAT(error, Catch::Contains("ping-pong with rank 1 (nodeB) on rail 0") &&
+                        Catch::Contains("nothing from that peer for 0.5 s"));
 }

@@ -91,6 +91,7 @@ UcxTransport::UcxTransport(const UcxOptions& o, int rank, int world_size)
   // their sends well inside the op pool.
   caps_.max_outstanding = 1024;
   caps_.kernel_sockets = o.tls.find("tcp") != std::string::npos;
+  caps_.ping_pong = true;  // ucx_ping_pong.cc
   free_.reserve(kMaxOps);
   notices_.reserve(kMaxOps);
   for (uint32_t i = kMaxOps; i-- > 0;) {
@@ -119,6 +120,7 @@ UcxTransport::UcxTransport(const UcxOptions& o, int rank, int world_size)
       s.rail = r;
       s.peer = static_cast<int>(i / kImmSlots);
     }
+    workers_.push_back(rail->core->worker);
     rails_.push_back(std::move(rail));
   }
   for (auto& rail : rails_)
@@ -160,11 +162,13 @@ Op* UcxTransport::take_op(int peer, int rail, OpKind kind, uint64_t wr_id) noexc
   op.notice = false;
   op.req = nullptr;
   op.buf = nullptr;
+  op.capacity = 0;
   op.finished = false;
   return &op;
 }
 
 void UcxTransport::cancel_receives_into(const std::byte* data, size_t length) noexcept {
+  if (deferred_ != kNoOp) hand_over_receive();  // then cancelled with the others
   bool cancelled = false;
   for (auto& op : ops_) {
     if (op.req == nullptr || op.buf < data || op.buf >= data + length) continue;
@@ -206,6 +210,7 @@ void UcxTransport::peer_failed(int rail, int peer, ucs_status_t st) noexcept {
   const ucs_status_t why = st == UCS_OK ? UCS_ERR_ENDPOINT_TIMEOUT : st;  // never "failed: OK"
   r.failed[static_cast<size_t>(peer)] = why;
   r.receives_to_fail = true;
+  chores_ = true;
   if (failed_queued_ == 0)
     set_error("the endpoint to peer {} on rail {} ({}) failed: {} ({}): the peer process died or its link went down",
               peer, rail, r.core->device, ucs_status_string(why), status_name(why));
@@ -236,6 +241,7 @@ bool UcxTransport::fail_at_once(Rail& r, int peer, int rail, OpKind kind, uint64
 void UcxTransport::flushed(Op& op, ucs_status_t st) noexcept {
   if (st == UCS_OK && op.notice) {
     notices_.push_back(op.index);  // sent from poll(), outside the callback
+    chores_ = true;
     return;
   }
   finish(op, st, op.bytes);
@@ -299,7 +305,9 @@ Status UcxTransport::post_send(int peer, int rail, const LocalSpan& src, uint64_
   p.cb.send = send_done;
   p.user_data = op;
   void* req = ucp_tag_send_nbx(ep, src.mr->at(src.offset), src.length, static_cast<ucp_tag_t>(rank_), &p);
-  return accepted(req, *op, "send") ? Status::ok : Status::error;
+  const bool ok = accepted(req, *op, "send");
+  if (deferred_ != kNoOp) hand_over_receive();  // the send has left: now the receive
+  return ok ? Status::ok : Status::error;
 }
 
 Status UcxTransport::post_recv(int peer, int rail, const LocalSpan& dst, uint64_t wr_id) noexcept {
@@ -308,20 +316,36 @@ Status UcxTransport::post_recv(int peer, int rail, const LocalSpan& dst, uint64_
   if (Status s; fail_at_once(r, peer, rail, OpKind::recv, wr_id, s)) return s;
   Op* op = take_op(peer, rail, OpKind::recv, wr_id);
   if (op == nullptr) return Status::retry;
+  // Receives reach UCX in the order they were posted: an earlier one goes first.
+  if (deferred_ != kNoOp) hand_over_receive();
+  op->buf = dst.mr->at(dst.offset);
+  op->capacity = dst.length;
+  deferred_ = op->index;
+  return Status::ok;
+}
+
+// A receive that UCX refuses now completes with status error (its post said ok), which
+// the caller hears of from poll() with the reason in last_error().
+void UcxTransport::hand_over_receive() noexcept {
+  Op& op = ops_[deferred_];
+  deferred_ = kNoOp;
+  Rail& r = *rails_[static_cast<size_t>(op.rail)];
+  if (const ucs_status_t st = r.failed[static_cast<size_t>(op.peer)]; st != UCS_OK) {
+    finish(op, st, 0);  // its peer failed since the post
+    return;
+  }
   ucp_request_param_t p{};
   // Always through the callback: UCX 1.13 leaves recv_info unfilled (length 0) when a
   // receive matches an unexpected message at once.
   p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
   p.cb.recv = recv_done;
-  p.user_data = op;
-  void* req =
-      ucp_tag_recv_nbx(r.core->worker, dst.mr->at(dst.offset), dst.length, static_cast<ucp_tag_t>(peer), kAllBits, &p);
-  if (!accepted(req, *op, "recv")) return Status::error;
-  if (!op->finished) {  // a callback inside ucp_tag_recv_nbx may have finished it already
-    op->req = req;
-    op->buf = dst.mr->at(dst.offset);
+  p.user_data = &op;
+  void* req = ucp_tag_recv_nbx(r.core->worker, op.buf, op.capacity, static_cast<ucp_tag_t>(op.peer), kAllBits, &p);
+  if (UCS_PTR_IS_ERR(req)) {
+    finish(op, UCS_PTR_STATUS(req), 0);
+    return;
   }
-  return Status::ok;
+  if (!op.finished) op.req = req;  // a callback inside ucp_tag_recv_nbx may have finished it already
 }
 
 bool UcxTransport::lookup_rkey(Rail& r, int rail, int peer, const RemoteSpan& dst, size_t length,
@@ -449,26 +473,37 @@ Status UcxTransport::post_read(int peer, int rail, const LocalSpan& dst, const R
   return accepted(req, *op, "read") ? Status::ok : Status::error;
 }
 
-size_t UcxTransport::poll(std::span<Completion> out) noexcept {
+void UcxTransport::do_chores() noexcept {
+  chores_ = false;
   // Notice receives whose completions the last poll handed out are posted again.
   for (ImmSlot* slot : reposts_) post_imm_slot(*slot);
   reposts_.clear();
-  // One progress call per rail: a second one, to drain, costs a whole pass over UCX's
-  // transports, which an 8 B ping-pong pays on every message; the caller polls again.
-  for (auto& rail : rails_) {
-    ucp_worker_progress(rail->core->worker);
+  for (auto& rail : rails_)
     if (rail->receives_to_fail) fail_receives_of_failed_peers(*rail);
-  }
   // Notices go out after the flush that orders them, from here rather than the callback.
   for (size_t i = 0; i < notices_.size(); ++i) post_notice(ops_[notices_[i]]);
   notices_.clear();
+}
+
+size_t UcxTransport::poll(std::span<Completion> out) noexcept {
+  // The idle poll of a wait is the loop a message's arrival is noticed in: it is kept to
+  // the progress calls and two flags, as ucx_perftest spins on ucp_worker_progress alone.
+  if (deferred_ != kNoOp) hand_over_receive();
+  if (chores_) do_chores();
+  // One progress call per rail: a second one, to drain, costs a whole pass over UCX's
+  // transports, which an 8 B ping-pong pays on every message; the caller polls again.
+  for (ucp_worker_h worker : workers_) ucp_worker_progress(worker);
+  if (chores_) do_chores();  // a flush ended or a peer failed inside progress
   size_t n = 0;
   while (n < out.size() && done_head_ != done_tail_) {
     const Done& d = done_[done_head_++ & done_mask_];
     out[n++] = d.c;
     if (d.c.status != Status::ok) --failed_queued_;
     if (d.op != kNoOp) release(ops_[d.op]);
-    if (d.slot != nullptr) reposts_.push_back(d.slot);  // room reserved: never allocates
+    if (d.slot != nullptr) {
+      reposts_.push_back(d.slot);  // room reserved: never allocates
+      chores_ = true;
+    }
   }
   return n;
 }

@@ -57,9 +57,10 @@ struct Op {
   uint32_t imm = 0;
   bool notice = false;  // a write-with-imm whose notice goes out once the flush ends
   uint32_t index = 0;
-  bool finished = false;           // its completion is queued for poll()
-  void* req = nullptr;             // a receive still posted (cancelled when its region goes)
-  const std::byte* buf = nullptr;  // where that receive lands
+  bool finished = false;     // its completion is queued for poll()
+  void* req = nullptr;       // a receive still posted (cancelled when its region goes)
+  std::byte* buf = nullptr;  // where that receive lands
+  size_t capacity = 0;       // and how much room it has
 };
 
 class UcxTransport final : public RailTransport<std::unique_ptr<Rail>> {
@@ -83,6 +84,8 @@ class UcxTransport final : public RailTransport<std::unique_ptr<Rail>> {
   Status post_write_batch(int peer, int rail, std::span<const WriteSpan> ops, std::optional<uint32_t> imm,
                           uint64_t wr_id) noexcept override;
   size_t poll(std::span<Completion> out) noexcept override;
+  // The ping-pong on the rail's worker alone (ucx_ping_pong.cc).
+  Status ping_pong(const PingPong& pp) noexcept override;
 
   // Called from UCX callbacks inside ucp_worker_progress.
   void finish(Op& op, ucs_status_t st, size_t bytes) noexcept;
@@ -109,6 +112,15 @@ class UcxTransport final : public RailTransport<std::unique_ptr<Rail>> {
   void post_imm_slot(ImmSlot& slot) noexcept;
   void post_notice(Op& op) noexcept;
   bool accepted(void* req, Op& op, const char* what) noexcept;
+  // Waits for a ping-pong's request on `r`'s worker: UCS_OK, its error, the peer's
+  // endpoint failure or UCS_ERR_TIMED_OUT after pp.timeout_s without progress.
+  ucs_status_t await(void* req, Rail& r, const PingPong& pp) noexcept;
+  Status ping_pong_failed(Rail& r, const PingPong& pp, ucs_status_t st, void* pending) noexcept;
+  // Hands the deferred receive (see deferred_) to UCX.
+  void hand_over_receive() noexcept;
+  // The rare work a poll does around progress: notice receives to post again, receives
+  // of a failed peer to cancel, notices whose flush ended. `chores_` says there is some.
+  void do_chores() noexcept;
 
   std::vector<Op> ops_;
   std::vector<uint32_t> free_;
@@ -119,6 +131,13 @@ class UcxTransport final : public RailTransport<std::unique_ptr<Rail>> {
   size_t failed_queued_ = 0;       // failed completions in done_
   std::vector<ImmSlot*> reposts_;  // notice receives to post again at the next poll()
   std::vector<uint32_t> notices_;  // write-with-imm ops whose flush ended, notice not yet sent
+  bool chores_ = false;            // reposts_, notices_ or a failed peer's receives wait
+  // The latest receive, not yet handed to UCX: it goes after the next send, at the next
+  // poll() or before the next receive (which keeps receives in order). A ping-pong posts
+  // its next receive just before it replies; handing it over after the reply takes
+  // ucp_tag_recv_nbx off the round trip's critical path, as ucx_perftest sends first.
+  uint32_t deferred_ = kNoOp;
+  std::vector<ucp_worker_h> workers_;  // per rail, for poll()'s progress loop
   uint64_t next_region_id_ = 1;
   TransportCell cell_ = std::make_shared<UcxTransport*>(this);
 };
