@@ -12,6 +12,7 @@
 #      one line names the URL without its password and the fix; db ingest exits 1.
 #   postgres_case.sh RAILBENCH
 source "$(dirname "$0")/../support/case.sh"
+source "$(dirname "$0")/runs.sh"
 rb=$1
 case_work
 fixtures=$rb_root/tests/compare/fixtures
@@ -40,28 +41,8 @@ fleet="postgresql://railbench@/fleet?host=$pgdir"
 jobs="postgresql://railbench@/jobs?host=$pgdir"
 
 echo "== 1. eight ingests at once, node03:rail1 slower in each run"
-for i in 1 2 3 4 5 6 7 8; do
-  python3 - "$fixtures/validate-netns-healthy.json" "$work/run$i.json" "$i" <<'PY'
-import json, sys
-d = json.load(open(sys.argv[1]))
-i = int(sys.argv[3])
-d["run_id"] = "%032x" % i
-d["started_at"] = "2026-11-%02dT10:00:00Z" % i
-for link in d["rails"][1]["links"]:
-    if link["node"] == "node03":
-        link["tx_gbs"] *= 1 - 0.04 * i
-        link["rx_gbs"] *= 1 - 0.04 * i
-json.dump(d, open(sys.argv[2], "w"))
-PY
-done
-pids=()
-for i in 1 2 3 4 5 6 7 8; do
-  "$rb" db ingest --db "$fleet" "$work/run$i.json" >"$work/ingest$i.out" 2>&1 &
-  pids+=($!)
-done
-for i in "${!pids[@]}"; do
-  wait "${pids[$i]}" || fail "ingest $((i + 1)) of 8 into PostgreSQL failed"
-done
+db_runs "$fixtures/validate-netns-healthy.json" 8 0.04
+db_ingest_at_once "$fleet" 8
 "$rb" db info --db "$fleet" | tee "$work/pg-info.out"
 expect_grep '^ +runs +8$' "$work/pg-info.out" "eight runs ingested at once"
 expect_grep '^ +pair_tests +128$' "$work/pg-info.out" "eight runs of 16 pair tests each"

@@ -11,28 +11,14 @@
 #   store_case.sh RAILBENCH
 source "$(dirname "$0")/../support/case.sh"
 source "$rb_root/scripts/lib/mpirun.sh"
+source "$(dirname "$0")/runs.sh"
 rb=$1
 case_work
 fixtures=$rb_root/tests/compare/fixtures
 
 echo "== 1. eight ingests at once"
-for i in 1 2 3 4 5 6 7 8; do
-  python3 - "$fixtures/validate-netns-healthy.json" "$work/run$i.json" "$i" <<'PY'
-import json, sys
-d = json.load(open(sys.argv[1]))
-d["run_id"] = "%032x" % int(sys.argv[3])
-d["started_at"] = "2026-11-%02dT10:00:00Z" % int(sys.argv[3])
-json.dump(d, open(sys.argv[2], "w"))
-PY
-done
-pids=()
-for i in 1 2 3 4 5 6 7 8; do
-  "$rb" db ingest --db "$work/fleet.db" "$work/run$i.json" >"$work/ingest$i.out" 2>&1 &
-  pids+=($!)
-done
-for i in "${!pids[@]}"; do
-  wait "${pids[$i]}" || { cat "$work/ingest$((i + 1)).out"; fail "ingest $((i + 1)) of 8 failed"; }
-done
+db_runs "$fixtures/validate-netns-healthy.json" 8
+db_ingest_at_once "$work/fleet.db" 8
 "$rb" db info --db "$work/fleet.db" | tee "$work/info.out"
 grep -qE '^ +runs +8$' "$work/info.out" || fail "eight runs ingested at once, but the store does not hold eight"
 grep -qE '^ +figures +448$' "$work/info.out" || fail "eight runs of 56 figures each should be 448 figures"
