@@ -14,7 +14,7 @@
 #   withdraw   one leaf's route via one spine withdrawn
 #   host       one node's own link (NIC to leaf) at 20%: the host side, no fabric link blamed
 #   double     two fabric links degraded at once, both to be named
-# It brings up 2 SUs x 4 nodes x 2 rails x 4 spines (configs/netns-2su-4x2-4spine.json,
+# It brings up 2 SUs x 4 nodes x 2 rails x 4 spines at 100 Mb/s (configs/netns-2su-4x2-4spine.json,
 # RB_SU_NET=10.150) under RB_SU_PREFIX (default rbev) and takes it down at the end.
 # Prints one line per trial and a table per kind: exact link(s) named, a wrong link named,
 # a host drained, nothing found. Exit 0 when every trial was scored exact, 1 otherwise.
@@ -52,13 +52,15 @@ bin=${RAILBENCH_BIN:-$root/build/railbench}
 [[ -x $bin ]] || rb_su_die "no railbench at $bin: build it (cmake --build build) or set RAILBENCH_BIN"
 command -v python3 >/dev/null || rb_su_die "'python3' not found: apt-get install python3 (it reads the results files)"
 config=$root/configs/netns-2su-4x2-4spine.json
-sus=2 nodes=4 rails=2 spines=4
+# 100 Mb/s per node link (and so per leaf-spine link): the rate the config expects, one
+# this host carries through 5 namespaces without the flows falling short of it.
+sus=2 nodes=4 rails=2 spines=4 rate=100
 
 work=$(mktemp -d /tmp/localize-eval.XXXXXX)
 cleanup() { "$here/down.sh" >/dev/null 2>&1; rm -rf "$work"; }
 trap cleanup EXIT
 [[ -f $RB_SU_STATE/su.env ]] && "$here/down.sh" >/dev/null 2>&1
-"$here/up.sh" --sus $sus --nodes $nodes --rails $rails --spines $spines >"$work/up.log" 2>&1 ||
+"$here/up.sh" --sus $sus --nodes $nodes --rails $rails --spines $spines --rate $rate >"$work/up.log" 2>&1 ||
   { cat "$work/up.log" >&2; rb_su_die "the simulated fabric did not come up (above)"; }
 
 # Draws from one generator in this shell (never in a $(...) subshell, which bash reseeds),

@@ -27,7 +27,7 @@ command -v nft >/dev/null || skip "nft not found: apt-get install nftables (scri
 # (but for its "tests", validate's settings for the fabric phase, and their comment).
 sed -n '/^  "fabric": {$/,/^  }$/p' "$rb_root/configs/netns-2su-4x2-4spine.json" |
   sed '/(not from fabric-config.py)/,/"tests":/d' >"$work/config-fabric"
-"$su/fabric-config.py" --sus 2 --nodes 4 --rails 2 --spines 4 --net 10.150 >"$work/printed-fabric" ||
+"$su/fabric-config.py" --sus 2 --nodes 4 --rails 2 --spines 4 --net 10.150 --rate 100 >"$work/printed-fabric" ||
   fail "fabric-config.py failed"
 diff "$work/config-fabric" "$work/printed-fabric" >"$work/fabric-diff.log" ||
   fail "configs/netns-2su-4x2-4spine.json's fabric section differs from fabric-config.py's"

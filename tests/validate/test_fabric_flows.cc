@@ -2,6 +2,7 @@
 // says about a flow's path, the measurement rounds, the coverage findings.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <set>
 
 #include <fmt/format.h>
@@ -203,4 +204,36 @@ TEST_CASE("fabric verdict: a leaf that never sends through a spine it receives f
     CHECK(named);
     CHECK(j2.findings.size() == 2);
   }
+
+  SECTION("where one flow fills under half a path, the slow link is named against the median flow") {
+    // Every healthy flow at 45% of the line rate (one TCP stream on a fast NIC), the bad
+    // link's at 10%: against the line rate all are slow and no link stands out.
+    const int bad = f.link_index("su2-leaf1", "spine1");
+    std::vector<double> carried;
+    for (auto& x : flows) {
+      const bool through = std::find(x.path.links.begin(), x.path.links.end(), bad) != x.path.links.end();
+      x.gbps = through ? 0.1 : 0.45;
+      carried.push_back(x.gbps);
+    }
+    const double reference = healthy_flow_gbps(carried, 1.0);
+    CHECK(reference == Approx(0.45));
+    const auto o3 = observe_flows(f, flows, reference);
+    const FabricJudgment j3 = judge_fabric(f, n, flows, o3, reference);
+    std::set<std::string> named;
+    for (const auto& x : j3.findings) named.insert(x.subject);
+    CHECK(j3.findings.size() == 2);
+    CHECK(std::any_of(named.begin(), named.end(),
+                      [](const std::string& x) { return x.find("(su2-leaf1-spine1)") != std::string::npos; }));
+    const auto against_line = observe_flows(f, flows, 1.0);
+    CHECK(std::all_of(against_line.begin(), against_line.end(),
+                      [](const FlowObservation& o) { return o.health == FlowHealth::slow; }));
+  }
+}
+
+TEST_CASE("fabric verdict: a healthy flow's rate is the median flow, never above the line rate, from 8 flows",
+          "[validate][fabric]") {
+  CHECK(healthy_flow_gbps({0.2, 0.18, 0.19, 0.05, 0.21, 0.17, 0.2, 0.19}, 0.4) == Approx(0.19));
+  CHECK(healthy_flow_gbps({0.2, 0.18, 0.19}, 0.4) == Approx(0.4));  // too few to tell
+  CHECK(healthy_flow_gbps(std::vector<double>(10, 0.5), 0.4) == Approx(0.4));
+  CHECK(healthy_flow_gbps({}, 0.4) == Approx(0.4));
 }

@@ -13,6 +13,12 @@ namespace railbench {
 
 using nlohmann::json;
 
+double healthy_flow_gbps(std::vector<double> carried, double expected_gbps) {
+  constexpr size_t kMinFlows = 8;
+  if (carried.size() < kMinFlows) return expected_gbps;
+  return std::min(expected_gbps, median(std::move(carried)));
+}
+
 std::vector<FlowObservation> observe_flows(const SuFabric& f, const std::vector<FabricFlow>& flows,
                                            double expected_gbps) {
   // Retransmits a healthy flow shows here (a shaped port's shallow queue drops some

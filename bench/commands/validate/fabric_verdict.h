@@ -27,7 +27,16 @@ struct FabricFlow {
   double rtt_us = 0;
 };
 
-// Health against `expected_gbps` (what one flow alone on its path should carry).
+// What a healthy flow carries: the median of the completed flows' rates (`carried`),
+// never above `expected_gbps`, the line rate. One TCP flow often cannot fill a path (a
+// 400G NIC's single stream, a host whose cores carry the packets): judged against the
+// line rate every flow would be slow and no link would stand out; judged against its
+// peers a link still does, by how far its flows fall below the others. With fewer than
+// 8 flows there are too few to tell: `expected_gbps`.
+double healthy_flow_gbps(std::vector<double> carried, double expected_gbps);
+
+// Health against `expected_gbps` (what one healthy flow alone on its path carries: the
+// line rate, or the median flow where one flow cannot fill a path).
 std::vector<FlowObservation> observe_flows(const SuFabric& f, const std::vector<FabricFlow>& flows,
                                            double expected_gbps);
 
