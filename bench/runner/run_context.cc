@@ -1,5 +1,6 @@
 #include "bench/runner/run_context.h"
 
+#include <sched.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -38,6 +39,37 @@ std::string boot_id() {
   return id;
 }
 
+// The CPUs this process may run on (its affinity: taskset, a launcher's binding, a
+// cgroup's cpuset), as ranges: "0-3,8". "" when it cannot be read.
+std::string affinity_ranges() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (::sched_getaffinity(0, sizeof set, &set) != 0) return "";
+  std::string out;
+  for (int c = 0; c < CPU_SETSIZE; ++c) {
+    if (!CPU_ISSET(c, &set)) continue;
+    int last = c;
+    while (last + 1 < CPU_SETSIZE && CPU_ISSET(last + 1, &set)) ++last;
+    out +=
+        fmt::format("{}{}", out.empty() ? "" : ",", c == last ? fmt::format("{}", c) : fmt::format("{}-{}", c, last));
+    c = last;
+  }
+  return out;
+}
+
+// The CPUs of affinity_ranges()'s text, added to `cpus`.
+void add_ranges(const std::string& ranges, std::set<long>& cpus) {
+  for (size_t at = 0; at < ranges.size();) {
+    const size_t comma = std::min(ranges.find(',', at), ranges.size());
+    const std::string part = ranges.substr(at, comma - at);
+    const size_t dash = part.find('-');
+    const long lo = std::strtol(part.c_str(), nullptr, 10);
+    const long hi = dash == std::string::npos ? lo : std::strtol(part.c_str() + dash + 1, nullptr, 10);
+    for (long c = lo; c <= hi && c - lo < CPU_SETSIZE; ++c) cpus.insert(c);
+    at = comma + 1;
+  }
+}
+
 // "pid:[4026531836]": the same text in two processes of one kernel means one pid
 // namespace, where a pid names the same process (empty when it cannot be read).
 std::string pid_namespace() {
@@ -55,23 +87,25 @@ RunContext::RunContext(Bootstrap& bootstrap, const CommonOptions& options, std::
   // The launcher's node name where it gives one (Slurm's node names are the ones its
   // commands, and the drain list, use).
   const std::string& node = bootstrap_.place().node_name;
-  // The boot id rides along, for has_own_core(), and the pid with its namespace, for the
-  // signal handlers: no gather of their own at start-up.
+  // The boot id and the CPUs this rank may use ride along, for has_own_core(), and the
+  // pid with its namespace, for the signal handlers: no gather of their own at start-up.
   const std::string kernel = boot_id(), pids = pid_namespace();
   std::string rank0_pids;
-  for (const std::string& s : bootstrap_.all_gather_strings(fmt::format(
-           "{}\n{}\n{}\n{}", node.empty() ? local_hostname() : node, kernel, pids, static_cast<long>(::getpid())))) {
+  for (const std::string& s :
+       bootstrap_.all_gather_strings(fmt::format("{}\n{}\n{}\n{}\n{}", node.empty() ? local_hostname() : node, kernel,
+                                                 pids, static_cast<long>(::getpid()), affinity_ranges()))) {
     std::vector<std::string> parts;
     for (size_t at = 0; at <= s.size();) {
       const size_t nl = std::min(s.find('\n', at), s.size());
       parts.push_back(s.substr(at, nl - at));
       at = nl + 1;
     }
-    parts.resize(4);
+    parts.resize(5);
     hosts_.push_back(parts[0]);
     boot_ids_.push_back(parts[1]);
     if (hosts_.size() == 1) rank0_pids = parts[2];
     pids_.push_back(std::strtol(parts[3].c_str(), nullptr, 10));
+    affinities_.push_back(parts[4]);
   }
   // Ranks beside rank 0 (its kernel and pid namespace) wait for it to exit on their
   // launcher's signal, so that its verdict is written before the launcher's SIGKILL.
@@ -118,12 +152,26 @@ void RunContext::close_transport() noexcept {
 
 // Ranks that share a kernel share its CPUs, whatever their host names say (the netns
 // SU's "nodes" are namespaces of one machine): the kernel's boot id tells them apart.
+// What they share is the CPUs they may run on, not the machine's: 2 ranks under
+// `taskset -c 0` on a 64-core host share one core, and 8 ranks bound to a core each
+// have one each. Where a rank's affinity cannot be read, the online CPUs stand in.
 bool RunContext::has_own_core() const {
+  return own_core(rank_);
+}
+
+bool RunContext::own_core(int rank) const {
   auto machine = [&](int r) -> const std::string& { return boot_ids_[r].empty() ? hosts_[r] : boot_ids_[r]; };
   int sharing = 0;
-  for (int r = 0; r < size_; ++r) sharing += machine(r) == machine(rank_);
-  const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-  return cpus > 0 && sharing <= cpus;
+  std::set<long> cpus;
+  bool known = true;
+  for (int r = 0; r < size_; ++r) {
+    if (machine(r) != machine(rank)) continue;
+    sharing += 1;
+    known = known && !affinities_[r].empty();
+    add_ranges(affinities_[r], cpus);
+  }
+  const long usable = known ? static_cast<long>(cpus.size()) : sysconf(_SC_NPROCESSORS_ONLN);
+  return usable > 0 && sharing <= usable;
 }
 
 bool RunContext::all_on_one_host() const {
@@ -239,7 +287,10 @@ json RunContext::results_header(json config) const {
   json ranks = json::array();
   for (int r = 0; r < size_; ++r) {
     // The pid tells a dead "running" file from a live run: is it still there on its host?
-    json entry{{"rank", r}, {"host", hosts_[r]}, {"pid", pids_[r]}};
+    // The CPUs it could run on, and whether it had one of them to itself (it spun
+    // waiting for its peers only then): a figure from ranks that shared cores says so.
+    json entry{
+        {"rank", r}, {"host", hosts_[r]}, {"pid", pids_[r]}, {"cpus", affinities_[r]}, {"own_core", own_core(r)}};
     if (static_cast<size_t>(r) < rank_rails_.size()) entry["rails"] = rank_rails_[r];
     if (static_cast<size_t>(r) < rank_memory_.size()) entry.update(rank_memory_[static_cast<size_t>(r)]);
     ranks.push_back(std::move(entry));

@@ -114,16 +114,18 @@ class RunContext {
   void add_csv(ResultsFile& results) const;
 
  private:
-  // No more ranks on this machine than online CPUs.
+  // No more ranks on this machine than CPUs they may run on together.
   bool has_own_core() const;
+  bool own_core(int rank) const;  // the same, for any rank
 
   CommonOptions options_;
   std::string command_;
   Bootstrap& bootstrap_;
   int rank_ = 0, size_ = 1;
   std::vector<std::string> hosts_;
-  std::vector<std::string> boot_ids_;  // per rank: its kernel's boot id, "" if unreadable
-  std::vector<long> pids_;             // per rank: its process id on its host
+  std::vector<std::string> boot_ids_;    // per rank: its kernel's boot id, "" if unreadable
+  std::vector<std::string> affinities_;  // per rank: the CPUs it may run on, "0-3,8"; "" if unreadable
+  std::vector<long> pids_;               // per rank: its process id on its host
   std::vector<int> launcher_local_ranks_;
   std::unique_ptr<Liveness> liveness_;  // names a stopped or dead rank when a wait times out
   TransportSpec spec_;

@@ -38,10 +38,12 @@ VOLATILE = {
 # tests/validate/test_tenants.cc and the netns tenants case; bisection: validate's
 # tests.bisection, checked by the netns bisection case; run_id: the run store's key, and
 # config.rel_bw_below_median: the threshold the store's trends use, checked by tests/db;
-# code: a finding's reason code, checked by tests/validate/test_reason_codes.cc).
+# code: a finding's reason code, checked by tests/validate/test_reason_codes.cc; cpus and
+# own_core: a rank's CPUs and whether it had one to itself, which vary by machine, checked
+# by tests/bench/own_core_case.sh).
 ADDED = {"railbench_commit", "updated_at", "launcher", "bad_nodes", "counters", "counters_a", "counters_b", "burn_in",
          "test_s", "cabling", "pkeys", "isolation", "tenant_collectives",
-         "bisection", "run_id", "rel_bw_below_median", "code"}
+         "bisection", "run_id", "rel_bw_below_median", "code", "cpus", "own_core"}
 
 
 def shape(value, key=None):

@@ -125,6 +125,61 @@ TEST_CASE("verdict: a degraded link is named, confirmed, and its partners are no
   CHECK(warned[0].severity == Severity::warn);
 }
 
+TEST_CASE("verdict: on a fabric a suspect is re-tested on its own leaf, and passing there points at the fabric",
+          "[validate]") {
+  SuConfig c = su();
+  c.fabric.sus = {{"su1", "node[01-02]", {"node01", "node02"}}, {"su2", "node[03-04]", {"node03", "node04"}}};
+  c.fabric.spines = {{"spine0", {}}, {"spine1", {}}};
+  // node03 rail1's pairs are slow (those across the spines, here all of them).
+  const auto rail = all_pairs(c, [](PairResult& p) {
+    if (touches(p, 2, 1)) p.bw_ab = p.bw_ba = 0.012, p.bidir = 0.024;
+  });
+  auto stats = link_stats(c, 4, rail);
+  const auto suspects = find_suspects(c, stats);
+  REQUIRE(suspects.size() == 1);
+  stats[1][0].tx = 0.09;  // node01, in the other SU, is the rail's best sender
+  const std::vector<int> su_of{0, 0, 1, 1};
+  const auto across = plan_retests(suspects, stats);
+  REQUIRE(across.size() == 1);
+  CHECK(across[0][0].partner == 0);  // without the fabric: the best sender
+  const auto own_leaf = plan_retests(suspects, stats, {}, su_of);
+  REQUIRE(own_leaf.size() == 1);
+  CHECK(own_leaf[0][0].partner == 3);  // node04: its own SU, so its own leaf on rail1
+
+  PairResult fine{PairPhase::retest, 2, 3, 1, 1, true, "", 0.046, 0.046, 0.09, 12, 30, 60};
+  const auto findings = judge_links(c, names(c), stats, suspects, {fine}, {});
+  REQUIRE(findings.size() == 1);
+  CHECK(findings[0].severity == Severity::warn);
+  CHECK_THAT(findings[0].reason, Catch::Contains("passed a re-test against node04 on its own leaf (no spine crossed)"));
+
+  SECTION("a re-test across the spines past a link the fabric phase found bad confirms nothing") {
+    for (const char* su : {"su1", "su2"})
+      for (int r = 0; r < 2; ++r) {
+        FabricLeaf leaf;
+        leaf.name = fmt::format("{}-leaf{}", su, r);
+        leaf.su = su;
+        leaf.rails = {r};
+        c.fabric.leaves.push_back(leaf);
+        for (const char* spine : {"spine0", "spine1"})
+          c.fabric.links.push_back({fmt::format("{}-{}", leaf.name, spine), leaf.name, spine, "", spine, "", ""});
+      }
+    const int bad = c.fabric.link_index("su1-leaf1", "spine1");
+    PairResult slow{PairPhase::retest, 2, 0, 1, 1, true, "", 0.012, 0.012, 0.024, 12, 30, 60};  // node03 vs node01
+    const auto confirmed = judge_links(c, names(c), stats, suspects, {slow}, {});
+    REQUIRE(confirmed.size() == 1);
+    CHECK(confirmed[0].severity == Severity::fail);  // no fabric finding: the re-test stands
+    const auto past = judge_links(c, names(c), stats, suspects, {slow}, {}, {bad});
+    REQUIRE(past.size() == 1);
+    CHECK(past[0].severity == Severity::warn);
+    CHECK_THAT(past[0].reason, Catch::Contains("found su1-leaf1-spine1 bad on the way between their leaves"));
+    CHECK(find_bad_nodes(past, names(c)).hosts.empty());
+    // A link of another rail's leaf is not on the way.
+    const auto elsewhere =
+        judge_links(c, names(c), stats, suspects, {slow}, {}, {c.fabric.link_index("su1-leaf0", "spine1")});
+    CHECK(elsewhere[0].severity == Severity::fail);
+  }
+}
+
 TEST_CASE("verdict: one direction of a link is enough", "[validate]") {
   const SuConfig c = su();
   const auto rail = all_pairs(c, [](PairResult& p) {

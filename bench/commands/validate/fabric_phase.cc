@@ -413,10 +413,18 @@ std::vector<FabricFlow> merge_flows(const Discovery& d, const std::vector<FlowRe
   return flows;
 }
 
+std::string reference_line(double reference, double expected) {
+  return fmt::format(
+      "# fabric: a healthy flow carries {:.3g} Gb/s here (the median flow), {:.0f}% of the {:.3g} Gb/s line rate: "
+      "one TCP flow does not fill a path on these hosts, so each flow is judged against the median flow; the "
+      "pair tests judge the rate itself",
+      reference, 100 * reference / expected, expected);
+}
+
 }  // namespace
 
 std::vector<Finding> run_fabric_phase(RunContext& ctx, const SuConfig& c, const SuLayout& L, const std::string& port,
-                                      const std::string& why, ResultsRun& results) {
+                                      const std::string& why, ResultsRun& results, std::vector<int>& links_at_fault) {
   const SuFabric& f = c.fabric;
   const auto t0 = Clock::now();
   std::string ip = port.empty() ? "" : read_port_address(port).ipv4;
@@ -484,15 +492,11 @@ std::vector<Finding> run_fabric_phase(RunContext& ctx, const SuConfig& c, const 
       "# phase 1c fabric: {} flows over {} leaf-spine links ({} reached their destination), paths "
       "traced in {:.1f} s ({} round(s)), measured in {} rounds and {} of re-tests ({:.1f} s), {} finding(s)",
       opened, f.links.size(), reached, discover_s, d.rounds, rounds, retest_rounds, measure_s, j.findings.size()));
-  if (reference < 0.9 * expected)
-    ctx.print(fmt::format(
-        "# fabric: a healthy flow carries {:.3g} Gb/s here (the median flow), {:.0f}% of the {:.3g} Gb/s line rate: "
-        "one TCP flow does not fill a path on these hosts, so each flow is judged against the median flow; the "
-        "pair tests judge the rate itself",
-        reference, 100 * reference / expected, expected));
+  if (reference < 0.9 * expected) ctx.print(reference_line(reference, expected));
   for (const auto& line : j.lines) ctx.print(line);
   for (const auto& x : j.findings)
     ctx.print(fmt::format("# fabric {} {}: {}: {}", to_string(x.severity), code_of(x), x.subject, x.reason));
+  links_at_fault = j.links_at_fault;
   return j.findings;
 }
 

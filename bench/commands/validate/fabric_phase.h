@@ -22,9 +22,11 @@ namespace railbench {
 
 // Runs the phase on every rank (collective: every rank calls it). `port` is this rank's
 // Ethernet interface ("" when it has none: it opens no flows, and says why in `why`).
-// Returns the findings (the same on every rank); the "fabric" section of the results is
-// written as soon as it is measured.
+// Returns the findings (the same on every rank) and sets `links_at_fault` to the
+// leaf-spine links a FAIL finding names (indices into c.fabric.links), which the pair
+// tests' verdict reads; the "fabric" section of the results is written as soon as it is
+// measured.
 std::vector<Finding> run_fabric_phase(RunContext& ctx, const SuConfig& c, const SuLayout& L, const std::string& port,
-                                      const std::string& why, ResultsRun& results);
+                                      const std::string& why, ResultsRun& results, std::vector<int>& links_at_fault);
 
 }  // namespace railbench

@@ -115,7 +115,10 @@ void coverage_findings(const SuFabric& f, const std::vector<FabricNic>& nics, co
           "routes to {} via {} are withdrawn",
           l.leaf, l.spine, in_flows, l.leaf, l.spine);
     }
-    if (!why.empty()) out.findings.push_back(fabric_finding(Severity::fail, code, link_subject(l), why));
+    if (!why.empty()) {
+      out.findings.push_back(fabric_finding(Severity::fail, code, link_subject(l), why));
+      out.links_at_fault.push_back(static_cast<int>(i));
+    }
   }
 }
 
@@ -191,6 +194,7 @@ void link_findings(const SuFabric& f, const std::vector<FabricNic>& nics, const 
         100 * e.median_fraction, expected_gbps, e.bad_flows, e.bad_flows + e.good_flows, health_word(e, f.tests),
         bad_total - e.bad_flows, total - e.bad_flows - e.good_flows, e.retransmits, e.votes);
     if (!apart.empty()) reason += fmt::format("; no flow tells it apart from {}", apart);
+    out.links_at_fault.push_back(link);
     out.findings.push_back(fabric_finding(Severity::fail, health_code(e, f.tests), link_subject(f.links.at(link)),
                                           reason, e.median_fraction * expected_gbps, expected_gbps, "Gb/s"));
   }

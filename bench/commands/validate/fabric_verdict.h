@@ -45,6 +45,7 @@ struct FabricJudgment {
   std::vector<std::string> lines;  // what the run prints under the phase's line
   nlohmann::json links = nlohmann::json::array(), ecmp = nlohmann::json::array();
   nlohmann::json host_side = nlohmann::json::array();  // NICs bad on every path: "node03 rail1"
+  std::vector<int> links_at_fault;  // the links a FAIL finding names (blamed, down, withdrawn), by index
 };
 
 FabricJudgment judge_fabric(const SuFabric& f, const std::vector<FabricNic>& nics, const std::vector<FabricFlow>& flows,

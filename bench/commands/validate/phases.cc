@@ -48,6 +48,7 @@ struct ValidateState {
   int my_node = 0, my_slot = 0;  // this rank's node and GPU slot (= its rail)
   int nodes = 0, rails = 0;
   std::vector<Finding> findings;
+  std::vector<int> fabric_at_fault;  // phase 1c's leaf-spine links with a FAIL finding (c.fabric.links)
   std::vector<PairResult> rail_results, cross_results, retest_results;
   std::vector<std::vector<LinkStats>> stats;  // per rail, per node; unmeasured until phase 2
   std::vector<std::vector<NicReport>> nics;   // per node, per slot: the inventory
@@ -291,7 +292,7 @@ void phase_fabric(ValidateState& s) {
   if (!s.c.fabric.present() || !s.c.fabric.tests.enabled) return;
   std::string why;
   const std::string port = cabling_port(s.nics[s.my_node][s.my_slot], why);
-  auto found = run_fabric_phase(s.ctx, s.c, s.L, port, why, s.results);
+  auto found = run_fabric_phase(s.ctx, s.c, s.L, port, why, s.results, s.fabric_at_fault);
   s.findings.insert(s.findings.end(), found.begin(), found.end());
   publish_bad_nodes(s, false);
 }
@@ -461,7 +462,10 @@ void phase_retests(ValidateState& s, PairRunner& runner) {
   s.before_retests = gather_counters(s);
   const int went_down = count_downs(s, s.at_start, s.before_retests, &LinkStats::downs);
   const auto suspects = find_suspects(s.c, s.stats);
-  const auto retest_rounds = plan_retests(suspects, s.stats, s.tenants.on() ? s.tenants.of_node : std::vector<int>{});
+  std::vector<int> su_of;  // per node, its fabric SU (-1: none): a re-test stays on the suspect's leaf
+  for (const auto& name : s.L.node_names) su_of.push_back(s.c.fabric.present() ? s.c.fabric.su_of(name) : -1);
+  const auto retest_rounds =
+      plan_retests(suspects, s.stats, s.tenants.on() ? s.tenants.of_node : std::vector<int>{}, su_of);
   size_t retest_round = 0;
   for (const auto& round : retest_rounds) {
     note_phase(s, fmt::format("phase 4 re-tests, round {}/{}", ++retest_round, retest_rounds.size()), false, true);
@@ -484,7 +488,8 @@ void phase_retests(ValidateState& s, PairRunner& runner) {
   count_downs(s, s.before_retests, s.after_retests, &LinkStats::retest_downs);
   s.ctx.print(fmt::format("# phase 4 re-tests: {} suspect link(s) ({} went down during the pair tests), {} re-tested",
                           suspects.size(), went_down, s.retest_results.size()));
-  auto links = judge_links(s.c, s.L.node_names, s.stats, suspects, s.retest_results, s.cross_results);
+  auto links =
+      judge_links(s.c, s.L.node_names, s.stats, suspects, s.retest_results, s.cross_results, s.fabric_at_fault);
   s.findings.insert(s.findings.end(), links.begin(), links.end());
   publish_bad_nodes(s, false);
 }

@@ -407,8 +407,9 @@ std::vector<Suspect> find_suspects(const SuConfig& config, const std::vector<std
 
 std::vector<std::vector<Retest>> plan_retests(const std::vector<Suspect>& suspects,
                                               const std::vector<std::vector<LinkStats>>& stats,
-                                              const std::vector<int>& tenant_of) {
+                                              const std::vector<int>& tenant_of, const std::vector<int>& su_of) {
   auto same_tenant = [&](int a, int b) { return tenant_of.empty() || tenant_of.at(a) == tenant_of.at(b); };
+  auto same_su = [&](int a, int b) { return !su_of.empty() && su_of.at(a) >= 0 && su_of.at(a) == su_of.at(b); };
   std::vector<std::vector<Retest>> rounds;
   std::set<std::pair<int, int>> bad;  // (rail, node)
   for (const auto& s : suspects) bad.insert({s.link.rail, s.link.node});
@@ -425,7 +426,14 @@ std::vector<std::vector<Retest>> plan_retests(const std::vector<Suspect>& suspec
       }
     }
     if (good.empty()) continue;
-    std::sort(good.begin(), good.end(), [](const LinkStats* a, const LinkStats* b) { return a->tx > b->tx; });
+    // On a fabric, a partner in the suspect's own SU first: on its rail that is its own
+    // leaf, so the re-test crosses no spine and a fabric link's fault cannot confirm a
+    // host's suspicion (the fabric phase names such a link).
+    const int me = s.link.node;
+    std::sort(good.begin(), good.end(), [&](const LinkStats* a, const LinkStats* b) {
+      const bool sa = same_su(me, a->link.node), sb = same_su(me, b->link.node);
+      return sa != sb ? sa : a->tx > b->tx;
+    });
     // First round where neither node is busy (every rank takes one pair per round).
     const int partner = good.front()->link.node;
     size_t k = 0;
@@ -446,17 +454,51 @@ std::vector<std::vector<Retest>> plan_retests(const std::vector<Suspect>& suspec
 
 namespace {
 
+// The leaf-spine links at fault (indices into config.fabric.links) on the way from
+// node_a's NIC on rail_a to node_b's on rail_b: those of either end's leaf, when the
+// two leaves differ (the way crosses a spine). "" when none, or no fabric.
+std::string fabric_fault_between(const SuConfig& config, const std::string& node_a, int rail_a,
+                                 const std::string& node_b, int rail_b, const std::vector<int>& at_fault) {
+  const SuFabric& f = config.fabric;
+  if (at_fault.empty() || !f.present()) return "";
+  const int leaf_a = f.leaf_index(f.su_of(node_a), rail_a), leaf_b = f.leaf_index(f.su_of(node_b), rail_b);
+  if (leaf_a < 0 || leaf_b < 0 || leaf_a == leaf_b) return "";
+  std::string out;
+  for (int link : at_fault) {
+    const FabricLink& l = f.links.at(link);
+    if (l.leaf == f.leaves[leaf_a].name || l.leaf == f.leaves[leaf_b].name) out += (out.empty() ? "" : ", ") + l.name;
+  }
+  return out;
+}
+
 // What the re-test of suspect `s` (`rt`, against a good partner) says: the finding
-// keeps FAIL when it confirms the suspicion, becomes WARN when the link passed.
+// keeps FAIL when it confirms the suspicion, becomes WARN when the link passed, or
+// when it crossed a leaf-spine link the fabric phase found bad (`at_fault`): then the
+// re-test cannot tell the NIC from that link, and no host is drained for a switch's fault.
 void judge_retest(const SuConfig& config, const std::vector<std::string>& node_names, const LinkStats& mine,
-                  const std::vector<LinkStats>& rail, const Suspect& s, const PairResult& rt, Finding& f) {
+                  const std::vector<LinkStats>& rail, const Suspect& s, const PairResult& rt,
+                  const std::vector<int>& at_fault, Finding& f) {
   const std::string partner = node_names.at(rt.node_b);
   const RailBaseline b = baseline(rail);
+  const auto again =
+      rt.ok ? check(config, s.link, rt.bw_ab, rt.bw_ba, rt.bidir, rt.lat_p50, rt.lat_p99, b) : std::vector<Suspect>{};
+  const bool confirmed = !rt.ok || !again.empty() || unsteady(rt.bw_spread, b.spread, b.spread_mad, config.thresholds);
+  if (confirmed && mine.retest_downs == 0) {
+    const std::string past =
+        fabric_fault_between(config, node_names.at(rt.node_a), rt.rail_a, partner, rt.rail_b, at_fault);
+    if (!past.empty()) {
+      f.severity = Severity::warn;
+      f.reason += fmt::format(
+          "; not confirmed: its re-test against {} crossed the spines, and the fabric phase found {} bad on the way "
+          "between their leaves; the re-test was {}: re-test it once the fabric link is mended",
+          partner, past, rt.ok ? "slow too" : "cut");
+      return;
+    }
+  }
   if (!rt.ok) {
     f.reason += fmt::format("; confirmed: re-test against {} failed too ({})", partner, rt.error);
     return;
   }
-  const auto again = check(config, s.link, rt.bw_ab, rt.bw_ba, rt.bidir, rt.lat_p50, rt.lat_p99, b);
   if (!again.empty()) {
     f.reason += fmt::format("; confirmed against {}: {}", partner, again.front().reason);
   } else if (mine.retest_downs > 0) {
@@ -468,6 +510,14 @@ void judge_retest(const SuConfig& config, const std::vector<std::string>& node_n
   } else if (s.kind == FindingKind::intermittent) {
     f.severity = Severity::warn;
     f.reason += fmt::format("; passed a re-test against {}", partner);
+  } else if (const int su = config.fabric.su_of(node_names.at(rt.node_a));
+             su >= 0 && su == config.fabric.su_of(partner)) {
+    // Its pairs across the spines were slow, its leaf's own pair is fine: the fabric.
+    f.severity = Severity::warn;
+    f.reason += fmt::format(
+        "; not confirmed: passed a re-test against {} on its own leaf (no spine crossed): its slow pairs may have "
+        "crossed a bad fabric link (the fabric phase names one), or it is intermittent",
+        partner);
   } else {
     f.severity = Severity::warn;
     f.reason += fmt::format("; not confirmed: passed a re-test against {} (intermittent?)", partner);
@@ -494,11 +544,59 @@ bool flapping(const SuConfig& config, int downs) {
   return downs > 0 && downs >= config.thresholds.link_downs_fail;
 }
 
+// Cross-rail spot checks: the path through the spine. A pair explained by a link
+// already blamed (`blamed`: (rail, node)) is not a second finding.
+void judge_cross(const SuConfig& config, const std::vector<std::string>& node_names,
+                 const std::vector<PairResult>& cross, const std::set<std::pair<int, int>>& blamed,
+                 const std::vector<int>& fabric_at_fault, std::vector<Finding>& out) {
+  std::vector<double> xs;
+  for (const auto& p : cross)
+    if (p.ok) xs.push_back(std::min(p.bw_ab, p.bw_ba));
+  const double xmed = median(xs);
+  const double xspread = scaled_mad(xs);
+  for (const auto& p : cross) {
+    if (blamed.count({p.rail_a, p.node_a}) || blamed.count({p.rail_b, p.node_b})) continue;
+    const std::string subject =
+        fmt::format("{} rail{} -> {} rail{} ({} -> spine -> {})", node_names.at(p.node_a), p.rail_a,
+                    node_names.at(p.node_b), p.rail_b, config.rails[p.rail_a].leaf_of(node_names.at(p.node_a)),
+                    config.rails[p.rail_b].leaf_of(node_names.at(p.node_b)));
+    const double line = std::min(line_gbytes(config.rails[p.rail_a]), line_gbytes(config.rails[p.rail_b]));
+    const double need = config.thresholds.bw_min_fraction * line;
+    const double v = std::min(p.bw_ab, p.bw_ba);
+    // Either end or the spine between: listed with both ends, never one node's.
+    const std::vector<int> ends{p.node_a, p.node_b};
+    const size_t before = out.size();
+    if (!p.ok) {
+      out.push_back({Severity::fail, FindingKind::cross_rail, subject, "no traffic within the deadline: " + p.error, 0,
+                     need, "GB/s", -1, -1, ends, reason::kCrossRailUnreachable});
+    } else if (v < need) {
+      out.push_back({Severity::fail, FindingKind::cross_rail, subject,
+                     fmt::format("{:.3f} GB/s < {:.0f}% of line rate {:.3f} GB/s", v,
+                                 config.thresholds.bw_min_fraction * 100, line),
+                     v, need, "GB/s", -1, -1, ends, reason::kCrossRailBwLow});
+    } else if (low_outlier(v, xmed, xspread, config.thresholds)) {
+      out.push_back(
+          {Severity::fail, FindingKind::cross_rail, subject,
+           fmt::format("{:.3f} GB/s, {:.0f}% below the cross-rail median {:.3f} GB/s", v, (1 - v / xmed) * 100, xmed),
+           v, xmed, "GB/s", -1, -1, ends, reason::kCrossRailBwLow});
+    }
+    // Its way crossed a leaf-spine link the fabric phase found bad: that link, most likely.
+    const std::string past = fabric_fault_between(config, node_names.at(p.node_a), p.rail_a, node_names.at(p.node_b),
+                                                  p.rail_b, fabric_at_fault);
+    if (out.size() > before && !past.empty()) {
+      out.back().severity = Severity::warn;
+      out.back().reason +=
+          fmt::format("; the fabric phase found {} bad on the way between their leaves: most likely that", past);
+    }
+  }
+}
+
 }  // namespace
 
 std::vector<Finding> judge_links(const SuConfig& config, const std::vector<std::string>& node_names,
                                  const std::vector<std::vector<LinkStats>>& stats, const std::vector<Suspect>& suspects,
-                                 const std::vector<PairResult>& retests, const std::vector<PairResult>& cross) {
+                                 const std::vector<PairResult>& retests, const std::vector<PairResult>& cross,
+                                 const std::vector<int>& fabric_at_fault) {
   std::vector<Finding> out;
   std::set<std::pair<int, int>> blamed;  // (rail, node) of links found bad or intermittent
   for (const auto& s : suspects) {
@@ -516,7 +614,7 @@ std::vector<Finding> judge_links(const SuConfig& config, const std::vector<std::
     if (s.kind == FindingKind::unreachable && others_fine && mine.pairs > 1) {
       f.reason += "; its partners reached their other partners, so the fault is on this link";
     } else if (rt) {
-      judge_retest(config, node_names, mine, stats[s.link.rail], s, *rt, f);
+      judge_retest(config, node_names, mine, stats[s.link.rail], s, *rt, fabric_at_fault, f);
     } else if (mine.downs > 0) {
       // Its own counters say it went down: no doubt which end, only whether it lasts.
       f.severity = Severity::warn;
@@ -537,39 +635,7 @@ std::vector<Finding> judge_links(const SuConfig& config, const std::vector<std::
     if (f.severity == Severity::fail || s.kind == FindingKind::intermittent) blamed.insert({s.link.rail, s.link.node});
     out.push_back(f);
   }
-  // Cross-rail spot checks: the path through the spine. A pair explained by a link
-  // already blamed is not a second finding.
-  std::vector<double> xs;
-  for (const auto& p : cross)
-    if (p.ok) xs.push_back(std::min(p.bw_ab, p.bw_ba));
-  const double xmed = median(xs);
-  const double xspread = scaled_mad(xs);
-  for (const auto& p : cross) {
-    if (blamed.count({p.rail_a, p.node_a}) || blamed.count({p.rail_b, p.node_b})) continue;
-    const std::string subject =
-        fmt::format("{} rail{} -> {} rail{} ({} -> spine -> {})", node_names.at(p.node_a), p.rail_a,
-                    node_names.at(p.node_b), p.rail_b, config.rails[p.rail_a].leaf_of(node_names.at(p.node_a)),
-                    config.rails[p.rail_b].leaf_of(node_names.at(p.node_b)));
-    const double line = std::min(line_gbytes(config.rails[p.rail_a]), line_gbytes(config.rails[p.rail_b]));
-    const double need = config.thresholds.bw_min_fraction * line;
-    const double v = std::min(p.bw_ab, p.bw_ba);
-    // Either end or the spine between: listed with both ends, never one node's.
-    const std::vector<int> ends{p.node_a, p.node_b};
-    if (!p.ok) {
-      out.push_back({Severity::fail, FindingKind::cross_rail, subject, "no traffic within the deadline: " + p.error, 0,
-                     need, "GB/s", -1, -1, ends, reason::kCrossRailUnreachable});
-    } else if (v < need) {
-      out.push_back({Severity::fail, FindingKind::cross_rail, subject,
-                     fmt::format("{:.3f} GB/s < {:.0f}% of line rate {:.3f} GB/s", v,
-                                 config.thresholds.bw_min_fraction * 100, line),
-                     v, need, "GB/s", -1, -1, ends, reason::kCrossRailBwLow});
-    } else if (low_outlier(v, xmed, xspread, config.thresholds)) {
-      out.push_back(
-          {Severity::fail, FindingKind::cross_rail, subject,
-           fmt::format("{:.3f} GB/s, {:.0f}% below the cross-rail median {:.3f} GB/s", v, (1 - v / xmed) * 100, xmed),
-           v, xmed, "GB/s", -1, -1, ends, reason::kCrossRailBwLow});
-    }
-  }
+  judge_cross(config, node_names, cross, blamed, fabric_at_fault, out);
   return out;
 }
 

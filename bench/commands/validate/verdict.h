@@ -169,18 +169,24 @@ struct Retest {
   int partner = 0;
 };
 // `tenant_of` (per node; empty: one tenant): a partner is in the suspect's tenant, the
-// only nodes it may reach.
+// only nodes it may reach. `su_of` (per node, the fabric's SU; empty or -1: none): a
+// partner in the suspect's SU comes first, so that the re-test stays on its leaf.
 std::vector<std::vector<Retest>> plan_retests(const std::vector<Suspect>& suspects,
                                               const std::vector<std::vector<LinkStats>>& stats,
-                                              const std::vector<int>& tenant_of = {});
+                                              const std::vector<int>& tenant_of = {},
+                                              const std::vector<int>& su_of = {});
 
 // The findings of the traffic phases: suspects confirmed by their re-test are FAIL,
 // those that passed it WARN, those without a possible partner FAIL naming both ends;
 // a re-test also fails when the link went down during it (retest_downs). Cross-rail
 // pairs below threshold and not explained by a bad or intermittent link are FAIL.
+// `fabric_at_fault`: the leaf-spine links the fabric phase found bad (indices into
+// config.fabric.links); a re-test or cross-rail pair whose way crossed one of them is
+// WARN naming it, not a host's FAIL.
 std::vector<Finding> judge_links(const SuConfig& config, const std::vector<std::string>& node_names,
                                  const std::vector<std::vector<LinkStats>>& stats, const std::vector<Suspect>& suspects,
-                                 const std::vector<PairResult>& retests, const std::vector<PairResult>& cross);
+                                 const std::vector<PairResult>& retests, const std::vector<PairResult>& cross,
+                                 const std::vector<int>& fabric_at_fault = {});
 
 // The link-down counters over the whole run, once it is over: a link that went down
 // at least thresholds.link_downs_fail times is FAIL (flapping) whatever its re-test
