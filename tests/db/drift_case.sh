@@ -52,7 +52,12 @@ import json, sys
 d = json.load(open(sys.argv[1]))
 got = {(f["subject"].split(" (")[0], f["code"]) for f in d["findings"] if f["kind"] == "history"}
 print("history findings:", sorted(got))
-assert ("node02 rail0", "RB-LINK-BELOW-HISTORY") in got, got
+# At 70% the pair tests may suspect node02 rail0 themselves (its bidirectional figure lands
+# near the rail's relative threshold): then its own-history rule is appended to that finding
+# ("; also history: ...") instead of a finding of its own.
+folded = [f for f in d["findings"] if f["subject"].startswith("node02 rail0 ") and "; also history:" in f["reason"]]
+print("folded into a pair-test finding:", [f["code"] for f in folded])
+assert ("node02 rail0", "RB-LINK-BELOW-HISTORY") in got or folded, got
 assert len(got) <= 2, "more than one link besides node02 rail0 named: %s" % got
 assert all(f["severity"] == "WARN" for f in d["findings"] if f["kind"] == "history"), "history rules only warn"
 assert d["config"]["history"]["runs"] == 6, d["config"]["history"]
