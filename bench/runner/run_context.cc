@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <map>
 #include <set>
 
 #include <fmt/format.h>
@@ -112,6 +113,7 @@ RunContext::RunContext(Bootstrap& bootstrap, const CommonOptions& options, std::
   if (!kernel.empty() && !pids.empty() && boot_ids_[0] == kernel && rank0_pids == pids)
     set_signal_leader(static_cast<pid_t>(pids_[0]));
   launcher_local_ranks_ = bootstrap_.all_gather_value<int>(bootstrap_.place().local_rank);
+  find_own_cores();
   status_ =
       std::make_unique<StatusLine>(StatusLine::mode_for(options_.quiet, rank_ == 0, ::isatty(STDERR_FILENO) != 0));
   set_signal_rank(rank_);
@@ -155,23 +157,31 @@ void RunContext::close_transport() noexcept {
 // What they share is the CPUs they may run on, not the machine's: 2 ranks under
 // `taskset -c 0` on a 64-core host share one core, and 8 ranks bound to a core each
 // have one each. Where a rank's affinity cannot be read, the online CPUs stand in.
-bool RunContext::has_own_core() const {
-  return own_core(rank_);
+// Once, at start-up, for every rank: one pass over the ranks by machine.
+void RunContext::find_own_cores() {
+  struct Machine {
+    int ranks = 0;
+    std::set<long> cpus;
+    bool known = true;
+  };
+  auto machine = [&](int r) -> const std::string& { return boot_ids_[r].empty() ? hosts_[r] : boot_ids_[r]; };
+  std::map<std::string, Machine> machines;
+  for (int r = 0; r < size_; ++r) {
+    Machine& m = machines[machine(r)];
+    m.ranks += 1;
+    m.known = m.known && !affinities_[r].empty();
+    add_ranges(affinities_[r], m.cpus);
+  }
+  own_core_.clear();
+  for (int r = 0; r < size_; ++r) {
+    const Machine& m = machines.at(machine(r));
+    const long usable = m.known ? static_cast<long>(m.cpus.size()) : sysconf(_SC_NPROCESSORS_ONLN);
+    own_core_.push_back(usable > 0 && m.ranks <= usable);
+  }
 }
 
-bool RunContext::own_core(int rank) const {
-  auto machine = [&](int r) -> const std::string& { return boot_ids_[r].empty() ? hosts_[r] : boot_ids_[r]; };
-  int sharing = 0;
-  std::set<long> cpus;
-  bool known = true;
-  for (int r = 0; r < size_; ++r) {
-    if (machine(r) != machine(rank)) continue;
-    sharing += 1;
-    known = known && !affinities_[r].empty();
-    add_ranges(affinities_[r], cpus);
-  }
-  const long usable = known ? static_cast<long>(cpus.size()) : sysconf(_SC_NPROCESSORS_ONLN);
-  return usable > 0 && sharing <= usable;
+bool RunContext::has_own_core() const {
+  return own_core_[rank_];
 }
 
 bool RunContext::all_on_one_host() const {
@@ -289,8 +299,11 @@ json RunContext::results_header(json config) const {
     // The pid tells a dead "running" file from a live run: is it still there on its host?
     // The CPUs it could run on, and whether it had one of them to itself (it spun
     // waiting for its peers only then): a figure from ranks that shared cores says so.
-    json entry{
-        {"rank", r}, {"host", hosts_[r]}, {"pid", pids_[r]}, {"cpus", affinities_[r]}, {"own_core", own_core(r)}};
+    json entry{{"rank", r},
+               {"host", hosts_[r]},
+               {"pid", pids_[r]},
+               {"cpus", affinities_[r]},
+               {"own_core", bool{own_core_[r]}}};
     if (static_cast<size_t>(r) < rank_rails_.size()) entry["rails"] = rank_rails_[r];
     if (static_cast<size_t>(r) < rank_memory_.size()) entry.update(rank_memory_[static_cast<size_t>(r)]);
     ranks.push_back(std::move(entry));

@@ -116,7 +116,7 @@ class RunContext {
  private:
   // No more ranks on this machine than CPUs they may run on together.
   bool has_own_core() const;
-  bool own_core(int rank) const;  // the same, for any rank
+  void find_own_cores();  // sets own_core_ from the gathered boot ids and affinities
 
   CommonOptions options_;
   std::string command_;
@@ -125,6 +125,7 @@ class RunContext {
   std::vector<std::string> hosts_;
   std::vector<std::string> boot_ids_;    // per rank: its kernel's boot id, "" if unreadable
   std::vector<std::string> affinities_;  // per rank: the CPUs it may run on, "0-3,8"; "" if unreadable
+  std::vector<bool> own_core_;           // per rank: has_own_core() as that rank sees it
   std::vector<long> pids_;               // per rank: its process id on its host
   std::vector<int> launcher_local_ranks_;
   std::unique_ptr<Liveness> liveness_;  // names a stopped or dead rank when a wait times out

@@ -463,7 +463,7 @@ void phase_retests(ValidateState& s, PairRunner& runner) {
   const int went_down = count_downs(s, s.at_start, s.before_retests, &LinkStats::downs);
   const auto suspects = find_suspects(s.c, s.stats);
   std::vector<int> su_of;  // per node, its fabric SU (-1: none): a re-test stays on the suspect's leaf
-  for (const auto& name : s.L.node_names) su_of.push_back(s.c.fabric.present() ? s.c.fabric.su_of(name) : -1);
+  for (const auto& name : s.L.node_names) su_of.push_back(s.c.fabric.su_of(name));
   const auto retest_rounds =
       plan_retests(suspects, s.stats, s.tenants.on() ? s.tenants.of_node : std::vector<int>{}, su_of);
   size_t retest_round = 0;

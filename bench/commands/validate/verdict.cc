@@ -482,7 +482,8 @@ void judge_retest(const SuConfig& config, const std::vector<std::string>& node_n
   const RailBaseline b = baseline(rail);
   const auto again =
       rt.ok ? check(config, s.link, rt.bw_ab, rt.bw_ba, rt.bidir, rt.lat_p50, rt.lat_p99, b) : std::vector<Suspect>{};
-  const bool confirmed = !rt.ok || !again.empty() || unsteady(rt.bw_spread, b.spread, b.spread_mad, config.thresholds);
+  const bool unsteady_again = rt.ok && unsteady(rt.bw_spread, b.spread, b.spread_mad, config.thresholds);
+  const bool confirmed = !rt.ok || !again.empty() || unsteady_again;
   if (confirmed && mine.retest_downs == 0) {
     const std::string past =
         fabric_fault_between(config, node_names.at(rt.node_a), rt.rail_a, partner, rt.rail_b, at_fault);
@@ -504,7 +505,7 @@ void judge_retest(const SuConfig& config, const std::vector<std::string>& node_n
   } else if (mine.retest_downs > 0) {
     f.reason += fmt::format("; confirmed: the link went down {} time(s) during its re-test against {}",
                             mine.retest_downs, partner);
-  } else if (unsteady(rt.bw_spread, b.spread, b.spread_mad, config.thresholds)) {
+  } else if (unsteady_again) {
     f.reason += fmt::format("; confirmed: unsteady again against {} (slowest window {:.0f}% below the median)", partner,
                             rt.bw_spread * 100);
   } else if (s.kind == FindingKind::intermittent) {
