@@ -34,9 +34,31 @@ fab_nft() {  # fab_nft NS DEV EGRESS_RULE [INGRESS_RULE]
   } | ip netns exec "$ns" nft -f - || rb_su_die "nft could not load a rule in $ns (a kernel without nf_tables?)"
 }
 
-# Mends one link: up at both ends, its rate, no drop rules, not withdrawn, no flap loop.
-# Routes are the caller's to converge (once, after all changes).
-fab_mend() {  # fab_mend LINK
+# su1-leaf0 -> "1 0" (its SU and rail), checked.
+fab_leaf_parse() {
+  [[ $1 =~ ^su([0-9]+)-leaf([0-9]+)$ ]] && ((BASH_REMATCH[1] >= 1 && BASH_REMATCH[1] <= RB_SU_SUS &&
+    BASH_REMATCH[2] < RB_SU_RAILS)) ||
+    rb_su_die "no leaf '$1': leaves are su<1..$RB_SU_SUS>-leaf<0..$((RB_SU_RAILS - 1))>, e.g. su1-leaf0"
+  echo "$((10#${BASH_REMATCH[1]})) $((10#${BASH_REMATCH[2]}))"
+}
+
+# The fields a switch's ECMP hash reads (fabric.sh's make_switch): 0x37 the 5-tuple, 0x03
+# the addresses only.
+fab_hash_fields() {  # fab_hash_fields LEAF FIELDS
+  local s r
+  read -r s r <<<"$(fab_leaf_parse "$1")"
+  ip netns exec "$(rb_su_fab_leaf_ns "$s" "$r")" sysctl -qw "net.ipv4.fib_multipath_hash_fields=$2"
+}
+
+# Mends one link (up at both ends, its rate, no drop rules, not withdrawn, no flap loop)
+# or one leaf (its hash back to the 5-tuple). Routes are the caller's to converge (once,
+# after all changes).
+fab_mend() {  # fab_mend LINK | fab_mend LEAF
+  if [[ $1 =~ ^su[0-9]+-leaf[0-9]+$ ]]; then
+    fab_hash_fields "$1" 0x0037
+    sed -i "/^$1: /d" "$fab_faults"
+    return 0
+  fi
   fab_ends "$1"
   rb_su_stop_pidfile "$(rb_su_fab_flap_pidfile "$link")"
   ip -n "$leaf" link set "$ldev" up
@@ -97,9 +119,17 @@ fab_flap_loop() {  # fab_flap_loop PERIOD_S PIDFILE (with fab_ends' variables se
   done
 }
 
-fab_fault() {  # fab_fault CMD LINK [ARG] | fab_fault withdraw LEAF SPINE
+fab_fault() {  # fab_fault CMD LINK [ARG] | fab_fault withdraw LEAF SPINE | fab_fault hash-l3 LEAF
   local cmd=$1 what pct rate permille period pidfile
   (($# >= 2)) || usage
+  if [[ $cmd == hash-l3 ]]; then
+    (($# == 2)) || usage
+    fab_mend "$2"
+    fab_hash_fields "$2" 0x0003
+    echo "$2: hashes the addresses only (not the ports): all flows between two NICs take one spine" >>"$fab_faults"
+    echo "netns-su: $2 hashes the source and destination addresses only"
+    return 0
+  fi
   if [[ $cmd == withdraw ]]; then
     (($# == 3)) || usage
     link=$(fab_link_of "$2" "$3") || exit 2

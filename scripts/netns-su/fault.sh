@@ -30,7 +30,11 @@
 #                                        the others still send to it through the spine
 #   fault.sh blackhole LINK              link up and routed over, nothing passes either way
 #   fault.sh flap LINK PERIOD_S          down PERIOD_S, up PERIOD_S, ... (routes follow), until clear
-#   fault.sh clear LINK | clear LEAF SPINE   mend one fabric link (clear alone mends everything)
+#   fault.sh hash-l3 LEAF                the leaf's ECMP hashes the addresses only, not the ports (a
+#                                        switch with L3 hashing): every flow between two NICs takes
+#                                        one spine, however many connections or QPs
+#   fault.sh clear LINK | clear LEAF SPINE | clear LEAF   mend one fabric link or leaf (clear alone
+#                                        mends everything)
 here=$(cd "$(dirname "$0")" && pwd)
 source "$here/lib.sh"
 rb_su_require_root
@@ -38,7 +42,7 @@ rb_su_load_state
 faults="$RB_SU_STATE/faults"
 touch "$faults"
 
-usage() { sed -n '2,33p' "$0" >&2; exit 2; }
+usage() { sed -n '2,37p' "$0" >&2; exit 2; }
 
 # The loop that flaps a link: sleeps in a child it can end at once, so a stopped loop
 # leaves nothing behind, and ends by itself when its pid file goes (down.sh).
@@ -151,8 +155,8 @@ case $cmd in
     echo "$n $r $what" >>"$faults"
     echo "netns-su: $(rb_su_node_name "$n") rail$r: $what"
     exit 0 ;;
-  withdraw)
-    [[ ${RB_SU_FABRIC:-} == 1 ]] || rb_su_die "withdraw needs a fabric: bring the SU up with up.sh --sus S --spines K"
+  withdraw | hash-l3)
+    [[ ${RB_SU_FABRIC:-} == 1 ]] || rb_su_die "$cmd needs a fabric: bring the SU up with up.sh --sus S --spines K"
     source "$here/fabric-fault.sh"
     fab_fault "$@"
     exit 0 ;;

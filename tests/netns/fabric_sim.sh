@@ -11,6 +11,7 @@
 #   down       the leaf stops using that spine, the other leaves stop using it towards that
 #              leaf, and the flow that went through it still gets through
 #   withdraw   asymmetric: that leaf avoids the spine, the far leaf still uses it
+#   hash-l3    the leaf hashes addresses only: every source port takes one spine
 #   blackhole  probes through it die after the leaf; the link stays in the routes
 #   lossy      a UDP flow through it loses about the set fraction, one beside it nothing
 #   degrade    a TCP flow through it runs at about the set fraction of the uplink
@@ -199,6 +200,21 @@ expect_eq "spines node01 -> node03 with spine1 withdrawn from su1-leaf0" "0 2 3"
   fail "node03 -> node01 no longer uses spine1 after su1-leaf0 withdrew from it (withdraw is one leaf's, asymmetric)"
 "$fault" clear su1-leaf0 spine1 >/dev/null || fail "fault.sh clear su1-leaf0 spine1 failed"
 echo "withdraw su1-leaf0 spine1: node01 -> node03 over spines $(spines_used <"$work/sweep-withdrawn"), back over $(spines_used <"$work/sweep-withdrawn-back")"
+
+# hash-l3: su1-leaf0 hashes the addresses only, so all 32 source ports take one spine; the
+# far leaf still hashes the ports on the way back; clear LEAF puts the ports back in.
+"$fault" hash-l3 su1-leaf0 >/dev/null || fail "fault.sh hash-l3 su1-leaf0 failed"
+"$fault" list >"$work/list-l3"
+expect_grep '^su1-leaf0: hashes the addresses only' "$work/list-l3" "fault.sh list names the leaf that hashes addresses only"
+sweep 1 3 "$work/sweep-l3"
+sweep 3 1 "$work/sweep-l3-back"
+expect_eq "spines taken by 32 source ports node01 -> node03 with su1-leaf0 hashing addresses only" 1 \
+  "$(spines_used <"$work/sweep-l3" | wc -w)"
+(($(spines_used <"$work/sweep-l3-back" | wc -w) > 1)) || fail "node03 -> node01 took one spine: su2-leaf0 still hashes the ports"
+"$fault" clear su1-leaf0 >/dev/null || fail "fault.sh clear su1-leaf0 failed"
+sweep 1 3 "$work/sweep-l4"
+(($(spines_used <"$work/sweep-l4" | wc -w) > 1)) || fail "su1-leaf0 still sends every source port over one spine after clear"
+echo "hash-l3 su1-leaf0: node01 -> node03 over spine $(spines_used <"$work/sweep-l3") only, back over $(spines_used <"$work/sweep-l3-back"); after clear over $(spines_used <"$work/sweep-l4")"
 
 # blackhole: the probes through it die after the leaf; another spine's still pass it (their
 # far hops may go silent: an answer coming back can hash onto the blackholed link).

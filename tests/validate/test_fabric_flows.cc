@@ -3,10 +3,12 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <map>
 #include <set>
 
 #include <fmt/format.h>
 
+#include "bench/commands/validate/fabric_ecmp.h"
 #include "bench/commands/validate/fabric_flows.h"
 #include "bench/commands/validate/fabric_verdict.h"
 #include "bench/commands/validate/rank_layout.h"
@@ -236,4 +238,118 @@ TEST_CASE("fabric verdict: a healthy flow's rate is the median flow, never above
   CHECK(healthy_flow_gbps({0.2, 0.18, 0.19}, 0.4) == Approx(0.4));  // too few to tell
   CHECK(healthy_flow_gbps(std::vector<double>(10, 0.5), 0.4) == Approx(0.4));
   CHECK(healthy_flow_gbps({}, 0.4) == Approx(0.4));
+}
+
+namespace {
+
+// A path over `spine` for flow p: up from its source's leaf, down to its destination's.
+FlowPath path_over(const SuFabric& f, const std::vector<FabricNic>& n, const PlannedFlow& p, int spine) {
+  FlowPath path;
+  path.reached = true;
+  path.spine = spine;
+  path.links = {f.link_index(f.leaves[n[p.src].leaf].name, f.spines[spine].name),
+                f.link_index(f.leaves[n[p.dst].leaf].name, f.spines[spine].name)};
+  return path;
+}
+
+}  // namespace
+
+TEST_CASE("fabric ECMP sweep: each NIC meets NICs of its rail in other SUs, k flows a connection, as many in as out",
+          "[validate][fabric]") {
+  const SuConfig c = parse_su_config(config_text(), "t.json");
+  const SuFabric& f = c.fabric;
+  const auto n = nics(f);
+  int next_id = 100;
+  std::vector<uint16_t> next_port(n.size(), 62000);
+  // 8 peers asked, 2 there (the other SU's two NICs on the rail).
+  const auto flows = plan_cross_su(f, n, 8, 3, next_id, next_port);
+  CHECK(flows.size() == 8 * 2 * 3);
+  CHECK(next_id == 100 + 48);
+  std::map<int, int> in, out;
+  std::set<std::pair<int, uint16_t>> ports;
+  for (const auto& p : flows) {
+    CHECK(n[p.src].rail == n[p.dst].rail);
+    CHECK(f.leaves[n[p.src].leaf].su != f.leaves[n[p.dst].leaf].su);
+    CHECK(ports.insert({p.src, p.src_port}).second);  // each flow its own source port
+    ++out[p.src];
+    ++in[p.dst];
+  }
+  for (size_t i = 0; i < n.size(); ++i) {
+    CHECK(out[static_cast<int>(i)] == 6);
+    CHECK(in[static_cast<int>(i)] == 6);
+  }
+  // One peer: each NIC one connection, and each receives one.
+  const auto one = plan_cross_su(f, n, 1, 1, next_id, next_port);
+  in.clear();
+  for (const auto& p : one) ++in[p.dst];
+  CHECK(one.size() == 8);
+  CHECK(in.size() == 8);
+}
+
+TEST_CASE("fabric ECMP sweep: an even spread reaches the ideal, every flow on one spine half of it",
+          "[validate][fabric]") {
+  const SuConfig c = parse_su_config(config_text(), "t.json");
+  const SuFabric& f = c.fabric;  // 2 spines, 1 Gb/s uplinks: a leaf's 2 NICs at 1 Gb/s fill its 2 uplinks
+  const auto n = nics(f);
+  const std::vector<double> nic_gbps(n.size(), 1.0);
+  int next_id = 0;
+  std::vector<uint16_t> next_port(n.size(), 62000);
+  const auto flows = plan_cross_su(f, n, 2, 1, next_id, next_port);
+  std::vector<FlowPath> even, one_spine;
+  for (const auto& p : flows) {
+    even.push_back(path_over(f, n, p, n[p.dst].node % 2));  // each NIC's two flows on two spines
+    one_spine.push_back(path_over(f, n, p, 0));
+  }
+  const double bytes = 1e6;
+  const EcmpStep a = judge_ecmp_step(f, n, nic_gbps, 1, flows, even, bytes, 0);
+  CHECK(a.connections == 16);
+  CHECK(a.traced == 16);
+  CHECK(a.uplinks == 8);
+  CHECK(a.uplinks_used == 8);
+  CHECK(a.max_over_mean == Approx(1));
+  CHECK(a.ideal_s == Approx(2 * bytes * 8 / 1e9));  // each NIC sends two flows' bytes at 1 Gb/s
+  CHECK(a.fraction(a.predicted_s) == Approx(1));
+  CHECK(a.fraction(0) == 0);  // not measured
+  const EcmpStep b = judge_ecmp_step(f, n, nic_gbps, 1, flows, one_spine, bytes, 4 * bytes * 8 / 1e9);
+  CHECK(b.uplinks_used == 4);
+  CHECK(b.max_over_mean == Approx(2));
+  CHECK(b.fraction(b.predicted_s) == Approx(0.5));
+  CHECK(b.fraction(b.measured_s) == Approx(0.5));
+  CHECK(smallest_reaching({b, a}, true) == 1);
+  CHECK(smallest_reaching({b}, true) == -1);
+}
+
+TEST_CASE("fabric ECMP sweep: a leaf that keeps every connection's flows on one spine ignores the ports",
+          "[validate][fabric]") {
+  const SuConfig c = parse_su_config(config_text(), "t.json");
+  const SuFabric& f = c.fabric;
+  const auto n = nics(f);
+  int next_id = 0;
+  std::vector<uint16_t> next_port(n.size(), 62000);
+  const auto flows = plan_cross_su(f, n, 2, 4, next_id, next_port);  // 4 connections a leaf, 4 flows each
+  // su1-leaf0 hashes addresses only: a connection's flows on one spine (the connections
+  // on both spines between them); every other leaf spreads a connection's flows.
+  const int l3 = f.leaf_index(0, 0);
+  std::vector<FlowPath> paths;
+  for (size_t i = 0; i < flows.size(); ++i) {
+    const PlannedFlow& p = flows[i];
+    paths.push_back(path_over(f, n, p, n[p.src].leaf == l3 ? n[p.dst].node % 2 : static_cast<int>(i % 2)));
+  }
+  auto found = ports_ignored(f, n, flows, paths);
+  REQUIRE(found.size() == 1);
+  CHECK(found[0].subject == "su1-leaf0");
+  CHECK(found[0].code == "RB-FABRIC-ECMP-PORTS-IGNORED");
+  CHECK(found[0].severity == Severity::warn);
+  // One connection of that leaf spread over both spines: the hash reads the ports.
+  for (size_t i = 0; i < flows.size(); ++i)
+    if (n[flows[i].src].leaf == l3 && flows[i].src == flows.front().src && flows[i].dst == flows.front().dst)
+      paths[i] = path_over(f, n, flows[i], static_cast<int>(i % 2));
+  if (n[flows.front().src].leaf == l3) CHECK(ports_ignored(f, n, flows, paths).empty());
+  // Two flows a connection over 2 spines: each pinned by chance with p 1/2, 4 connections
+  // 1/16: not enough to say.
+  next_id = 0;
+  const auto two = plan_cross_su(f, n, 2, 2, next_id, next_port);
+  std::vector<FlowPath> pinned;
+  for (const auto& p : two) pinned.push_back(path_over(f, n, p, n[p.dst].node % 2));
+  CHECK(ports_ignored(f, n, two, pinned).empty());
 }

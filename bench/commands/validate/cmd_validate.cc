@@ -30,16 +30,19 @@ struct ValidateOptions {
   std::string baseline;      // --baseline: an accepted validate run's results file
   bool fabric_only = false;  // --fabric-only: inventory, cabling and the fabric phase; no pair tests
   double probe_rate = 0;     // --probe-rate: overrides fabric.tests.probe_rate
+  std::string ecmp_sweep;    // --ecmp-sweep: overrides fabric.tests.ecmp_sweep ("1,2,4,8")
 };
 
-// --fabric-only and --probe-rate need the config's fabric section.
+// --fabric-only, --probe-rate and --ecmp-sweep need the config's fabric section.
 void apply_fabric_options(const ValidateOptions& opt, SuConfig& c) {
-  if ((opt.fabric_only || opt.probe_rate > 0) && !c.fabric.present())
+  const char* option = opt.fabric_only ? "--fabric-only" : opt.probe_rate > 0 ? "--probe-rate" : "--ecmp-sweep";
+  if ((opt.fabric_only || opt.probe_rate > 0 || !opt.ecmp_sweep.empty()) && !c.fabric.present())
     throw UsageError(
         fmt::format("{}: config {} has no \"fabric\" section: describe the SUs, spines and leaf-spine "
                     "links (bench/commands/validate/FABRIC.md), or leave the option out",
-                    opt.fabric_only ? "--fabric-only" : "--probe-rate", c.path));
+                    option, c.path));
   if (opt.probe_rate > 0) c.fabric.tests.probe_rate = opt.probe_rate;
+  if (!opt.ecmp_sweep.empty()) c.fabric.tests.ecmp_sweep = parse_ecmp_sweep(opt.ecmp_sweep, "--ecmp-sweep");
   if (opt.fabric_only) c.fabric.tests.enabled = true;
 }
 
@@ -176,6 +179,9 @@ const bool cmd_validate_registered = register_subcommand(Subcommand{
                      "ICMP answers per second any one switch is asked for while paths are traced (default: the "
                      "config's fabric.tests.probe_rate, 100)")
           ->check(CLI::PositiveNumber);
+      sub.add_option("--ecmp-sweep", opt->ecmp_sweep,
+                     "Flows per connection for the fabric phase's ECMP sweep, a cross-SU all-to-all per count, "
+                     "e.g. 1,2,4,8 (default: the config's fabric.tests.ecmp_sweep, none)");
       sub.add_option("-t,--transport", opt->transport, "Override the config's transport (verbs, ofi:tcp, ...)");
       sub.add_option("--pair-timeout", opt->timeout_s,
                      "Seconds a pair may go without progress (config: tests.pair_timeout_s)");

@@ -11,6 +11,7 @@
 
 #include "bench/commands/validate/config_reader.h"
 #include "bench/commands/validate/su_config.h"
+#include "lib/core/errors.h"
 #include "lib/runtime/hostlist.h"
 
 namespace railbench {
@@ -233,6 +234,22 @@ FabricPlan plan_fabric(const SuFabric& f, int nics, double flow_gbps) {
   const double per_round = std::max(1.0, std::min(nics / 2.0, static_cast<double>(f.links.size()) / 2.0));
   p.measure_rounds = std::ceil(static_cast<double>(p.flows) / per_round);
   p.measure_s = p.measure_rounds * (static_cast<double>(f.tests.flow_bytes) * 8 / (flow_gbps * 1e9) + 0.002);
+  // The sweep: each NIC opens peers x k flows a step (peers: at most the NICs of its rail
+  // in other SUs, SUs taken as equal), all traced, then one all-to-all of ecmp_bytes per
+  // connection at the line rate.
+  std::set<int> rails;
+  for (const auto& leaf : f.leaves) rails.insert(leaf.rails.begin(), leaf.rails.end());
+  const double sus = static_cast<double>(f.sus.size());
+  const double others = sus > 1 ? nics / std::max<double>(1, static_cast<double>(rails.size())) * (sus - 1) / sus : 0;
+  const long long peers = std::min<long long>(f.tests.ecmp_peers, std::llround(others));
+  p.sweep_peers = peers;
+  const uint64_t bytes = f.tests.ecmp_bytes ? f.tests.ecmp_bytes : f.tests.flow_bytes;
+  for (int k : f.tests.ecmp_sweep) {
+    p.sweep_flows += nics * peers * k;
+    p.sweep_move_s += peers ? static_cast<double>(peers * bytes) * 8 / (flow_gbps * 1e9) : 0;
+  }
+  p.sweep_probes = p.sweep_flows * 4;
+  p.sweep_trace_s = nics > 0 ? static_cast<double>(p.sweep_probes) / nics / p.per_rank_probe_rate : 0;
   return p;
 }
 
@@ -248,7 +265,7 @@ SuFabric read_fabric(const ConfigReader& r, const json& j, const std::vector<std
     const std::string w = "fabric.tests";
     r.only(t, w,
            {"enabled", "flows_per_spine", "max_flows_per_spine", "probe_rate", "flow_bytes", "flow_min_fraction",
-            "retransmits_lossy", "max_ttl", "max_flows_per_round"});
+            "retransmits_lossy", "max_ttl", "max_flows_per_round", "ecmp_sweep", "ecmp_peers", "ecmp_bytes"});
     FabricTests& x = f.tests;
     x.enabled = r.boolean(t, w, "enabled", x.enabled);
     x.flows_per_spine = r.integer(t, w, "flows_per_spine", x.flows_per_spine, 1, 64);
@@ -260,8 +277,45 @@ SuFabric read_fabric(const ConfigReader& r, const json& j, const std::vector<std
     x.max_ttl = r.integer(t, w, "max_ttl", x.max_ttl, 3, 32);
     x.max_flows_per_round = r.integer(t, w, "max_flows_per_round", x.max_flows_per_round, 0, 1000000);
     if (x.flow_bytes < 4096 || x.flow_bytes > (4ULL << 30)) r.fail(w + ".flow_bytes", "use 4K .. 4G");
+    if (t.contains("ecmp_sweep")) {
+      const json& list = t.at("ecmp_sweep");
+      if (!list.is_array()) r.fail(w + ".ecmp_sweep", "expected a list of flows per connection, e.g. [1, 2, 4, 8]");
+      for (const auto& v : list) {
+        if (!v.is_number_integer() || v.get<int>() < 1 || v.get<int>() > 64)
+          r.fail(w + ".ecmp_sweep", fmt::format("{} is not a flow count in 1..64", v.dump()));
+        x.ecmp_sweep.push_back(v.get<int>());
+      }
+    }
+    x.ecmp_peers = r.integer(t, w, "ecmp_peers", x.ecmp_peers, 1, 256);
+    x.ecmp_bytes = r.size(t, w, "ecmp_bytes", x.ecmp_bytes);
+    if (x.ecmp_bytes != 0 && (x.ecmp_bytes < 65536 || x.ecmp_bytes > (4ULL << 30)))
+      r.fail(w + ".ecmp_bytes", "use 64K .. 4G (0: flow_bytes)");
   }
   return f;
+}
+
+std::vector<int> parse_ecmp_sweep(const std::string& text, const std::string& where) {
+  std::vector<int> out;
+  size_t at = 0;
+  while (at <= text.size()) {
+    const size_t comma = text.find(',', at);
+    const std::string item = text.substr(at, comma == std::string::npos ? std::string::npos : comma - at);
+    int k = 0;
+    try {
+      size_t used = 0;
+      k = std::stoi(item, &used);
+      if (used != item.size()) k = 0;
+    } catch (const std::exception&) {
+      k = 0;
+    }
+    if (k < 1 || k > 64)
+      throw UsageError(
+          fmt::format("{} '{}': '{}' is not a flow count in 1..64; give a list such as 1,2,4,8", where, text, item));
+    out.push_back(k);
+    if (comma == std::string::npos) break;
+    at = comma + 1;
+  }
+  return out;
 }
 
 }  // namespace railbench

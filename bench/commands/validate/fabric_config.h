@@ -49,7 +49,16 @@ struct FabricTests {
   int retransmits_lossy = 20;      // ...one with this many retransmits (and k MADs above the median) lossy
   int max_ttl = 6;
   int max_flows_per_round = 0;  // flows measured at once (0: as many as share no NIC or link)
+  // The ECMP sweep (fabric_ecmp.h): a cross-SU all-to-all with each of these flows per
+  // connection (empty: no sweep), each NIC to ecmp_peers NICs of its rail in other SUs,
+  // ecmp_bytes per connection (0: flow_bytes), split over its flows.
+  std::vector<int> ecmp_sweep;
+  int ecmp_peers = 8;
+  uint64_t ecmp_bytes = 0;
 };
+
+// "1,2,4,8" as the ECMP sweep's flows per connection; throws UsageError naming the text.
+std::vector<int> parse_ecmp_sweep(const std::string& text, const std::string& where);
 
 struct SuFabric {
   std::vector<FabricSu> sus;
@@ -79,6 +88,10 @@ struct FabricPlan {
   long long flows = 0, max_flows = 0, probes = 0;
   double per_rank_probe_rate = 0;
   double discovery_s = 0, measure_rounds = 0, measure_s = 0;
+  // The ECMP sweep, when the config asks for one: its flows over every step, their probes,
+  // and the time to trace them and to move the steps' bytes at the line rate.
+  long long sweep_peers = 0, sweep_flows = 0, sweep_probes = 0;
+  double sweep_trace_s = 0, sweep_move_s = 0;
 };
 FabricPlan plan_fabric(const SuFabric& f, int nics, double flow_gbps);
 

@@ -1,24 +1,19 @@
 #include "bench/commands/validate/fabric_phase.h"
 
-#include <poll.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <atomic>
 #include <chrono>
-#include <cstring>
 #include <map>
 #include <memory>
 #include <set>
-#include <thread>
 
 #include <fmt/format.h>
 
 #include "bench/commands/validate/arp_probe.h"
 #include "bench/commands/validate/fabric/flow_probe.h"
 #include "bench/commands/validate/fabric/localize.h"
+#include "bench/commands/validate/fabric_ecmp.h"
 #include "bench/commands/validate/fabric_flows.h"
+#include "bench/commands/validate/fabric_io.h"
 #include "bench/commands/validate/fabric_verdict.h"
 #include "lib/core/errors.h"
 #include "lib/core/stats.h"
@@ -32,7 +27,6 @@ using Clock = std::chrono::steady_clock;
 // Source ports of the fabric's flows start above Linux's default ephemeral range
 // (32768-60999), so the kernel's own connections never hold one.
 constexpr uint16_t kFirstSourcePort = 61000;
-constexpr auto kAcceptDeadline = std::chrono::seconds(10);
 
 // What every rank knows alike once a discovery round's traces are gathered.
 struct Discovery {
@@ -42,107 +36,6 @@ struct Discovery {
   std::vector<bool> skipped;       // by id: the source could not open it (a port in use): not a fault
   int rounds = 0;
 };
-
-json trace_json(int id, const FlowTrace& t) {
-  json hops = json::array();
-  for (const auto& h : t.hops) hops.push_back(json{h.ttl, h.address, h.rtt_us});
-  return json{{"id", id}, {"hops", hops}, {"reached", t.reached}, {"error", t.error}};
-}
-
-FlowTrace trace_from_json(const json& j) {
-  FlowTrace t;
-  for (const auto& h : j.at("hops"))
-    t.hops.push_back({h.at(0).get<int>(), h.at(1).get<std::string>(), h.at(2).get<double>()});
-  t.reached = j.at("reached").get<bool>();
-  t.error = j.at("error").get<std::string>();
-  return t;
-}
-
-// Writes all of `bytes` by the deadline (the flow's id header).
-bool write_all(int fd, const void* data, size_t bytes, Clock::time_point deadline) {
-  const char* p = static_cast<const char*>(data);
-  while (bytes > 0) {
-    pollfd pfd{fd, POLLOUT, 0};
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
-    if (left <= 0 || ::poll(&pfd, 1, static_cast<int>(left)) <= 0) return false;
-    const ssize_t n = ::send(fd, p, bytes, MSG_NOSIGNAL);
-    if (n <= 0) return false;
-    p += n;
-    bytes -= static_cast<size_t>(n);
-  }
-  return true;
-}
-
-bool read_all(int fd, void* data, size_t bytes, Clock::time_point deadline) {
-  char* p = static_cast<char*>(data);
-  while (bytes > 0) {
-    pollfd pfd{fd, POLLIN, 0};
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
-    if (left <= 0 || ::poll(&pfd, 1, static_cast<int>(left)) <= 0) return false;
-    const ssize_t n = ::recv(fd, p, bytes, 0);
-    if (n <= 0) return false;
-    p += n;
-    bytes -= static_cast<size_t>(n);
-  }
-  return true;
-}
-
-// The sockets of this rank's flows, closed with the phase.
-struct FlowSockets {
-  std::map<int, int> out, in;  // flow id -> connected socket (this rank sends / receives)
-  ~FlowSockets() {
-    for (const auto& [id, fd] : out) ::close(fd);
-    for (const auto& [id, fd] : in) ::close(fd);
-  }
-};
-
-// Traces this rank's flows of `batch` (the ones it is the source of), several at once
-// (each its own socket and source port; the pacer keeps the switches' rate): a cut
-// path waits out its silent hops, and one at a time they would add up. A flow that
-// reaches its destination keeps its connection, which first carries the flow's id.
-json trace_mine(const std::vector<PlannedFlow>& batch, const std::vector<FabricNic>& nics, int me, const FabricTests& t,
-                ProbePacer& pacer, FlowSockets& sockets) {
-  constexpr size_t kTracers = 8;
-  TraceOptions options;
-  options.max_ttl = t.max_ttl;
-  options.max_silent = 2;
-  options.hop_timeout = std::chrono::milliseconds(250);
-  std::vector<const PlannedFlow*> mine;
-  for (const auto& flow : batch)
-    if (nics[flow.src].rank == me) mine.push_back(&flow);
-  std::vector<json> traces(mine.size());
-  std::vector<int> fds(mine.size(), -1);
-  std::atomic<size_t> next{0};
-  auto work = [&] {
-    for (size_t i = next++; i < mine.size(); i = next++) {
-      const PlannedFlow& flow = *mine[i];
-      const FlowTuple tuple{nics[flow.src].ip, nics[flow.dst].ip, flow.src_port, nics[flow.dst].port, FlowProto::tcp};
-      int fd = -1;
-      FlowTrace trace = trace_and_connect(tuple, options, pacer, fd);
-      if (fd >= 0) {
-        const uint32_t id = static_cast<uint32_t>(flow.id);
-        if (!write_all(fd, &id, sizeof id, Clock::now() + std::chrono::seconds(2))) {
-          ::close(fd);
-          fd = -1;
-          trace.reached = false;
-          trace.error = "connected, but the flow's first bytes did not go through";
-        }
-      }
-      fds[i] = fd;
-      traces[i] = trace_json(flow.id, trace);
-    }
-  };
-  {
-    std::vector<std::jthread> tracers;
-    for (size_t k = 0; k < std::min(kTracers, mine.size()); ++k) tracers.emplace_back(work);
-  }
-  json out = json::array();
-  for (size_t i = 0; i < mine.size(); ++i) {
-    if (fds[i] >= 0) sockets.out[mine[i]->id] = fds[i];
-    out.push_back(std::move(traces[i]));
-  }
-  return out;
-}
 
 // The flows planned so far: per leaf, how many left (arrived) and over which spines.
 struct Coverage {
@@ -239,17 +132,7 @@ void accept_mine(FlowListener& listener, const Discovery& d, const std::vector<F
   std::set<int> expected;
   for (const auto& flow : d.flows)
     if (nics[flow.dst].rank == me && d.traces[flow.id].reached) expected.insert(flow.id);
-  const auto deadline = Clock::now() + kAcceptDeadline;
-  while (sockets.in.size() < expected.size()) {
-    const int fd = listener.accept_until(deadline);
-    if (fd < 0) break;
-    uint32_t id = 0;
-    if (!read_all(fd, &id, sizeof id, deadline) || !expected.count(static_cast<int>(id))) {
-      ::close(fd);
-      continue;
-    }
-    sockets.in[static_cast<int>(id)] = fd;
-  }
+  accept_ids(listener, expected, Clock::now() + kFlowAcceptDeadline, sockets);
 }
 
 // Each flow's figures, merged from both ends.
@@ -421,6 +304,20 @@ std::string reference_line(double reference, double expected) {
       reference, 100 * reference / expected, expected);
 }
 
+// The ECMP sweep after the phase's own flows: printed, added to the results' "fabric"
+// section and its findings to the phase's.
+void ecmp_sweep_after(RunContext& ctx, const SuConfig& c, const std::vector<FabricNic>& nics, FlowListener* listener,
+                      ProbePacer& pacer, json& fabric, ResultsRun& results, std::vector<Finding>& findings) {
+  std::vector<std::string> lines;
+  std::vector<Finding> found;
+  fabric["ecmp_sweep"] = run_ecmp_sweep(ctx, c, nics, listener, pacer, lines, found);
+  results.set("fabric", fabric);
+  for (const auto& line : lines) ctx.print(line);
+  for (const auto& x : found)
+    ctx.print(fmt::format("# fabric {} {}: {}: {}", to_string(x.severity), code_of(x), x.subject, x.reason));
+  findings.insert(findings.end(), found.begin(), found.end());
+}
+
 }  // namespace
 
 std::vector<Finding> run_fabric_phase(RunContext& ctx, const SuConfig& c, const SuLayout& L, const std::string& port,
@@ -470,18 +367,19 @@ std::vector<Finding> run_fabric_phase(RunContext& ctx, const SuConfig& c, const 
   json flow_list = json::array();
   size_t k = 0;
   for (const auto& x : flows) flow_list.push_back(flow_json(f, nics, x, x.skipped ? nullptr : &observed.at(k++)));
-  results.set("fabric", json{{"flows", flow_list},
-                             {"links", j.links},
-                             {"ecmp", j.ecmp},
-                             {"host_side", j.host_side},
-                             {"expected_flow_gbps", expected},
-                             {"reference_flow_gbps", reference},
-                             {"discovery_rounds", d.rounds},
-                             {"discovery_s", discover_s},
-                             {"measure_rounds", rounds},
-                             {"retest_rounds", retest_rounds},
-                             {"measure_s", measure_s},
-                             {"skipped", skipped}});
+  json fabric{{"flows", flow_list},
+              {"links", j.links},
+              {"ecmp", j.ecmp},
+              {"host_side", j.host_side},
+              {"expected_flow_gbps", expected},
+              {"reference_flow_gbps", reference},
+              {"discovery_rounds", d.rounds},
+              {"discovery_s", discover_s},
+              {"measure_rounds", rounds},
+              {"retest_rounds", retest_rounds},
+              {"measure_s", measure_s},
+              {"skipped", skipped}};
+  results.set("fabric", fabric);  // measured: kept whatever the sweep does
   int reached = 0, opened = 0;
   for (const auto& x : flows) {
     opened += !x.skipped;
@@ -496,6 +394,7 @@ std::vector<Finding> run_fabric_phase(RunContext& ctx, const SuConfig& c, const 
   for (const auto& line : j.lines) ctx.print(line);
   for (const auto& x : j.findings)
     ctx.print(fmt::format("# fabric {} {}: {}: {}", to_string(x.severity), code_of(x), x.subject, x.reason));
+  if (!f.tests.ecmp_sweep.empty()) ecmp_sweep_after(ctx, c, nics, listener.get(), pacer, fabric, results, j.findings);
   links_at_fault = j.links_at_fault;
   return j.findings;
 }

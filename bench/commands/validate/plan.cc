@@ -65,6 +65,38 @@ double validate_remaining_s(const ValidatePlan& p, size_t total, size_t done, do
   return left;
 }
 
+namespace {
+
+// The fabric phase's lines of the plan (the config has a fabric): its flows, probes and
+// time, and the ECMP sweep's when the config asks for one.
+void fabric_plan_lines(const SuConfig& c, const ValidatePlan& p, std::vector<std::string>& out) {
+  const SuFabric& f = c.fabric;
+  double flow_gbps = f.uplink_gbps;
+  for (const auto& r : c.rails) flow_gbps = std::min(flow_gbps, r.line_rate_gbps);
+  const FabricPlan fp = plan_fabric(f, p.ranks, flow_gbps);
+  out.push_back(fmt::format(
+      "#          fabric: {} SUs, {} leaves, {} spines, {} leaf-spine links at {} Gb/s; {} TCP flows (up to {} until "
+      "every leaf has crossed every spine both ways), each traced by its own TTL-limited SYNs ({} probes, {:.1f}/s "
+      "per rank so no switch answers more than {}/s: ~{}), then measured alone on its path ({} of {}: {:.0f} "
+      "rounds, ~{}); names the leaf-spine link that explains the bad flows",
+      f.sus.size(), f.leaves.size(), f.spines.size(), f.links.size(), f.uplink_gbps, fp.flows, fp.max_flows, fp.probes,
+      fp.per_rank_probe_rate, f.tests.probe_rate, duration(fp.discovery_s), format_size(f.tests.flow_bytes), fp.flows,
+      fp.measure_rounds, duration(fp.measure_s)));
+  if (!f.tests.ecmp_sweep.empty()) {
+    std::string counts;
+    for (int k : f.tests.ecmp_sweep) counts += fmt::format("{}{}", counts.empty() ? "" : ",", k);
+    out.push_back(fmt::format(
+        "#          ECMP sweep: a cross-SU all-to-all with {} flows per connection, each NIC to {} NICs of its rail "
+        "in other SUs: {} flows traced ({} probes, ~{}), {} per connection moved each step (~{} for all steps at the "
+        "line "
+        "rate)",
+        counts, fp.sweep_peers, fp.sweep_flows, fp.sweep_probes, duration(fp.sweep_trace_s),
+        format_size(f.tests.ecmp_bytes ? f.tests.ecmp_bytes : f.tests.flow_bytes), duration(fp.sweep_move_s)));
+  }
+}
+
+}  // namespace
+
 std::vector<std::string> describe_plan(const SuConfig& c, const ValidatePlan& p) {
   std::vector<std::string> out;
   out.push_back(fmt::format("# railbench validate --plan: {} ({})", c.name, c.path));
@@ -82,20 +114,7 @@ std::vector<std::string> describe_plan(const SuConfig& c, const ValidatePlan& p)
   out.push_back(
       "#          cabling: each Ethernet/RoCE port ARPs for every other node's NIC on every rail (300 ms), "
       "naming a NIC on the wrong leaf or two swapped");
-  if (c.fabric.present()) {
-    const SuFabric& f = c.fabric;
-    double flow_gbps = f.uplink_gbps;
-    for (const auto& r : c.rails) flow_gbps = std::min(flow_gbps, r.line_rate_gbps);
-    const FabricPlan fp = plan_fabric(f, p.ranks, flow_gbps);
-    out.push_back(fmt::format(
-        "#          fabric: {} SUs, {} leaves, {} spines, {} leaf-spine links at {} Gb/s; {} TCP flows (up to {} until "
-        "every leaf has crossed every spine both ways), each traced by its own TTL-limited SYNs ({} probes, {:.1f}/s "
-        "per rank so no switch answers more than {}/s: ~{}), then measured alone on its path ({} of {}: {:.0f} "
-        "rounds, ~{}); names the leaf-spine link that explains the bad flows",
-        f.sus.size(), f.leaves.size(), f.spines.size(), f.links.size(), f.uplink_gbps, fp.flows, fp.max_flows,
-        fp.probes, fp.per_rank_probe_rate, f.tests.probe_rate, duration(fp.discovery_s),
-        format_size(f.tests.flow_bytes), fp.flows, fp.measure_rounds, duration(fp.measure_s)));
-  }
+  if (c.fabric.present()) fabric_plan_lines(c, p, out);
   out.push_back(fmt::format(
       "# phase 2  rail checks: {} rounds of {} disjoint node pairs, all {} rails at once = {} pair tests; each: "
       "{} x {} B ping-pongs, {} windows of {} x {} each way and both ways",

@@ -85,6 +85,7 @@ const std::vector<ReasonCode>& all_reason_codes() {
       {r::kFabricLinkDown, K::fabric},
       {r::kFabricRouteWithdrawn, K::fabric},
       {r::kFabricEcmpPolarized, K::fabric},
+      {r::kFabricEcmpPortsIgnored, K::fabric},
       {r::kFabricConfigMismatch, K::fabric},
   };
   return codes;

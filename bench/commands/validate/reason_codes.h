@@ -77,6 +77,7 @@ inline constexpr const char* kFabricLinkBlackholed = "RB-FABRIC-LINK-BLACKHOLED"
 inline constexpr const char* kFabricLinkDown = "RB-FABRIC-LINK-DOWN";
 inline constexpr const char* kFabricRouteWithdrawn = "RB-FABRIC-ROUTE-WITHDRAWN";
 inline constexpr const char* kFabricEcmpPolarized = "RB-FABRIC-ECMP-POLARIZED";
+inline constexpr const char* kFabricEcmpPortsIgnored = "RB-FABRIC-ECMP-PORTS-IGNORED";
 inline constexpr const char* kFabricConfigMismatch = "RB-FABRIC-CONFIG-MISMATCH";
 }  // namespace reason
 

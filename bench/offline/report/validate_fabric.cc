@@ -160,6 +160,30 @@ std::string ecmp_table(const nlohmann::json& fabric) {
          t.html();
 }
 
+// The ECMP sweep (validate --ecmp-sweep): per flow count, the spread and the aggregate
+// against the ideal, measured and as the traced paths allow.
+std::string sweep_table(const nlohmann::json& fabric) {
+  const auto& sweep = member(fabric, "ecmp_sweep");
+  Table t({"flows / connection", "flows", "uplink max / mean", "uplinks used", "Gb/s", "ideal Gb/s", "measured",
+           "paths allow"});
+  auto share = [](double x) { return x > 0 ? fmt::format("{:.0f}%", 100 * x) : std::string("-"); };
+  for (const auto& s : member(sweep, "steps")) {
+    const double allowed = number_at(s, "predicted_fraction");
+    t.row({num(number_at(s, "flows_per_connection")), num(number_at(s, "flows")), num(number_at(s, "max_over_mean")),
+           fmt::format("{} of {}", num(number_at(s, "uplinks_used")), num(number_at(s, "uplinks"))),
+           num(number_at(s, "measured_gbps")), num(number_at(s, "ideal_gbps")),
+           share(number_at(s, "measured_fraction")), share(allowed)},
+          allowed < 0.9 ? "warn" : "");
+  }
+  if (t.empty()) return "";
+  return fmt::format(
+             "<h4>ECMP sweep</h4><p class=\"note\">A cross-SU all-to-all, each NIC to {} NIC(s) of its rail in other "
+             "SUs, with each count of flows per connection: the aggregate against the ideal (a perfect spread), "
+             "measured and as the traced paths allow (max-min fair).</p>\n",
+             num(number_at(sweep, "peers"))) +
+         t.html();
+}
+
 }  // namespace
 
 std::string fabric_section(const nlohmann::json& doc) {
@@ -178,6 +202,7 @@ std::string fabric_section(const nlohmann::json& doc) {
   out += drawing(links);
   out += evidence_table(links);
   out += ecmp_table(fabric);
+  out += sweep_table(fabric);
   std::string host;
   for (const auto& h : member(fabric, "host_side")) host += (host.empty() ? "" : ", ") + h.get<std::string>();
   if (!host.empty())

@@ -131,4 +131,120 @@ FlowFigures receive_flow(int fd, uint64_t bytes, std::chrono::steady_clock::time
   return f;
 }
 
+namespace {
+
+// One flow of move_flows_at_once, at one end.
+struct Moving {
+  int id = 0, fd = -1;
+  bool sender = false;
+  bool answering = false;  // the data moved: the end-of-flow byte is next
+  bool done = false;
+  uint32_t retrans_before = 0;
+  Clock::time_point first{}, last{};
+  ConcurrentFlow result;
+};
+
+// Moves what the socket takes or has now (at most a few MiB, so that one fast flow does
+// not starve the others of this loop), without blocking.
+void step(Moving& m, uint64_t bytes, const std::vector<char>& zeros, std::vector<char>& buf, Clock::time_point t0) {
+  FlowFigures& f = m.result.figures;
+  for (int turns = 0; turns < 4 && !m.done; ++turns) {
+    if (m.answering) {
+      char byte = '.';
+      const ssize_t n =
+          m.sender ? ::recv(m.fd, &byte, 1, MSG_DONTWAIT) : ::send(m.fd, &byte, 1, MSG_DONTWAIT | MSG_NOSIGNAL);
+      if (n == 1) {
+        m.done = true;
+        if (m.sender) m.result.done_s = seconds_between(t0, Clock::now());
+      } else if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
+        f.error = n == 0 ? "the peer closed the connection before the end-of-flow answer"
+                         : fmt::format("the end-of-flow answer failed: {}", errno_text(errno));
+        m.done = true;
+      }
+      return;
+    }
+    const size_t want = static_cast<size_t>(std::min<uint64_t>(bytes - f.bytes, zeros.size()));
+    const ssize_t n = m.sender ? ::send(m.fd, zeros.data(), want, MSG_DONTWAIT | MSG_NOSIGNAL)
+                               : ::recv(m.fd, buf.data(), want, MSG_DONTWAIT);
+    if (n > 0) {
+      if (!m.sender) {
+        m.last = Clock::now();
+        if (f.bytes == 0) m.first = m.last;
+      }
+      f.bytes += static_cast<uint64_t>(n);
+      if (f.bytes == bytes) {
+        m.answering = true;
+        if (!m.sender) m.result.done_s = seconds_between(t0, m.last);
+      }
+      continue;
+    }
+    if (n < 0 && (errno == EAGAIN || errno == EINTR)) return;
+    f.error = n == 0 ? fmt::format("the sender closed the connection after {} of {} bytes", f.bytes, bytes)
+                     : fmt::format("{} failed after {} of {} bytes: {}", m.sender ? "send" : "receive", f.bytes, bytes,
+                                   errno_text(errno));
+    m.done = true;
+  }
+}
+
+short events_of(const Moving& m) {
+  return (m.sender != m.answering) ? POLLOUT : POLLIN;
+}
+
+}  // namespace
+
+ConcurrentFlows move_flows_at_once(const std::map<int, int>& out, const std::map<int, int>& in, uint64_t bytes,
+                                   std::chrono::steady_clock::time_point deadline) {
+  static const std::vector<char> zeros(1 << 20);
+  std::vector<char> buf(1 << 20);
+  std::vector<Moving> flows;
+  const auto t0 = Clock::now();
+  for (const auto& [id, fd] : out) flows.push_back({id, fd, true, false, false, read_tcp_info(fd).tcpi_total_retrans});
+  for (const auto& [id, fd] : in) flows.push_back({id, fd, false});
+  size_t open = flows.size();
+  std::vector<pollfd> fds;
+  std::vector<size_t> which;
+  while (open > 0) {
+    const auto now = Clock::now();
+    if (now >= deadline) break;
+    fds.clear();
+    which.clear();
+    for (size_t i = 0; i < flows.size(); ++i) {
+      if (flows[i].done) continue;
+      fds.push_back({flows[i].fd, events_of(flows[i]), 0});
+      which.push_back(i);
+    }
+    const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - now).count();
+    const int rc = ::poll(fds.data(), fds.size(), static_cast<int>(std::min<int64_t>(left, 100)));
+    if (rc <= 0) continue;
+    for (size_t k = 0; k < fds.size(); ++k) {
+      if (fds[k].revents == 0) continue;
+      Moving& m = flows[which[k]];
+      step(m, bytes, zeros, buf, t0);
+      open -= m.done;
+    }
+  }
+  ConcurrentFlows result;
+  for (auto& m : flows) {
+    FlowFigures& f = m.result.figures;
+    if (!m.done && f.error.empty())
+      f.error =
+          fmt::format("the deadline passed with {} of {} bytes {}", f.bytes, bytes, m.sender ? "sent" : "received");
+    if (m.sender) {
+      finish_figures(f, bytes, t0, Clock::now());
+      f.seconds = m.result.done_s;
+      f.gbps = f.seconds > 0 ? static_cast<double>(f.bytes) * 8 / f.seconds / 1e9 : 0;
+      const tcp_info after = read_tcp_info(m.fd);
+      f.retransmits = after.tcpi_total_retrans - m.retrans_before;
+      f.rtt_us = after.tcpi_rtt;
+      f.completed = f.completed && m.done;
+      result.sent[m.id] = m.result;
+    } else {
+      finish_figures(f, bytes, m.first, m.last);
+      f.completed = f.completed && m.done;
+      result.received[m.id] = m.result;
+    }
+  }
+  return result;
+}
+
 }  // namespace railbench

@@ -15,6 +15,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -100,5 +101,20 @@ struct FlowFigures {
 // and answers one byte, so both know when it is over. Both return by the deadline.
 FlowFigures send_flow(int fd, uint64_t bytes, std::chrono::steady_clock::time_point deadline);
 FlowFigures receive_flow(int fd, uint64_t bytes, std::chrono::steady_clock::time_point deadline);
+
+// Many flows at once, as an all-to-all runs them: this rank sends `bytes` on each of
+// `out` and receives `bytes` on each of `in` (flow id -> connected socket) in one poll
+// loop, each flow ending with the receiver's one-byte answer as above. Each flow's
+// figures, and `done_s`: seconds from the call to its last byte (receiver) or to the
+// answer (sender). Returns by the deadline; a flow not done by then has an error.
+struct ConcurrentFlow {
+  FlowFigures figures;
+  double done_s = 0;
+};
+struct ConcurrentFlows {
+  std::map<int, ConcurrentFlow> sent, received;
+};
+ConcurrentFlows move_flows_at_once(const std::map<int, int>& out, const std::map<int, int>& in, uint64_t bytes,
+                                   std::chrono::steady_clock::time_point deadline);
 
 }  // namespace railbench
