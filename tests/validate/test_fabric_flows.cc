@@ -195,6 +195,21 @@ TEST_CASE("fabric verdict: a leaf that never sends through a spine it receives f
   CHECK_THAT(j.findings[0].subject, Catch::Contains("su1-leaf0 port spine1 <-> spine1 port s1l0"));
   CHECK_THAT(j.findings[0].reason, Catch::Contains("its route via spine1 is withdrawn"));
 
+  SECTION("two flows that missed a spine prove nothing; source ports probed beyond them do") {
+    std::vector<FabricFlow> few;
+    int kept = 0;
+    for (const auto& x : flows)
+      if (n[x.plan.src].leaf != 0 || kept++ < 2) few.push_back(x);
+    CHECK(judge_fabric(f, n, few, observe_flows(f, few, 1.0), 1.0).findings.empty());
+    FabricSearch search;
+    search.out.assign(f.leaves.size(), 0);
+    search.in.assign(f.leaves.size(), 0);
+    search.out[0] = 10;  // ten more ports out of su1-leaf0 answered at the spine, none at spine1
+    const FabricJudgment js = judge_fabric(f, n, few, observe_flows(f, few, 1.0), 1.0, search);
+    REQUIRE(js.findings.size() == 1);
+    CHECK_THAT(js.findings[0].reason, Catch::Contains("2 flows and 10 probed source ports left it"));
+  }
+
   SECTION("and a slow spine link among healthy ones is named with its flows") {
     const int bad = f.link_index("su2-leaf1", "spine1");
     for (auto& x : flows)

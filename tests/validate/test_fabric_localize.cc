@@ -269,6 +269,25 @@ TEST_CASE("localize: a NIC bad on every path is host side and no link is blamed"
   const auto shared = localize(kLinks, one_path);
   CHECK(shared.host_nics.empty());
   CHECK(shared.blamed == std::vector<int>{link(0, 2)});
+
+  // The same, but the uplink carried the other NICs' flows out of that leaf well: the
+  // NIC's few flows hashed onto one spine, and the NIC explains them, not the link.
+  std::vector<FlowObservation> kept_others;
+  int others_up = 0;
+  for (auto f : fabric_flows(7)) {
+    if (f.src_nic == nic || f.dst_nic == nic) {
+      if (f.src_nic != nic) continue;
+      f.links = {link(0, 2), link(leaf_of(f.dst_nic), 2)};
+      slow(f, 0.3);
+    } else {
+      others_up += f.links[0] == link(0, 2);
+    }
+    kept_others.push_back(f);
+  }
+  REQUIRE(others_up >= 1);
+  const auto nic_side = localize(kLinks, kept_others);
+  CHECK(nic_side.host_nics == std::vector<int>{nic});
+  CHECK(nic_side.blamed.empty());
 }
 
 TEST_CASE("localize: two links no flow tells apart are returned as one ambiguous group", "[fabric]") {

@@ -123,6 +123,15 @@ TEST_CASE("verdict: a degraded link is named, confirmed, and its partners are no
   auto warned = judge_links(c, names(c), stats, suspects, {fine}, {});
   REQUIRE(warned.size() == 1);
   CHECK(warned[0].severity == Severity::warn);
+
+  // Its bandwidth fine on the re-test, its latency far off (a shared host's scheduler):
+  // the bandwidth suspicion is not confirmed by a latency, which is noted.
+  PairResult slow_reply{
+      PairPhase::retest, 2, retests[0][0].partner, 1, 1, true, "", 0.046, 0.046, 0.09, 50000, 80000, 90000};
+  auto noted = judge_links(c, names(c), stats, suspects, {slow_reply}, {});
+  REQUIRE(noted.size() == 1);
+  CHECK(noted[0].severity == Severity::warn);
+  CHECK_THAT(noted[0].reason, Catch::Contains("its re-test showed another problem, not confirming this one"));
 }
 
 TEST_CASE("verdict: on a fabric a suspect is re-tested on its own leaf, and passing there points at the fabric",
@@ -177,6 +186,16 @@ TEST_CASE("verdict: on a fabric a suspect is re-tested on its own leaf, and pass
     const auto elsewhere =
         judge_links(c, names(c), stats, suspects, {slow}, {}, {c.fabric.link_index("su1-leaf0", "spine1")});
     CHECK(elsewhere[0].severity == Severity::fail);
+
+    // Passed on its own leaf: the WARN names the link at fault on its rail's leaves, and
+    // none of another rail's.
+    const auto named = judge_links(c, names(c), stats, suspects, {fine}, {}, {bad});
+    REQUIRE(named.size() == 1);
+    CHECK(named[0].severity == Severity::warn);
+    CHECK_THAT(named[0].reason, Catch::Contains("where the fabric phase found su1-leaf1-spine1 bad: most likely that"));
+    const auto other_rail =
+        judge_links(c, names(c), stats, suspects, {fine}, {}, {c.fabric.link_index("su2-leaf0", "spine0")});
+    CHECK_THAT(other_rail[0].reason, Catch::Contains("where the fabric phase found no link bad"));
   }
 }
 

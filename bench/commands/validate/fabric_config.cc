@@ -200,6 +200,12 @@ bool SuFabric::is_spine(const std::string& name) const {
   return std::any_of(spines.begin(), spines.end(), [&](const FabricSwitch& s) { return s.name == name; });
 }
 
+int SuFabric::spine_index(const std::string& name) const {
+  for (size_t i = 0; i < spines.size(); ++i)
+    if (spines[i].name == name) return static_cast<int>(i);
+  return -1;
+}
+
 std::string SuFabric::switch_of(const std::string& address) const {
   for (const auto& l : links) {
     if (l.leaf_address == address) return l.leaf;

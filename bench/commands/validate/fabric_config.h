@@ -76,6 +76,7 @@ struct SuFabric {
   // address or prefix listed on a leaf or spine.
   std::string switch_of(const std::string& address) const;
   bool is_spine(const std::string& name) const;
+  int spine_index(const std::string& name) const;  // index into spines, -1: none ("" included)
 };
 
 // Probes per second one rank may send so that no switch is asked for more than

@@ -120,6 +120,32 @@ json trace_mine(const std::vector<PlannedFlow>& batch, const std::vector<FabricN
   return out;
 }
 
+json probe_spines_mine(const std::vector<PlannedFlow>& batch, const std::vector<FabricNic>& nics, int me,
+                       ProbePacer& pacer) {
+  constexpr size_t kProbers = 8;
+  TraceOptions options;
+  options.hop_timeout = std::chrono::milliseconds(250);
+  std::vector<const PlannedFlow*> mine;
+  for (const auto& flow : batch)
+    if (nics[flow.src].rank == me) mine.push_back(&flow);
+  std::vector<std::string> answers(mine.size());
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t i = next++; i < mine.size(); i = next++) {
+      const PlannedFlow& flow = *mine[i];
+      const FlowTuple tuple{nics[flow.src].ip, nics[flow.dst].ip, flow.src_port, nics[flow.dst].port, FlowProto::tcp};
+      answers[i] = switch_at_ttl(tuple, 2, options, pacer);
+    }
+  };
+  {
+    std::vector<std::jthread> probers;
+    for (size_t k = 0; k < std::min(kProbers, mine.size()); ++k) probers.emplace_back(work);
+  }
+  json out = json::array();
+  for (size_t i = 0; i < mine.size(); ++i) out.push_back(json{{"id", mine[i]->id}, {"address", answers[i]}});
+  return out;
+}
+
 void accept_ids(FlowListener& listener, const std::set<int>& expected, Clock::time_point deadline,
                 FlowSockets& sockets) {
   size_t got = 0;

@@ -41,6 +41,12 @@ FlowTrace trace_from_json(const nlohmann::json& j);
 nlohmann::json trace_mine(const std::vector<PlannedFlow>& batch, const std::vector<FabricNic>& nics, int me,
                           const FabricTests& t, ProbePacer& pacer, FlowSockets& sockets);
 
+// Probes only: for each of this rank's flows of `batch` (the ones it is the source of),
+// the address that answers at TTL 2 (a leaf-spine fabric's spine; "" when none did),
+// one SYN each that dies there. Returns [{"id", "address"}].
+nlohmann::json probe_spines_mine(const std::vector<PlannedFlow>& batch, const std::vector<FabricNic>& nics, int me,
+                                 ProbePacer& pacer);
+
 // Accepts connections until every id in `expected` has one (in sockets.in) or the
 // deadline; a connection whose id is not expected is closed.
 void accept_ids(FlowListener& listener, const std::set<int>& expected, std::chrono::steady_clock::time_point deadline,

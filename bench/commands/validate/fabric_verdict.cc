@@ -74,7 +74,7 @@ Finding fabric_finding(Severity sev, const char* code, const std::string& subjec
 // Links that no flow crossed in one direction or both, though flows from (to) its leaf
 // crossed the other spines: down (routing goes around it) or a route withdrawn.
 void coverage_findings(const SuFabric& f, const std::vector<FabricNic>& nics, const std::vector<FabricFlow>& flows,
-                       const std::vector<int>& blamed, FabricJudgment& out) {
+                       const std::vector<int>& blamed, const FabricSearch& search, FabricJudgment& out) {
   std::map<int, int> up, down, from_leaf, to_leaf;  // link -> flows that crossed it; leaf -> flows with a spine seen
   for (const auto& x : flows) {
     if (x.skipped || x.path.spine < 0) continue;
@@ -91,29 +91,36 @@ void coverage_findings(const SuFabric& f, const std::vector<FabricNic>& nics, co
     int leaf = 0;
     while (f.leaves[leaf].name != l.leaf) ++leaf;
     const int n_up = up[static_cast<int>(i)], n_down = down[static_cast<int>(i)];
-    const int out_flows = from_leaf[leaf], in_flows = to_leaf[leaf];
+    const int probed_out = leaf < static_cast<int>(search.out.size()) ? search.out[leaf] : 0;
+    const int probed_in = leaf < static_cast<int>(search.in.size()) ? search.in[leaf] : 0;
+    const int out_flows = from_leaf[leaf] + probed_out, in_flows = to_leaf[leaf] + probed_in;
     // With k spines a healthy link is missed by n flows with chance ((k-1)/k)^n: judge
     // only where that is below 1%.
     const double k = static_cast<double>(f.spines.size());
     auto sure = [&](int n) { return n > 0 && std::pow((k - 1) / k, n) < 0.01; };
     std::string why;
     const char* code = reason::kFabricRouteWithdrawn;
+    // "28 flows", or "28 flows and 64 source ports probed" where the search went on.
+    auto counted = [](int total, int probed) {
+      return probed > 0 ? fmt::format("{} flows and {} probed source ports", total - probed, probed)
+                        : fmt::format("{} flows", total);
+    };
     if (n_up == 0 && n_down == 0 && sure(out_flows + in_flows)) {
       code = reason::kFabricLinkDown;
       why = fmt::format(
-          "no flow crossed it either way ({} flows left {} over the other spines, {} arrived): down, "
+          "no flow crossed it either way ({} left {} over the other spines, {} arrived): down, "
           "or both its routes withdrawn; the fabric is short of its capacity",
-          out_flows, l.leaf, in_flows);
+          counted(out_flows, probed_out), l.leaf, counted(in_flows, probed_in));
     } else if (n_up == 0 && n_down > 0 && sure(out_flows)) {
       why = fmt::format(
-          "{} sends nothing through {} ({} flows left it over the other spines, {} arrived through "
+          "{} sends nothing through {} ({} left it over the other spines, {} flows arrived through "
           "{}): its route via {} is withdrawn, or its ECMP hash never picks it",
-          l.leaf, l.spine, out_flows, n_down, l.spine, l.spine);
+          l.leaf, l.spine, counted(out_flows, probed_out), n_down, l.spine, l.spine);
     } else if (n_down == 0 && n_up > 0 && sure(in_flows)) {
       why = fmt::format(
-          "nothing reaches {} through {} ({} flows arrived over the other spines): the other leaves' "
+          "nothing reaches {} through {} ({} arrived over the other spines): the other leaves' "
           "routes to {} via {} are withdrawn",
-          l.leaf, l.spine, in_flows, l.leaf, l.spine);
+          l.leaf, l.spine, counted(in_flows, probed_in), l.leaf, l.spine);
     }
     if (!why.empty()) {
       out.findings.push_back(fabric_finding(Severity::fail, code, link_subject(l), why));
@@ -260,7 +267,8 @@ void ecmp_lines(const SuFabric& f, const std::vector<FabricNic>& nics, const std
 }  // namespace
 
 FabricJudgment judge_fabric(const SuFabric& f, const std::vector<FabricNic>& nics, const std::vector<FabricFlow>& flows,
-                            const std::vector<FlowObservation>& observed, double expected_gbps) {
+                            const std::vector<FlowObservation>& observed, double expected_gbps,
+                            const FabricSearch& search) {
   FabricJudgment out;
   std::set<std::string> mismatches;
   for (const auto& x : flows)
@@ -273,7 +281,7 @@ FabricJudgment judge_fabric(const SuFabric& f, const std::vector<FabricNic>& nic
   drop_weak_links(observed, loc);
   drop_chance_links(observed, loc);
   link_findings(f, nics, observed, loc, expected_gbps, out);
-  coverage_findings(f, nics, flows, loc.blamed, out);
+  coverage_findings(f, nics, flows, loc.blamed, search, out);
   ecmp_lines(f, nics, flows, observed, out);
   for (const auto& e : loc.links) {
     const bool blamed = std::find(loc.blamed.begin(), loc.blamed.end(), e.link) != loc.blamed.end();

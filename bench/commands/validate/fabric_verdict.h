@@ -48,7 +48,16 @@ struct FabricJudgment {
   std::vector<int> links_at_fault;  // the links a FAIL finding names (blamed, down, withdrawn), by index
 };
 
+// Source ports probed at the spine hop only, beyond the flows, when a leaf's flows
+// missed a spine (fabric_phase.cc's search): per leaf, how many out of it and into it
+// had a spine answer. A link that they missed too is missed by more than the flows, which
+// the down and withdrawn findings count.
+struct FabricSearch {
+  std::vector<int> out, in;  // by leaf; empty: no search
+};
+
 FabricJudgment judge_fabric(const SuFabric& f, const std::vector<FabricNic>& nics, const std::vector<FabricFlow>& flows,
-                            const std::vector<FlowObservation>& observed, double expected_gbps);
+                            const std::vector<FlowObservation>& observed, double expected_gbps,
+                            const FabricSearch& search = {});
 
 }  // namespace railbench

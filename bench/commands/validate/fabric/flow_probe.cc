@@ -260,6 +260,8 @@ std::string not_reached_error(const FlowTrace& trace, const FlowTuple& t, const 
 
 std::string trace_options_error(const TraceOptions& o) {
   if (o.max_ttl < 1 || o.max_ttl > 255) return fmt::format("max_ttl {} is not in 1..255", o.max_ttl);
+  if (o.first_ttl < 1 || o.first_ttl > o.max_ttl)
+    return fmt::format("first_ttl {} is not in 1..max_ttl ({})", o.first_ttl, o.max_ttl);
   if (o.tries < 1) return fmt::format("tries {} must be at least 1", o.tries);
   if (o.hop_timeout.count() <= 0) return "the hop timeout must be positive";
   return "";
@@ -277,7 +279,7 @@ FlowTrace run_trace(const FlowTuple& t, const TraceOptions& o, ProbePacer& pacer
   }
   if (trace.error = trace_options_error(o); !trace.error.empty()) return trace;
   int silent = 0;
-  for (int ttl = 1; ttl <= o.max_ttl; ++ttl) {
+  for (int ttl = o.first_ttl; ttl <= o.max_ttl; ++ttl) {
     ProbeOutcome out;
     for (int i = 0; i < o.tries && out.answer == ProbeAnswer::silent; ++i) {
       pacer.wait();
@@ -349,6 +351,14 @@ FlowTrace trace_and_connect(const FlowTuple& tuple, const TraceOptions& options,
     fd = connection.release();
   }
   return trace;
+}
+
+std::string switch_at_ttl(const FlowTuple& tuple, int ttl, const TraceOptions& options, ProbePacer& pacer) {
+  TraceOptions o = options;
+  o.first_ttl = o.max_ttl = ttl;
+  ProbeSocket connection;  // a SYN that reached the destination after all: closed here
+  const FlowTrace trace = run_trace(tuple, o, pacer, probe_tcp, &connection);
+  return trace.hops.empty() || trace.reached ? "" : trace.hops.front().address;
 }
 
 FlowTrace trace_udp(const FlowTuple& tuple, const TraceOptions& options, ProbePacer& pacer) {

@@ -56,6 +56,7 @@ class ProbePacer {
 };
 
 struct TraceOptions {
+  int first_ttl = 1;  // 2: only what lies past the first hop (a leaf-spine fabric's spine)
   int max_ttl = 8;
   std::chrono::milliseconds hop_timeout{300};  // wait for one hop's answer
   int tries = 2;                               // probes per TTL before the hop counts as silent
@@ -67,6 +68,11 @@ struct TraceOptions {
 // caller owns it), else -1. A socket that cannot be bound (port in use, address not
 // local) is a setup error: trace.error says which and `fd` is -1.
 FlowTrace trace_and_connect(const FlowTuple& tuple, const TraceOptions& options, ProbePacer& pacer, int& fd);
+
+// TCP, probes only: which switch answers at TTL `ttl` for this 5-tuple ("" when none
+// did), no connection made (the SYN dies at that switch). A search for a source port
+// whose path crosses a given spine costs one probe a port.
+std::string switch_at_ttl(const FlowTuple& tuple, int ttl, const TraceOptions& options, ProbePacer& pacer);
 
 // UDP (RoCE v2 paths): traces only; `reached` when the destination answered.
 FlowTrace trace_udp(const FlowTuple& tuple, const TraceOptions& options, ProbePacer& pacer);

@@ -54,9 +54,34 @@ void check_links(int link_count, const std::vector<FlowObservation>& flows) {
   }
 }
 
+// Whether the link `l`, crossed the way the NIC's bad flows crossed it (up out of their
+// source's leaf: first on the path; down: second), carried the other NICs' flows well:
+// at least one good, and twice as many good as bad. Then it explains their bad flows
+// worse than the NIC does.
+bool fine_for_others(const std::vector<FlowObservation>& flows, int nic, int l) {
+  std::set<size_t> ways;  // positions on the path
+  for (const auto& f : flows) {
+    if ((f.src_nic != nic && f.dst_nic != nic) || !is_bad(f)) continue;
+    for (size_t k = 0; k < f.links.size(); ++k)
+      if (f.links[k] == l) ways.insert(k);
+  }
+  int good = 0, bad = 0;
+  for (const auto& f : flows) {
+    if (f.src_nic == nic || f.dst_nic == nic) continue;
+    bool through = false;
+    for (size_t k : ways) through = through || (k < f.links.size() && f.links[k] == l);
+    if (!through) continue;
+    (is_bad(f) ? bad : good) += 1;
+  }
+  return good >= 1 && good >= 2 * bad;
+}
+
 // 1. Host side: a NIC whose flows are (nearly) all bad, on 2+ paths that no single fabric
-// link has in common (one shared link would explain them as well as the NIC does).
-bool host_side(const std::vector<FlowObservation>& flows, const std::vector<int>& mine, const LocalizeOptions& o) {
+// link has in common (one shared link would explain them as well as the NIC does), or
+// whose bad flows all crossed links that carried the other NICs' flows well (its few
+// flows hashed onto one spine: the NIC, not that link).
+bool host_side(const std::vector<FlowObservation>& flows, const std::vector<int>& mine, int nic,
+               const LocalizeOptions& o) {
   if (static_cast<int>(mine.size()) < o.min_flows_per_nic) return false;
   std::set<std::pair<std::vector<int>, std::vector<int>>> paths;
   std::optional<std::set<int>> common;  // the known links on every bad flow's path
@@ -76,8 +101,9 @@ bool host_side(const std::vector<FlowObservation>& flows, const std::vector<int>
       common = std::move(both);
     }
   }
-  if (bad < o.host_bad_fraction * static_cast<double>(mine.size())) return false;
-  return paths.size() >= 2 && common && common->empty();
+  if (bad < o.host_bad_fraction * static_cast<double>(mine.size()) || !common) return false;
+  if (common->empty()) return paths.size() >= 2;
+  return std::all_of(common->begin(), common->end(), [&](int l) { return fine_for_others(flows, nic, l); });
 }
 
 std::vector<int> host_side_nics(const std::vector<FlowObservation>& flows, const LocalizeOptions& o) {
@@ -89,7 +115,7 @@ std::vector<int> host_side_nics(const std::vector<FlowObservation>& flows, const
   }
   std::vector<int> nics;
   for (const auto& [nic, mine] : per_nic) {
-    if (host_side(flows, mine, o)) nics.push_back(nic);
+    if (host_side(flows, mine, nic, o)) nics.push_back(nic);
   }
   return nics;
 }
