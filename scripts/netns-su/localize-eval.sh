@@ -2,7 +2,7 @@
 # How well does validate's fabric phase name the link at fault? Measured, not claimed:
 # on the simulated multi-spine fabric, each trial injects one fault at random (seeded),
 # runs `railbench validate --fabric-only`, reads the results file and scores it.
-#   localize-eval.sh [--trials N] [--seed S] [--kinds K1,K2,...] [--json FILE] [--keep DIR]
+#   localize-eval.sh [--trials N] [--seed S] [--kinds K1,K2,...] [--rate M] [--json FILE] [--keep DIR]
 # --keep DIR: each trial's results file and log kept as DIR/trial-N-KIND.json and .log
 # (`railbench compare` and `railbench report` read them).
 # Kinds (taken in turn, so N >= 8 runs each at least once):
@@ -15,7 +15,8 @@
 #   host       one node's own link (NIC to leaf) at 20%: the host side, no fabric link blamed
 #   double     two fabric links degraded at once, both to be named
 # It brings up 2 SUs x 4 nodes x 2 rails x 4 spines at 100 Mb/s (configs/netns-2su-4x2-4spine.json,
-# RB_SU_NET=10.150) under RB_SU_PREFIX (default rbev) and takes it down at the end.
+# RB_SU_NET=10.150) under RB_SU_PREFIX (default rbev) and takes it down at the end;
+# --rate M: every link at M Mb/s instead, and that config's rates with it.
 # Prints one line per trial and a table per kind: exact link(s) named, a wrong link named,
 # a host drained, nothing found. Exit 0 when every trial was scored exact, 1 otherwise.
 here=$(cd "$(dirname "$0")" && pwd)
@@ -25,7 +26,7 @@ export RB_SU_NET=10.150  # the config's fabric section names the fabric's addres
 source "$here/lib.sh"
 set +e
 
-trials=8 seed=1 kinds="healthy,degrade,lossy,down,blackhole,withdraw,host,double" json="" keep=""
+trials=8 seed=1 kinds="healthy,degrade,lossy,down,blackhole,withdraw,host,double" json="" keep="" rate=100
 while (($#)); do
   case $1 in
     --trials) trials=$2; shift 2 ;;
@@ -33,12 +34,14 @@ while (($#)); do
     --kinds) kinds=$2; shift 2 ;;
     --json) json=$2; shift 2 ;;
     --keep) keep=$2; shift 2 ;;
-    -h | --help) sed -n '2,21p' "$0"; exit 0 ;;
-    *) rb_su_die "unknown option '$1': use --trials N --seed S --kinds K1,K2 --json FILE --keep DIR" ;;
+    --rate) rate=$2; shift 2 ;;
+    -h | --help) sed -n '2,22p' "$0"; exit 0 ;;
+    *) rb_su_die "unknown option '$1': use --trials N --seed S --kinds K1,K2 --rate M --json FILE --keep DIR" ;;
   esac
 done
 [[ $trials =~ ^[0-9]+$ ]] && ((trials >= 1)) || rb_su_die "--trials $trials: a whole number, 1 or more"
 [[ $seed =~ ^[0-9]+$ ]] || rb_su_die "--seed $seed: a whole number"
+[[ $rate =~ ^[0-9]+$ ]] && ((rate >= 10 && rate <= 10000)) || rb_su_die "--rate $rate: Mb/s per link, 10..10000"
 IFS=, read -ra kind_list <<<"$kinds"
 for k in "${kind_list[@]}"; do
   [[ $k =~ ^(healthy|degrade|lossy|down|blackhole|withdraw|host|double)$ ]] ||
@@ -52,11 +55,18 @@ bin=${RAILBENCH_BIN:-$root/build/railbench}
 [[ -x $bin ]] || rb_su_die "no railbench at $bin: build it (cmake --build build) or set RAILBENCH_BIN"
 command -v python3 >/dev/null || rb_su_die "'python3' not found: apt-get install python3 (it reads the results files)"
 config=$root/configs/netns-2su-4x2-4spine.json
-# 100 Mb/s per node link (and so per leaf-spine link): the rate the config expects, one
-# this host carries through 5 namespaces without the flows falling short of it.
-sus=2 nodes=4 rails=2 spines=4 rate=100
+# 100 Mb/s per node link (and so per leaf-spine link) by default: the rate the config
+# expects, one this host carries through 5 namespaces without the flows falling short of it.
+sus=2 nodes=4 rails=2 spines=4
 
 work=$(mktemp -d /tmp/localize-eval.XXXXXX)
+if ((rate != 100)); then
+  # The config at that rate: its rails' line rate and the uplink (1:1, 4 nodes over 4 spines).
+  sed -e "s/\"line_rate_gbps\": 0.1,/\"line_rate_gbps\": $(awk -v r="$rate" 'BEGIN { print r / 1000 }'),/" \
+    -e "s/\"uplink_gbps\": 0.1,/\"uplink_gbps\": $(awk -v r="$rate" 'BEGIN { print r / 1000 }'),/" \
+    "$config" >"$work/config.json"
+  config=$work/config.json
+fi
 cleanup() { "$here/down.sh" >/dev/null 2>&1; rm -rf "$work"; }
 trap cleanup EXIT
 [[ -f $RB_SU_STATE/su.env ]] && "$here/down.sh" >/dev/null 2>&1
