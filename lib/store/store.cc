@@ -78,6 +78,8 @@ std::unique_ptr<Database> open_database(const std::string& path, Store::Mode mod
     migrate(*db, write);
   } catch (const UsageError&) {
     throw;
+  } catch (const StoreFullError&) {
+    throw;
   } catch (const IoError& e) {
     throw IoError(
         fmt::format("{}: if the file is damaged, move it aside and rebuild the store from the results "
