@@ -46,17 +46,27 @@ void ingest_into_run_store(const CommonOptions& options, const std::string& stor
                file, store::store_name(store));
     return;
   }
+  const auto warn = [&](const std::exception& e) {
+    fmt::print(stderr,
+               "railbench: warning: --db: {}; the results file {} is kept: put it into the store later with "
+               "railbench db ingest {} --db {}\n",
+               e.what(), file, file, store::store_name(store));
+  };
   try {
     const auto rows = store::rows_of_file(file, "--db");
     store::Store s(store, store::Store::Mode::write);
     const auto r = s.ingest(rows, file);
     fmt::print(stderr, "railbench: run store {}: run {} {} ({} figures, {} findings)\n", store::store_name(store),
                r.key, r.added ? "added" : "was there already", r.figures, r.findings);
+  } catch (const store::IngestInterrupted& e) {
+    // The run itself is over and its file complete; the process was asked to end, and
+    // ends as the signal handler would have (128 + signal), with this one line.
+    warn(e);
+    std::fflush(stdout);
+    std::fflush(stderr);
+    _exit(128 + e.signal());
   } catch (const std::exception& e) {
-    fmt::print(stderr,
-               "railbench: warning: --db: {}; the results file {} is kept: put it into the store later with "
-               "railbench db ingest {} --db {}\n",
-               e.what(), file, file, store::store_name(store));
+    warn(e);
   }
 }
 

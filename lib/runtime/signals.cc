@@ -41,6 +41,9 @@ std::atomic<pid_t> g_leader{0};
 std::atomic<bool> g_forwarded{false};
 std::atomic<int> g_forwarded_code{0};
 std::atomic<pid_t> g_forwarded_pid{0};
+// InterruptsDeferred: whether one lives, and the first interrupt signal it recorded.
+std::atomic<bool> g_defer{false};
+std::atomic<int> g_deferred{0};
 // add_signal_cleanup_path: fixed storage, so a handler reads it without allocating.
 constexpr int kCleanupPaths = 16;
 char g_cleanup[kCleanupPaths][256];
@@ -76,7 +79,7 @@ bool is_crash(int sig) noexcept {
   return false;
 }
 
-const char* signal_name(int sig) noexcept {
+const char* name_of(int sig) noexcept {
   switch (sig) {
     case SIGINT: return "SIGINT";
     case SIGTERM: return "SIGTERM";
@@ -343,8 +346,22 @@ bool pass_to_main(int sig, const siginfo_t* info, pid_t main_tid) noexcept {
 
 void conclude(int sig, siginfo_t* info);
 
+// Records `sig` for an InterruptsDeferred when one lives and has none yet: true when
+// recorded (then the deferring code acts on it, and nothing else must).
+bool deferred(int sig) noexcept {
+  if (!g_defer.load()) return false;
+  int none = 0;
+  if (!g_deferred.compare_exchange_strong(none, sig)) return false;  // a second one: acted on now
+  const int saved_errno = errno;
+  trace("deferred", sig);
+  errno = saved_errno;
+  return true;
+}
+
 void on_signal(int sig, siginfo_t* info, void*) {
   const bool crash = is_crash(sig);
+  // Not passed on to the main thread either: the deferring code polls for it.
+  if (!crash && deferred(sig)) return;
   // A process-directed signal goes to any thread that does not block it. Handled here,
   // the main thread would run on and could rename a newer "running" file over the
   // verdict before _exit: pass it to the main thread, which stops where it is. (A crash
@@ -372,7 +389,7 @@ void conclude(int sig, siginfo_t* info) {
   trace("verdict", sig);
   char what[48] = {};
   std::strcat(what, crash ? "crashed with " : "interrupted by ");
-  std::strcat(what, signal_name(sig));
+  std::strcat(what, name_of(sig));
   const SignalDocument* doc = g_document.load();
   const bool wrote = doc != nullptr && write_signal_document(*doc, what);
   if (doc != nullptr && !doc->pending_tmp.empty()) ::unlink(doc->pending_tmp.c_str());
@@ -423,6 +440,7 @@ void watchdog_loop() {
     const int sig = ::sigtimedwait(&set, &info, &period);
     if (sig > 0) {
       trace("watchdog-took", sig);
+      if (deferred(sig)) continue;
       if (g_entered.load() == 0 && !pass_to_main(sig, &info, g_main_tid.load())) conclude(sig, &info);
       continue;
     }
@@ -474,6 +492,29 @@ void install_signal_handlers() {
     for (int s : kInterruptSignals) sigaddset(&set, s);
     ::pthread_sigmask(SIG_BLOCK, &set, nullptr);
   }
+}
+
+InterruptsDeferred::InterruptsDeferred() {
+  g_deferred.store(0);
+  g_defer.store(true);
+}
+
+InterruptsDeferred::~InterruptsDeferred() {
+  g_defer.store(false);
+  const int sig = g_deferred.exchange(0);
+  // Recorded but never acted on: the process was asked to end, so it ends now, as the
+  // handler would have (the handlers are ours again: nothing is deferred any more).
+  if (sig != 0 && !taken_) ::raise(sig);
+}
+
+int InterruptsDeferred::take() {
+  const int sig = g_deferred.load();
+  if (sig != 0) taken_ = true;
+  return sig;
+}
+
+const char* signal_name(int sig) noexcept {
+  return name_of(sig);
 }
 
 void add_signal_cleanup_path(const std::string& path) {

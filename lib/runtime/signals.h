@@ -73,6 +73,29 @@ void publish_signal_document(std::unique_ptr<SignalDocument> doc);
 // a path over 255 bytes, are ignored. Adding a path twice keeps one.
 void add_signal_cleanup_path(const std::string& path);
 
+// Work that must not be cut off halfway but can stop early by itself: a run store's
+// transaction, which rolls back and ends the command with its own line. While one lives,
+// the first interrupt signal (SIGINT, SIGTERM, SIGHUP) is only recorded, for the work to
+// find with take(); a second one ends the process as usual, so a stuck step cannot hold a
+// Ctrl-C or a launcher's second signal. A signal recorded and never taken is acted on when
+// the scope ends. One at a time, on the main thread; crash signals are never deferred.
+class InterruptsDeferred {
+ public:
+  InterruptsDeferred();
+  ~InterruptsDeferred();
+  InterruptsDeferred(const InterruptsDeferred&) = delete;
+  InterruptsDeferred& operator=(const InterruptsDeferred&) = delete;
+  // The signal recorded since the scope began (0: none). Once taken it is the caller's to
+  // act on (roll back, say so, exit 128+signal); any further one ends the process.
+  int take();
+
+ private:
+  bool taken_ = false;
+};
+
+// "SIGTERM" for SIGTERM, and so on for the signals the handlers take ("a signal" else).
+const char* signal_name(int sig) noexcept;
+
 // Writes `doc` with `error` as a handler does: a temporary beside it renamed over it
 // (or directly, for a device or fifo); when that fails (a full disk), overwrites the
 // file in place with the compact form if that fits in its current size. Returns true

@@ -11,7 +11,16 @@
 #include <string>
 #include <string_view>
 
+#include "lib/core/errors.h"
+
 namespace railbench::store {
+
+// The disk under the store (or the server's) is full: an IoError whose message names the
+// folder to free. Its own type so that the store's "damaged file" advice is not added to
+// it: a full disk damages nothing, the transaction rolls back.
+struct StoreFullError : IoError {
+  explicit StoreFullError(const std::string& w) : IoError(w) {}
+};
 
 // One prepared statement's engine side.
 class Cursor {

@@ -76,7 +76,8 @@ std::string nic_name(const std::string& node, int rail) {
   return fmt::format("{}:rail{}", node, rail);
 }
 
-// The link name a fabric finding's subject ends with: "... (su1-leaf0-spine2)".
+// The link name a fabric finding's subject ends with: "... (su1-leaf0-spine2)". Only for
+// results files written before findings carried it as "fabric_link".
 std::string fabric_link_of(const std::string& subject) {
   const auto open = subject.rfind('(');
   if (open == std::string::npos || subject.empty() || subject.back() != ')') return "";
@@ -164,8 +165,9 @@ void validate_findings(const json& doc, const std::vector<std::string>& nodes, R
     if (node >= 0 && static_cast<size_t>(node) < nodes.size()) {
       row.thing_kind = rail >= 0 ? "nic" : "node";
       row.thing = rail >= 0 ? nic_name(nodes[static_cast<size_t>(node)], rail) : nodes[static_cast<size_t>(node)];
-    } else if (row.kind == "fabric" && !fabric_link_of(row.subject).empty()) {
-      row.thing_kind = "fabric_link", row.thing = fabric_link_of(row.subject);
+    } else if (row.kind == "fabric") {
+      const std::string link = f.contains("fabric_link") ? text(f, "fabric_link") : fabric_link_of(row.subject);
+      if (!link.empty()) row.thing_kind = "fabric_link", row.thing = link;
     }
     out.findings.push_back(std::move(row));
   }
@@ -177,12 +179,18 @@ void validate_findings(const json& doc, const std::vector<std::string>& nodes, R
         reason += (reason.empty() ? "" : "; ") + r.get<std::string>();
     out.drains.push_back({"node", h.get<std::string>(), "", "", "", "", reason});
   }
-  for (const auto& p : bad.value("switch_ports", json::array())) {
-    const std::string line = p.get<std::string>();
-    const auto colon = line.find("): ");
-    const std::string subject = colon == std::string::npos ? line : line.substr(0, colon + 1);
-    if (const std::string link = fabric_link_of(subject); !link.empty())
-      out.drains.push_back({"fabric_link", link, "", "", "", "", line});
+  const json ports = bad.value("switch_ports", json::array());
+  const json links = bad.value("switch_port_links", json::array());
+  for (size_t i = 0; i < ports.size(); ++i) {
+    const std::string line = ports[i].get<std::string>();
+    std::string link;
+    if (i < links.size() && links[i].is_string()) {
+      link = links[i].get<std::string>();
+    } else {
+      const auto colon = line.find("): ");
+      link = fabric_link_of(colon == std::string::npos ? line : line.substr(0, colon + 1));
+    }
+    if (!link.empty()) out.drains.push_back({"fabric_link", link, "", "", "", "", line});
   }
 }
 

@@ -5,6 +5,7 @@
 
 #include <cstdlib>
 #include <optional>
+#include <string_view>
 #include <vector>
 
 #include <fmt/format.h>
@@ -177,6 +178,12 @@ class PgDatabase final : public Database {
           fmt::format("run store {}: the server closed the connection ({}): check that it is up, then "
                       "put the run in again (railbench db ingest FILE)",
                       name_, msg));
+    // 53100 disk_full (class 53: insufficient resources): the server rolled the
+    // transaction back; the fix is on the server's disk, not in the store.
+    const char* state = r ? PQresultErrorField(r.get(), PG_DIAG_SQLSTATE) : nullptr;
+    if (state != nullptr && std::string_view(state) == "53100")
+      throw StoreFullError(
+          fmt::format("run store {}: the server's disk is full ({}): free space on the database server", name_, msg));
     throw IoError(fmt::format("run store {}: '{}' failed: {}", name_, sql.substr(0, 60), msg));
   }
 

@@ -1,6 +1,10 @@
 // The run store over SQLite (database.h): a file, one host's store.
 #include <sqlite3.h>
 
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+
 #include <fmt/format.h>
 
 #include "lib/core/errors.h"
@@ -11,6 +15,27 @@ namespace railbench::store {
 namespace {
 
 class SqliteDatabase;
+
+// Whether `rc` (an extended result code) is the disk running out of room: SQLITE_FULL
+// from a write, or an I/O error whose system call failed with ENOSPC or EDQUOT (growing
+// the WAL index, -shm, on opening). Either way nothing is damaged: the transaction rolls
+// back.
+bool disk_full(sqlite3* db, int rc) {
+  if ((rc & 0xff) == SQLITE_FULL) return true;
+  if ((rc & 0xff) != SQLITE_IOERR || db == nullptr) return false;
+  const int err = sqlite3_system_errno(db);
+  return err == ENOSPC || err == EDQUOT;
+}
+
+// The message for a full disk: what SQLite said, the folder to free, and the other way out.
+std::string disk_full_message(sqlite3* db, const std::string& path, const std::string& engine_msg) {
+  const auto parent = std::filesystem::path(path).parent_path();
+  const int err = db ? sqlite3_system_errno(db) : 0;
+  return fmt::format(
+      "run store {}: the disk is full ({}{}): free space in {}, or give a store on another disk with --db PATH", path,
+      engine_msg, err == ENOSPC || err == EDQUOT ? fmt::format(": {}", std::strerror(err)) : "",
+      parent.empty() ? std::string(".") : parent.string());
+}
 
 class SqliteCursor final : public Cursor {
  public:
@@ -53,8 +78,10 @@ class SqliteDatabase final : public Database {
     const int rc = sqlite3_open_v2(path.c_str(), &db_, flags | SQLITE_OPEN_NOMUTEX, nullptr);
     if (rc != SQLITE_OK) {
       const std::string msg = db_ ? sqlite3_errmsg(db_) : sqlite3_errstr(rc);
+      const std::string full = disk_full(db_, rc) ? disk_full_message(db_, path, msg) : "";
       sqlite3_close(db_);
       db_ = nullptr;
+      if (!full.empty()) throw StoreFullError(full);
       throw IoError(fmt::format("run store {}: cannot open it ({})", path, msg));
     }
     sqlite3_busy_timeout(db_, busy_timeout_ms);
@@ -73,6 +100,7 @@ class SqliteDatabase final : public Database {
     if (rc != SQLITE_OK) {
       const std::string msg = err ? err : sqlite3_errstr(rc);
       sqlite3_free(err);
+      if (disk_full(db_, sqlite3_extended_errcode(db_))) throw StoreFullError(disk_full_message(db_, path_, msg));
       throw IoError(fmt::format("run store {}: {}", path_, msg));
     }
   }
@@ -96,6 +124,7 @@ class SqliteDatabase final : public Database {
   [[noreturn]] void fail(int rc, const std::string& what) const {
     std::string msg = sqlite3_errmsg(db_);
     if (msg == "not an error") msg = sqlite3_errstr(rc);
+    if (disk_full(db_, rc)) throw StoreFullError(disk_full_message(db_, path_, what + ": " + msg));
     throw IoError(fmt::format("run store {}: {}: {}", path_, what, msg));
   }
 

@@ -16,6 +16,7 @@
 #include <fmt/format.h>
 
 #include "lib/core/errors.h"
+#include "lib/runtime/signals.h"
 #include "lib/store/database.h"
 #include "lib/store/schema.h"
 
@@ -78,6 +79,8 @@ std::unique_ptr<Database> open_database(const std::string& path, Store::Mode mod
     migrate(*db, write);
   } catch (const UsageError&) {
     throw;
+  } catch (const StoreFullError&) {
+    throw;
   } catch (const IoError& e) {
     throw IoError(
         fmt::format("{}: if the file is damaged, move it aside and rebuild the store from the results "
@@ -99,9 +102,28 @@ int64_t thing_id(Database& db, std::map<std::pair<std::string, std::string>, int
   return cache[key] = sel.int_at(0);
 }
 
+// Throws IngestInterrupted once an interrupt signal was recorded: called for every row,
+// so a 4 M-row run stops within a row of the signal (an atomic load each).
+class InterruptCheck {
+ public:
+  InterruptCheck(const Database& db, const std::string& source) : db_(db), source_(source) {}
+  void operator()() {
+    if (const int sig = deferred_.take())
+      throw IngestInterrupted(
+          sig, fmt::format("run store {}: interrupted by {} while putting {} in: its transaction was rolled "
+                           "back, the store holds nothing of that run",
+                           db_.name(), signal_name(sig), source_));
+  }
+
+ private:
+  InterruptsDeferred deferred_;
+  const Database& db_;
+  const std::string& source_;
+};
+
 // validate's pair tests into pair_tests, each end a NIC thing, the first in name order.
 void insert_pairs(Database& db, std::map<std::pair<std::string, std::string>, int64_t>& things, const RunRows& rows,
-                  int64_t run) {
+                  int64_t run, InterruptCheck& interrupted) {
   if (rows.pairs.empty()) return;
   struct End {
     std::string name;
@@ -122,6 +144,7 @@ void insert_pairs(Database& db, std::map<std::pair<std::string, std::string>, in
       "b, run) DO UPDATE SET bw_ab = excluded.bw_ab, bw_ba = excluded.bw_ba, lat_p50 = excluded.lat_p50, lat_p99 = "
       "excluded.lat_p99");
   for (const PairRow& p : rows.pairs) {
+    interrupted();
     const End* a = end(p.node_a, p.rail_a);
     const End* b = end(p.node_b, p.rail_b);
     if (!a || !b) continue;
@@ -210,6 +233,11 @@ Store::Ingested Store::ingest(const RunRows& rows, const std::string& source) {
     throw UsageError(fmt::format("{}: its started_at '{}' is no ISO 8601 time: give a results file railbench wrote",
                                  source, rows.run.started_at));
   Transaction t(*db_);
+  // Declared after the transaction, so ended before its rollback: a first SIGTERM from
+  // here on rolls the run back and ends the ingest with one line, rather than ending the
+  // process with the transaction open. Not before BEGIN: a wait for another writer's
+  // lock (up to a minute) must not hold a signal back.
+  InterruptCheck interrupted(*db_, source);
   {
     auto seen = db_->prepare("SELECT id FROM runs WHERE run_key = ?");
     seen.bind(1, rows.run.key);
@@ -231,12 +259,14 @@ Store::Ingested Store::ingest(const RunRows& rows, const std::string& source) {
       "INSERT INTO figures(thing, metric, run, unit, value) VALUES (?, ?, ?, ?, ?) ON CONFLICT (thing, metric, run) DO "
       "UPDATE SET unit = excluded.unit, value = excluded.value");
   for (const FigureRow& f : rows.figures) {
+    interrupted();
     fig.bind(1, thing_id(*db_, things, f.thing_kind, f.thing)).bind(2, f.metric).bind(3, run_id);
     fig.bind(4, f.unit).bind(5, f.value).run();
   }
   auto find = db_->prepare(
       "INSERT INTO findings(run, thing, severity, kind, code, subject, reason) VALUES (?, ?, ?, ?, ?, ?, ?)");
   for (const FindingRow& f : rows.findings) {
+    interrupted();
     find.bind(1, run_id);
     if (f.thing_kind.empty())
       find.bind_null(2);
@@ -244,10 +274,13 @@ Store::Ingested Store::ingest(const RunRows& rows, const std::string& source) {
       find.bind(2, thing_id(*db_, things, f.thing_kind, f.thing));
     find.bind(3, f.severity).bind(4, f.kind).bind(5, f.code).bind(6, f.subject).bind(7, f.reason).run();
   }
-  insert_pairs(*db_, things, rows, run_id);
+  insert_pairs(*db_, things, rows, run_id, interrupted);
   auto drain = db_->prepare("INSERT INTO drains(run, thing, reason) VALUES (?, ?, ?) ON CONFLICT DO NOTHING");
-  for (const FindingRow& d : rows.drains)
+  for (const FindingRow& d : rows.drains) {
+    interrupted();
     drain.bind(1, run_id).bind(2, thing_id(*db_, things, d.thing_kind, d.thing)).bind(3, d.reason).run();
+  }
+  interrupted();
   t.commit();
   out.added = true;
   out.figures = rows.figures.size() + 4 * rows.pairs.size();

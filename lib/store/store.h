@@ -18,6 +18,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "lib/core/errors.h"
+
 namespace railbench::store {
 
 class Database;
@@ -101,6 +103,18 @@ struct Offender {
   std::string last_at;
 };
 
+// Store::ingest stopped by an interrupt signal (SIGTERM, SIGINT, SIGHUP) before its
+// commit: the run was rolled back, and the store holds nothing of it. The caller says so
+// and ends with 128 + signal().
+class IngestInterrupted : public IoError {
+ public:
+  IngestInterrupted(int sig, const std::string& what) : IoError(what), signal_(sig) {}
+  int signal() const { return signal_; }
+
+ private:
+  int signal_;
+};
+
 class Store {
  public:
   enum class Mode { read, write };
@@ -118,7 +132,9 @@ class Store {
     bool added = false;  // false: the run was there already
     size_t figures = 0, findings = 0;
   };
-  // One run in one transaction: all of it or nothing.
+  // One run in one transaction: all of it or nothing. A first interrupt signal while it
+  // writes rolls it back and throws IngestInterrupted; a second one ends the process at
+  // once (the engine discards the uncommitted transaction).
   Ingested ingest(const RunRows& rows, const std::string& source);
 
   int schema_version() const;

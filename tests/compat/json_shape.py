@@ -40,10 +40,12 @@ VOLATILE = {
 # config.rel_bw_below_median: the threshold the store's trends use, checked by tests/db;
 # code: a finding's reason code, checked by tests/validate/test_reason_codes.cc; cpus and
 # own_core: a rank's CPUs and whether it had one to itself, which vary by machine, checked
-# by tests/bench/own_core_case.sh).
+# by tests/bench/own_core_case.sh; fabric_link: a fabric finding's link, checked by
+# tests/validate/test_fabric_flows.cc and tests/db/test_store.cc).
 ADDED = {"railbench_commit", "updated_at", "launcher", "bad_nodes", "counters", "counters_a", "counters_b", "burn_in",
          "test_s", "cabling", "pkeys", "isolation", "tenant_collectives",
-         "bisection", "run_id", "rel_bw_below_median", "code", "cpus", "own_core"}
+         "bisection", "run_id", "rel_bw_below_median", "code", "cpus", "own_core",
+         "fabric_link"}
 
 
 def shape(value, key=None):

@@ -1,7 +1,6 @@
 #!/usr/bin/env bash
-# The run store on PostgreSQL, against a throwaway server this case starts (initdb and
-# pg_ctl in a folder of its own, a Unix socket only, as the postgres user when run as
-# root, stopped at exit):
+# The run store on PostgreSQL, against a throwaway server this case starts (pg.sh: a
+# Unix socket only, as the postgres user when run as root, stopped at exit):
 #   1. eight `railbench db ingest` at once into one new database, each its own run, with
 #      node03:rail1 a little slower in each: all eight runs there, none lost;
 #   2. the same eight files one by one into a SQLite store: db info's counts, history of
@@ -13,32 +12,14 @@
 #   postgres_case.sh RAILBENCH
 source "$(dirname "$0")/../support/case.sh"
 source "$(dirname "$0")/runs.sh"
+source "$(dirname "$0")/pg.sh"
 rb=$1
 case_work
 fixtures=$rb_root/tests/compare/fixtures
 
-pgbin=$(find /usr/lib/postgresql -maxdepth 2 -name bin -type d 2>/dev/null | sort -V | tail -n 1)
-[[ -n $pgbin && -x $pgbin/initdb ]] ||
-  fail "no PostgreSQL server programs (initdb, pg_ctl): install them with scripts/install-deps.sh --for test"
-# The server refuses to run as root: as root, it runs as the postgres user.
-as_pg() { if ((EUID == 0)); then runuser -u postgres -- "$@"; else "$@"; fi; }
-if ((EUID == 0)); then
-  id postgres >/dev/null 2>&1 || fail "no postgres user to run the server as: install the postgresql package"
-fi
-pgdir=$(mktemp -d "${TMPDIR:-/tmp}/rbpg.XXXXXX")
-chmod 755 "$pgdir"
-((EUID != 0)) || chown postgres "$pgdir"
-case_on_exit "as_pg '$pgbin/pg_ctl' -D '$pgdir/data' -m immediate stop >/dev/null 2>&1; rm -rf '$pgdir'"
-as_pg "$pgbin/initdb" -D "$pgdir/data" -A trust -U railbench --no-sync >"$work/initdb.log" 2>&1 ||
-  fail "initdb failed"
-as_pg "$pgbin/pg_ctl" -D "$pgdir/data" -l "$pgdir/server.log" -w -t 60 \
-  -o "-k $pgdir -c listen_addresses='' -c fsync=off" start >"$work/pg_ctl.log" 2>&1 ||
-  { cat "$pgdir/server.log"; fail "the throwaway PostgreSQL server did not start"; }
-for db in fleet jobs; do
-  as_pg "$pgbin/createdb" -h "$pgdir" -U railbench "$db" || fail "createdb $db failed"
-done
-fleet="postgresql://railbench@/fleet?host=$pgdir"
-jobs="postgresql://railbench@/jobs?host=$pgdir"
+pg_up fleet jobs
+fleet=$(pg_url fleet)
+jobs=$(pg_url jobs)
 
 echo "== 1. eight ingests at once, node03:rail1 slower in each run"
 db_runs "$fixtures/validate-netns-healthy.json" 8 0.04

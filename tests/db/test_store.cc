@@ -76,7 +76,23 @@ TEST_CASE("store: a fabric run's links and its switch-port drain, collectives pe
   CHECK(f.drains[0].thing_kind == "fabric_link");
   CHECK(f.drains[0].thing == "su1-leaf0-spine2");
   REQUIRE(f.findings.size() == 1);
-  CHECK(f.findings[0].thing == "su1-leaf0-spine2");
+  CHECK(f.findings[0].thing == "su1-leaf0-spine2");  // that file predates "fabric_link": read from the subject
+  // A file that carries the link as a field: the field is what names the thing, not the
+  // subject's text (here made to disagree, and then to name no link at all).
+  json doc = fixture("validate-fabric-degraded.json");
+  doc["findings"][0]["fabric_link"] = "su1-leaf0-spine3";
+  doc["bad_nodes"]["switch_port_links"] = json::array({"su1-leaf0-spine3"});
+  const RunRows structured = rows_of(doc, "s.json");
+  REQUIRE(structured.findings.size() == 1);
+  CHECK(structured.findings[0].thing_kind == "fabric_link");
+  CHECK(structured.findings[0].thing == "su1-leaf0-spine3");
+  REQUIRE(structured.drains.size() == 1);
+  CHECK(structured.drains[0].thing == "su1-leaf0-spine3");
+  doc["findings"][0]["subject"] = "leaf0 to spine3";
+  doc["bad_nodes"]["switch_ports"][0] = "leaf0 to spine3: slow";
+  const RunRows no_parens = rows_of(doc, "s.json");
+  CHECK(no_parens.findings[0].thing == "su1-leaf0-spine3");
+  CHECK(no_parens.drains[0].thing == "su1-leaf0-spine3");
   const RunRows a = rows_of(fixture("allreduce-shm-a.json"), "a.json");
   bool one_meg = false;
   for (const auto& x : a.figures) one_meg |= x.thing == "allreduce 1M" && x.metric == "busbw" && x.value > 0;

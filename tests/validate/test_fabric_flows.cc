@@ -194,6 +194,7 @@ TEST_CASE("fabric verdict: a leaf that never sends through a spine it receives f
   CHECK(j.findings[0].kind == FindingKind::fabric);
   CHECK_THAT(j.findings[0].subject, Catch::Contains("su1-leaf0 port spine1 <-> spine1 port s1l0"));
   CHECK_THAT(j.findings[0].reason, Catch::Contains("its route via spine1 is withdrawn"));
+  CHECK(j.findings[0].fabric_link == "su1-leaf0-spine1");
 
   SECTION("two flows that missed a spine prove nothing; source ports probed beyond them do") {
     std::vector<FabricFlow> few;
@@ -217,7 +218,9 @@ TEST_CASE("fabric verdict: a leaf that never sends through a spine it receives f
     const auto o2 = observe_flows(f, flows, 1.0);
     const FabricJudgment j2 = judge_fabric(f, n, flows, o2, 1.0);
     bool named = false;
-    for (const auto& x : j2.findings) named = named || x.subject.find("(su2-leaf1-spine1)") != std::string::npos;
+    for (const auto& x : j2.findings)
+      named =
+          named || (x.subject.find("(su2-leaf1-spine1)") != std::string::npos && x.fabric_link == "su2-leaf1-spine1");
     CHECK(named);
     CHECK(j2.findings.size() == 2);
   }

@@ -491,7 +491,7 @@ TEST_CASE("drain list: a healthy SU drains nothing", "[validate][drain]") {
   CHECK(nlohmann::json(bad) ==
         nlohmann::json::parse(
             R"({"hosts": [], "hostlist": "", "reasons": {}, "codes": {}, "suspect_links": [], "switch_ports": [],
-                "switch_port_codes": []})"));
+                "switch_port_codes": [], "switch_port_links": []})"));
 }
 
 TEST_CASE("drain list: a fabric link's finding lists its switch ports and drains no host", "[validate][drain]") {
@@ -499,12 +499,14 @@ TEST_CASE("drain list: a fabric link's finding lists its switch ports and drains
   Finding f;
   f.kind = FindingKind::fabric;
   f.subject = "su1-leaf0 port spine2 <-> spine2 port s1l0 (su1-leaf0-spine2)";
+  f.fabric_link = "su1-leaf0-spine2";
   f.reason = "20% of the expected 0.4 Gb/s";
   const BadNodes bad = find_bad_nodes({f}, names(c));
   CHECK(bad.hosts.empty());
   CHECK(bad.suspect_links.empty());
   REQUIRE(bad.switch_ports.size() == 1);
   CHECK(bad.switch_ports[0] == f.subject + ": " + f.reason);
+  CHECK(bad.switch_port_links == std::vector<std::string>{"su1-leaf0-spine2"});
 }
 
 TEST_CASE("drain list: one bad node among four is drained, its partners are not", "[validate][drain]") {

@@ -42,6 +42,7 @@ BadNodes find_bad_nodes(const std::vector<Finding>& findings, const std::vector<
     if (f.kind == FindingKind::fabric) {
       out.switch_ports.push_back(fmt::format("{}: {}", f.subject, f.reason));
       out.switch_port_codes.push_back(code_of(f));
+      out.switch_port_links.push_back(f.fabric_link);
     } else if (f.ends.empty() && f.node >= 0 && rail_wide.count(f.rail)) {
       // One suspect entry per rail, with every node as an end.
       if (!rail_wide_listed.insert(f.rail).second) continue;
@@ -79,7 +80,8 @@ void to_json(json& j, const BadNodes& b) {
            {"codes", b.codes},
            {"suspect_links", links},
            {"switch_ports", b.switch_ports},
-           {"switch_port_codes", b.switch_port_codes}};
+           {"switch_port_codes", b.switch_port_codes},
+           {"switch_port_links", b.switch_port_links}};
 }
 
 DrainListFile::DrainListFile(std::string path) : path_(std::move(path)) {

@@ -35,13 +35,14 @@ struct BadNodes {
   // a host. "su1-leaf0 port spine2 / spine2 port s1l0 (su1-leaf0-spine2): reason".
   std::vector<std::string> switch_ports;
   std::vector<std::string> switch_port_codes;  // the reason code of each
+  std::vector<std::string> switch_port_links;  // the link of each ("su1-leaf0-spine2"; "" for none)
 };
 
 BadNodes find_bad_nodes(const std::vector<Finding>& findings, const std::vector<std::string>& node_names);
 
 // {"hosts": [...], "hostlist": "...", "reasons": {host: [...]}, "codes": {host: [...]},
 // "suspect_links": [{"subject", "kind", "code", "ends", "reason"}], "switch_ports": [...],
-// "switch_port_codes": [...]}: the results file's "bad_nodes".
+// "switch_port_codes": [...], "switch_port_links": [...]}: the results file's "bad_nodes".
 void to_json(nlohmann::json& j, const BadNodes& b);
 
 // The --drain-list file of rank 0 (an empty path on the other ranks: nothing is written).

@@ -71,6 +71,15 @@ Finding fabric_finding(Severity sev, const char* code, const std::string& subjec
   return x;
 }
 
+// A finding on leaf-spine link `l`: its switch ports as the subject, its name as the
+// structured fabric_link.
+Finding link_finding(Severity sev, const char* code, const FabricLink& l, const std::string& reason,
+                     double measured = 0, double expected = 0, const std::string& unit = "") {
+  Finding x = fabric_finding(sev, code, link_subject(l), reason, measured, expected, unit);
+  x.fabric_link = l.name;
+  return x;
+}
+
 // Links that no flow crossed in one direction or both, though flows from (to) its leaf
 // crossed the other spines: down (routing goes around it) or a route withdrawn.
 void coverage_findings(const SuFabric& f, const std::vector<FabricNic>& nics, const std::vector<FabricFlow>& flows,
@@ -123,15 +132,15 @@ void coverage_findings(const SuFabric& f, const std::vector<FabricNic>& nics, co
           l.leaf, l.spine, counted(in_flows, probed_in), l.leaf, l.spine);
     }
     if (!why.empty()) {
-      out.findings.push_back(fabric_finding(Severity::fail, code, link_subject(l), why));
+      out.findings.push_back(link_finding(Severity::fail, code, l, why));
       out.links_at_fault.push_back(static_cast<int>(i));
     }
   }
 }
 
-// Whether a finding names the link: its subject ends "(su1-leaf0-spine2)".
+// Whether a finding is on the link (made by link_finding).
 bool names_link(const Finding& x, const FabricLink& l) {
-  return x.subject.find("(" + l.name + ")") != std::string::npos;
+  return x.fabric_link == l.name;
 }
 
 std::string health_word(const LinkEvidence& e, const FabricTests& t) {
@@ -202,8 +211,8 @@ void link_findings(const SuFabric& f, const std::vector<FabricNic>& nics, const 
         bad_total - e.bad_flows, total - e.bad_flows - e.good_flows, e.retransmits, e.votes);
     if (!apart.empty()) reason += fmt::format("; no flow tells it apart from {}", apart);
     out.links_at_fault.push_back(link);
-    out.findings.push_back(fabric_finding(Severity::fail, health_code(e, f.tests), link_subject(f.links.at(link)),
-                                          reason, e.median_fraction * expected_gbps, expected_gbps, "Gb/s"));
+    out.findings.push_back(link_finding(Severity::fail, health_code(e, f.tests), f.links.at(link), reason,
+                                        e.median_fraction * expected_gbps, expected_gbps, "Gb/s"));
   }
   for (int nic : loc.host_nics) out.host_side.push_back(nics.at(nic).label);
   for (int nic : loc.host_nics)

@@ -299,6 +299,7 @@ void to_json(nlohmann::json& j, const Finding& f) {
                      {"unit", f.unit}};
   if (f.node >= 0) j["node"] = f.node;
   if (f.rail >= 0) j["rail"] = f.rail;
+  if (!f.fabric_link.empty()) j["fabric_link"] = f.fabric_link;
 }
 
 void from_json(const nlohmann::json& j, Finding& f) {
@@ -310,6 +311,7 @@ void from_json(const nlohmann::json& j, Finding& f) {
   f.measured = j.value("measured", 0.0), f.expected = j.value("expected", 0.0);
   f.unit = j.value("unit", std::string());
   f.node = j.value("node", -1), f.rail = j.value("rail", -1);
+  f.fabric_link = j.value("fabric_link", std::string());
 }
 
 std::string link_name(const SuConfig& config, const std::vector<std::string>& node_names, LinkId link) {

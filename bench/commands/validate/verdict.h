@@ -135,6 +135,10 @@ struct Finding {
   // Its stable reason code (reason_codes.h), set by the producer that knows which fault
   // of its kind it is; empty: the kind's own code (code_of).
   std::string code;
+  // A fabric finding's leaf-spine link as the SU config names it ("su1-leaf0-spine2"),
+  // for readers that key on the link (the run store) rather than parse the subject;
+  // empty for any other finding.
+  std::string fabric_link;
 };
 
 // The finding's reason code: its own, or its kind's when none was set.

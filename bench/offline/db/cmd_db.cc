@@ -34,7 +34,18 @@ int run_ingest(const DbOptions& opt) {
   store::Store s(path, store::Store::Mode::write);
   int added = 0, present = 0;
   for (const auto& file : opt.files) {
-    const auto r = s.ingest(store::rows_of_file(file, "db ingest"), file);
+    store::Store::Ingested r;
+    try {
+      r = s.ingest(store::rows_of_file(file, "db ingest"), file);
+    } catch (const store::IngestInterrupted& e) {
+      // The files before it are in whole, and ingesting them again keeps each run once:
+      // the same command again finishes the job.
+      std::fflush(stdout);
+      fmt::print(stderr,
+                 "railbench: error: {} ({} file(s) before it went in); run the same railbench db ingest again\n",
+                 e.what(), added + present);
+      return 128 + e.signal();
+    }
     if (r.added) {
       ++added;
       fmt::print("{}: run {} ({} figures, {} findings)\n", file, r.key, r.figures, r.findings);
