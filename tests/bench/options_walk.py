@@ -501,10 +501,12 @@ COMMANDS.update({
         "--config": case(["--config", "{f}/su-other.json"], json_differs("config.su"), drop=("--config",)),
         "--plan": case(["--plan"], stdout_has(r"^# estimate at line rate")),
         "--inventory-only": case(["--inventory-only"], json_lacks("rail_pairs")),
-        # The fixture's config has no fabric section: both are taken and refused by name
-        # (the fabric phase itself is tests/netns/fabric_localize_case.sh's).
+        # The fixture's config has no fabric section: all three are taken and refused by name
+        # (the fabric phase itself is tests/netns/fabric_localize_case.sh's, the sweep
+        # tests/netns/fabric_ecmp_case.sh's).
         "--fabric-only": case(["--fabric-only"], exit_is(2, "--fabric-only")),
         "--probe-rate": case(["--probe-rate", "50"], exit_is(2, "--probe-rate")),
+        "--ecmp-sweep": case(["--ecmp-sweep", "1,2"], exit_is(2, "--ecmp-sweep")),
         "--transport": case(["-t", "ofi:sockets"], json_differs("transport.provider")),
         "--pair-timeout": case(["--pair-timeout", "9"], json_differs("config.pair_timeout_s")),
         "--json": OUTPUT["--json"], **METRICS,
