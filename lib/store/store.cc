@@ -12,6 +12,7 @@
 #include <ctime>
 #include <filesystem>
 #include <map>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -27,6 +28,30 @@ namespace {
 // Eight jobs ending at once each wait for the others' transactions: a run's ingest is
 // well under a second, so a minute is a stuck writer, not a busy one.
 constexpr int kBusyTimeoutMs = 60000;
+
+// Turns a new store to WAL. The switch needs the file to itself, and SQLite answers
+// "database is locked" at once, without waiting out the busy timeout, while another
+// connection has it open (eight jobs creating one store at once: three of them failed
+// that way in a CI run). It is tried again until the busy timeout; a store already in
+// WAL takes it at once.
+void set_wal(Database& db, const std::string& path) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(kBusyTimeoutMs);
+  for (int attempt = 0;; ++attempt) {
+    try {
+      db.exec("PRAGMA journal_mode = WAL");
+      return;
+    } catch (const IoError& e) {
+      const bool locked = std::string(e.what()).find("locked") != std::string::npos;
+      if (!locked) throw;
+      if (std::chrono::steady_clock::now() >= deadline)
+        throw IoError(
+            fmt::format("run store {}: another process kept it locked for {} s: wait for it, or give "
+                        "another store with --db PATH",
+                        path, kBusyTimeoutMs / 1000));
+      std::this_thread::sleep_for(std::chrono::milliseconds(std::min(5 + 5 * attempt, 100)));
+    }
+  }
+}
 
 std::string now_utc() {
   const std::time_t t = std::time(nullptr);
@@ -72,7 +97,7 @@ std::unique_ptr<Database> open_database(const std::string& path, Store::Mode mod
   auto db = open_sqlite(path, !write, write, kBusyTimeoutMs);
   try {
     if (write) {
-      db->exec("PRAGMA journal_mode = WAL");
+      set_wal(*db, path);
       db->exec("PRAGMA synchronous = NORMAL");
     }
     db->exec("PRAGMA foreign_keys = ON");
