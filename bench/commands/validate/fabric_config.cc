@@ -206,6 +206,18 @@ int SuFabric::spine_index(const std::string& name) const {
   return -1;
 }
 
+int SuFabric::leaf_named(const std::string& name) const {
+  for (size_t i = 0; i < leaves.size(); ++i)
+    if (leaves[i].name == name) return static_cast<int>(i);
+  return -1;
+}
+
+int SuFabric::su_named(const std::string& name) const {
+  for (size_t i = 0; i < sus.size(); ++i)
+    if (sus[i].name == name) return static_cast<int>(i);
+  return -1;
+}
+
 std::string SuFabric::switch_of(const std::string& address) const {
   for (const auto& l : links) {
     if (l.leaf_address == address) return l.leaf;

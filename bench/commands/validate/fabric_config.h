@@ -77,6 +77,8 @@ struct SuFabric {
   std::string switch_of(const std::string& address) const;
   bool is_spine(const std::string& name) const;
   int spine_index(const std::string& name) const;  // index into spines, -1: none ("" included)
+  int leaf_named(const std::string& name) const;   // index into leaves, -1: none
+  int su_named(const std::string& name) const;     // index into sus, -1: none
 };
 
 // Probes per second one rank may send so that no switch is asked for more than

@@ -40,9 +40,7 @@ std::vector<PlannedFlow> plan_cross_su(const SuFabric& f, const std::vector<Fabr
   for (size_t i = 0; i < nics.size(); ++i) {
     const FabricNic& n = nics[i];
     if (n.ip.empty() || n.leaf < 0) continue;
-    const auto it =
-        std::find_if(f.sus.begin(), f.sus.end(), [&](const FabricSu& x) { return x.name == f.leaves[n.leaf].su; });
-    const int su = it == f.sus.end() ? -1 : static_cast<int>(it - f.sus.begin());
+    const int su = f.su_named(f.leaves[n.leaf].su);
     auto& per_su = groups[n.rail];
     if (per_su.size() < f.sus.size()) per_su.resize(f.sus.size());
     if (su >= 0) per_su[su].push_back(static_cast<int>(i));
@@ -87,7 +85,7 @@ EcmpStep judge_ecmp_step(const SuFabric& f, const std::vector<FabricNic>& nics, 
   std::vector<double> nic_out(n, 0), nic_in(n, 0), leaf_up(leaves, 0), leaf_down(leaves, 0);
   std::vector<int> leaf_links(leaves, 0), per_uplink(links, 0);
   for (const auto& l : f.links)
-    for (size_t x = 0; x < leaves; ++x) leaf_links[x] += f.leaves[x].name == l.leaf;
+    if (const int x = f.leaf_named(l.leaf); x >= 0) leaf_links[x] += 1;
   std::set<int> sending_leaves;
   std::vector<FluidFlow> fluid;
   for (size_t i = 0; i < flows.size(); ++i) {
@@ -129,11 +127,7 @@ EcmpStep judge_ecmp_step(const SuFabric& f, const std::vector<FabricNic>& nics, 
   s.predicted_s = fluid_completion_s(fluid, capacity);
   int used = 0, most = 0, traced_up = 0;
   for (size_t l = 0; l < links; ++l) {
-    const int leaf = [&] {
-      for (size_t x = 0; x < leaves; ++x)
-        if (f.leaves[x].name == f.links[l].leaf) return static_cast<int>(x);
-      return -1;
-    }();
+    const int leaf = f.leaf_named(f.links[l].leaf);
     if (!sending_leaves.count(leaf)) continue;
     ++s.uplinks;
     used += per_uplink[l] > 0;

@@ -97,8 +97,7 @@ void coverage_findings(const SuFabric& f, const std::vector<FabricNic>& nics, co
   for (size_t i = 0; i < f.links.size(); ++i) {
     const FabricLink& l = f.links[i];
     if (std::find(blamed.begin(), blamed.end(), static_cast<int>(i)) != blamed.end()) continue;  // named already
-    int leaf = 0;
-    while (f.leaves[leaf].name != l.leaf) ++leaf;
+    const int leaf = f.leaf_named(l.leaf);
     const int n_up = up[static_cast<int>(i)], n_down = down[static_cast<int>(i)];
     const int probed_out = leaf < static_cast<int>(search.out.size()) ? search.out[leaf] : 0;
     const int probed_in = leaf < static_cast<int>(search.in.size()) ? search.in[leaf] : 0;

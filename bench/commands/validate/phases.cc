@@ -452,10 +452,7 @@ void phase_rail_checks(ValidateState& s, PairRunner& runner) {
 void retest_cross_alone(ValidateState& s, PairRunner& runner, const PairResult& key, int peer, bool first) {
   s.cross_judged = s.cross_results;
   if (!s.c.fabric.present()) return;
-  auto slow = [&](const PairResult& p) {
-    const double line = std::min(line_gbytes(s.c.rails[p.rail_a]), line_gbytes(s.c.rails[p.rail_b]));
-    return p.ok && std::min(p.bw_ab, p.bw_ba) < s.c.thresholds.bw_min_fraction * line;
-  };
+  auto slow = [&](const PairResult& p) { return p.ok && std::min(p.bw_ab, p.bw_ba) < cross_rail_need(s.c, p); };
   auto same = [](const PairResult& a, const PairResult& b) {
     return a.node_a == b.node_a && a.node_b == b.node_b && a.rail_a == b.rail_a && a.rail_b == b.rail_b;
   };

@@ -532,9 +532,9 @@ void judge_retest(const SuConfig& config, const std::vector<std::string>& node_n
     std::string on_rail;
     for (int link : at_fault) {
       const FabricLink& l = config.fabric.links.at(link);
-      for (const auto& leaf : config.fabric.leaves)
-        if (leaf.name == l.leaf && std::find(leaf.rails.begin(), leaf.rails.end(), rt.rail_a) != leaf.rails.end())
-          on_rail += (on_rail.empty() ? "" : ", ") + l.name;
+      const auto& rails = config.fabric.leaves.at(config.fabric.leaf_named(l.leaf)).rails;
+      if (std::find(rails.begin(), rails.end(), rt.rail_a) != rails.end())
+        on_rail += (on_rail.empty() ? "" : ", ") + l.name;
     }
     f.reason += on_rail.empty()
                     ? fmt::format(
@@ -591,7 +591,7 @@ void judge_cross(const SuConfig& config, const std::vector<std::string>& node_na
                     node_names.at(p.node_b), p.rail_b, config.rails[p.rail_a].leaf_of(node_names.at(p.node_a)),
                     config.rails[p.rail_b].leaf_of(node_names.at(p.node_b)));
     const double line = std::min(line_gbytes(config.rails[p.rail_a]), line_gbytes(config.rails[p.rail_b]));
-    const double need = config.thresholds.bw_min_fraction * line;
+    const double need = cross_rail_need(config, p);
     const double v = std::min(p.bw_ab, p.bw_ba);
     // Either end or the spine between: listed with both ends, never one node's.
     const std::vector<int> ends{p.node_a, p.node_b};

@@ -8,6 +8,7 @@
 // rail's, is intermittent: a suspect like a slow one, re-tested the same way.
 #pragma once
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -208,6 +209,12 @@ void sort_findings(std::vector<Finding>& findings);
 // GB/s a rail's line rate allows (1 Gb/s = 0.125 GB/s).
 inline double line_gbytes(const SuRail& rail) {
   return rail.line_rate_gbps / 8.0;
+}
+
+// What a cross-rail spot check must carry each way: bw_min_fraction of the slower rail's
+// line rate (the verdict's judge, and phase 3's re-measure of the slow ones).
+inline double cross_rail_need(const SuConfig& c, const PairResult& p) {
+  return c.thresholds.bw_min_fraction * std::min(line_gbytes(c.rails[p.rail_a]), line_gbytes(c.rails[p.rail_b]));
 }
 
 }  // namespace railbench
