@@ -17,6 +17,10 @@
 #   env: COLLECTIVES, ITERS, WARMUP, MIN, MAX;
 #        PROVIDER=shm (default: ofi:shm vs Open MPI's vader) or tcp (ofi:tcp vs Open MPI
 #        with --mca btl self,tcp vs libfabric tcp;ofi_rxm);
+#        TRANSPORT=ucx:shm (with PROVIDER=shm) or ucx:tcp (with PROVIDER=tcp): railbench
+#        over UCX, to be read against the Open MPI + UCX column (same UCX_TLS). Its
+#        endpoints run as pml ucx's do, without peer-failure handling
+#        (RAILBENCH_UCX_PEER_FAILURE=off; UCX_PEER_FAILURE=on keeps railbench's default);
 #        FI_MODE=send|write, FI_MSG=BYTES: the raw-libfabric variant (default: tagged
 #        send/recv cut as railbench cuts it); SENDRECV=0 skips the send/recv part.
 set -euo pipefail
@@ -37,6 +41,18 @@ case $provider in
     exit 2
     ;;
 esac
+transport=${TRANSPORT:-$transport}
+case $transport in
+  "ofi:$provider" | "ucx:$provider") ;;
+  *)
+    echo "TRANSPORT=$transport with PROVIDER=$provider: ofi:$provider or ucx:$provider (the same path as the peers')" >&2
+    exit 2
+    ;;
+esac
+rb_env=()
+if [[ $transport == ucx:* ]]; then
+  rb_env=(-x "RAILBENCH_UCX_PEER_FAILURE=${UCX_PEER_FAILURE:-off}")
+fi
 fi_mode=${FI_MODE:-send}
 [[ -x $build/railbench && -x $build/mpi_reference && -x $build/fi_reference ]] || "$root/scripts/build.sh" >/dev/null
 work=$(mktemp -d)
@@ -57,7 +73,7 @@ ucx_mpirun() {
     --mca osc ucx --mca btl self --mca oob_tcp_if_include lo "${ucx_env[@]}" "$@" </dev/null
 }
 
-echo "# compare-mpi: $(nproc) cores, 2 ranks, $transport vs Open MPI $(mpirun --version | head -1 | awk '{print $NF}') (btl $mpi_btl$( ((mpi_ucx)) && echo "; and pml ucx, ${ucx_env[*]}")) vs libfabric $fi_provider ($fi_mode), ${iters} iterations + ${warmup} warm-up, median of ${reps} runs, load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "# compare-mpi: $(nproc) cores, 2 ranks, $transport${rb_env:+ (${rb_env[1]})} vs Open MPI $(mpirun --version | head -1 | awk '{print $NF}') (btl $mpi_btl$( ((mpi_ucx)) && echo "; and pml ucx, ${ucx_env[*]}")) vs libfabric $fi_provider ($fi_mode), ${iters} iterations + ${warmup} warm-up, median of ${reps} runs, load $(cut -d' ' -f1-3 /proc/loadavg)"
 collectives=${COLLECTIVES:-allreduce allgather reducescatter alltoall}
 for coll in $collectives; do
   # What railbench posts with 2 ranks: the ring cuts a block into 16 MiB slices
@@ -69,7 +85,7 @@ for coll in $collectives; do
   esac
   rm -f "$work"/fi*.txt "$work"/ucx*.txt  # a collective without the raw column must not show the last one's
   for ((r = 0; r < reps; ++r)); do
-    rb_mpirun 2 "$build/railbench" "$coll" -t "$transport" -b "$min" -e "$max" -f 2 -n "$iters" -w "$warmup" \
+    rb_mpirun 2 "${rb_env[@]}" "$build/railbench" "$coll" -t "$transport" -b "$min" -e "$max" -f 2 -n "$iters" -w "$warmup" \
       --json "$work/rb$r.json" >/dev/null
     RB_MPI_BTL=$mpi_btl rb_mpirun 2 "$build/mpi_reference" "$coll" "$min" "$max" 2 "$iters" "$warmup" \
       >"$work/mpi$r.txt"
@@ -145,7 +161,7 @@ echo
 echo "# send/recv bandwidth at 4M over $transport (GB/s = 1e9 B/s), median of ${reps} runs"
 size=4194304
 for ((r = 0; r < reps; ++r)); do
-  rb_mpirun 2 "$build/railbench" sendrecv -t "$transport" -b $size -e $size -n 50 -w 5 --bw-iters 20 \
+  rb_mpirun 2 "${rb_env[@]}" "$build/railbench" sendrecv -t "$transport" -b $size -e $size -n 50 -w 5 --bw-iters 20 \
     --json "$work/sr$r.json" >/dev/null
   "$build/mpi_reference" memcpy $size 200 >"$work/memcpy$r.txt"
   port=$((40000 + RANDOM % 20000))

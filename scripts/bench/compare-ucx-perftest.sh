@@ -18,8 +18,9 @@
 #                                       messages, since each costs milliseconds there)
 # railbench's endpoints handle peer failure (UCP_ERR_HANDLING_MODE_PEER, with shared
 # memory's error handling on and a 1 s keepalive), so ucx_perftest runs with -e and the
-# same settings by default (ERR=peer); ERR=none runs it without them: the two runs' perftest
-# columns are what UCX's error handling costs by itself.
+# same settings by default (ERR=peer); ERR=none runs both without them (railbench with
+# RAILBENCH_UCX_PEER_FAILURE=off): the two runs' columns are what UCX's error handling
+# costs by itself (over shm, UCX 1.13 leaves cma out of peer-failure endpoints).
 # Targets: 8 B tag latency p50 <= 1.10x ucx_perftest's median; 64 KiB and 4 MiB
 # bandwidth >= 0.95x. Latency is one-way (RTT/2) in both tools. ucx_perftest's MB/s is
 # 2^20 B/s; it is printed here in GB/s (1e9 B/s) as railbench reports.
@@ -59,8 +60,8 @@ for regime in "${regimes[@]}"; do
 done
 err=${ERR:-peer}
 case $err in
-  peer) err_flag=(-e) err_env="UCX_POSIX_ERROR_HANDLING=y UCX_SYSV_ERROR_HANDLING=y UCX_KEEPALIVE_INTERVAL=1s" ;;
-  none) err_flag=() err_env="" ;;
+  peer) rb_err=() err_flag=(-e) err_env="UCX_POSIX_ERROR_HANDLING=y UCX_SYSV_ERROR_HANDLING=y UCX_KEEPALIVE_INTERVAL=1s" ;;
+  none) err_flag=() err_env="" rb_err=(-x RAILBENCH_UCX_PEER_FAILURE=off) ;;
   *)
     echo "compare-ucx-perftest: ERR must be peer or none, got '$err'" >&2
     exit 2
@@ -123,7 +124,7 @@ railbench() { # railbench TLS OUT.json ARGS... : 2 ranks, on PIN's CPUs
   shift 2
   [[ $tls == tcp ]] && rails=(--rails lo)
   [[ $tls == rc_verbs ]] && rails=(--rails rxe0:1)
-  rb_mpirun 2 -x PIN "$work/pin.sh" "$rb" sendrecv -t "ucx:$tls" "${rails[@]}" --json "$json" "$@" >/dev/null 2>"$work/railbench.err" || {
+  rb_mpirun 2 -x PIN "${rb_err[@]}" "$work/pin.sh" "$rb" sendrecv -t "ucx:$tls" "${rails[@]}" --json "$json" "$@" >/dev/null 2>"$work/railbench.err" || {
     cat "$work/railbench.err" >&2
     exit 1
   }

@@ -36,6 +36,17 @@ bool may_use_shared_memory(const std::string& tls) {
 
 }  // namespace
 
+bool peer_failure_from_env() {
+  const char* env = std::getenv("RAILBENCH_UCX_PEER_FAILURE");
+  const std::string v = env ? env : "";
+  if (v.empty() || v == "on") return true;
+  if (v == "off") return false;
+  throw UsageError(
+      fmt::format("RAILBENCH_UCX_PEER_FAILURE='{}': use on (endpoints fail within a second of a dead peer) or off "
+                  "(UCX's zero-copy shared memory between ranks of one host; a dead peer waits for --timeout)",
+                  v));
+}
+
 bool wait_request(ucp_worker_h worker, void* req, double seconds) {
   if (req == nullptr) return true;
   if (UCS_PTR_IS_ERR(req)) return false;
@@ -51,6 +62,7 @@ bool wait_request(ucp_worker_h worker, void* req, double seconds) {
 std::shared_ptr<RailCore> open_rail_core(const UcxOptions& o, const std::string& device) {
   auto core = std::make_shared<RailCore>();
   core->device = device;
+  core->peer_failure = o.peer_failure;
   ucp_config_t* raw = nullptr;
   ucs_status_t st = ucp_config_read(nullptr, nullptr, &raw);
   if (st != UCS_OK) throw TransportError(fmt::format("ucp_config_read: {}", ucs_status_string(st)));
@@ -60,13 +72,15 @@ std::shared_ptr<RailCore> open_rail_core(const UcxOptions& o, const std::string&
     throw UsageError(fmt::format("UCX_TLS={}: {}", tls, ucs_status_string(st)));
   if (!o.devices.empty() && (st = ucp_config_modify(raw, "NET_DEVICES", core->device.c_str())) != UCS_OK)
     throw UsageError(fmt::format("UCX_NET_DEVICES={}: {}", core->device, ucs_status_string(st)));
-  // Endpoints ask for peer-failure handling, which every transport on them must offer:
+  // Endpoints that ask for peer-failure handling need it of every transport on them:
   // UCX 1.13's shared memory (posix, sysv: the MM_ table) offers it only when told, or
   // an shm endpoint is unreachable. It notices a dead same-host peer by its keepalive
   // check, every 20 s by default; 1 s keeps the detection well inside --timeout.
-  if (may_use_shared_memory(o.tls))  // elsewhere UCX warns of an option no transport takes
-    set_default(raw, "MM_ERROR_HANDLING", "y", {"POSIX_ERROR_HANDLING", "SYSV_ERROR_HANDLING"});
-  set_default(raw, "KEEPALIVE_INTERVAL", "1s");
+  if (o.peer_failure) {
+    if (may_use_shared_memory(o.tls))  // elsewhere UCX warns of an option no transport takes
+      set_default(raw, "MM_ERROR_HANDLING", "y", {"POSIX_ERROR_HANDLING", "SYSV_ERROR_HANDLING"});
+    set_default(raw, "KEEPALIVE_INTERVAL", "1s");
+  }
   for (const auto& s : rxe_settings(device)) set_default(raw, s.name.c_str(), s.value.c_str(), {s.alias.c_str()});
   ucp_params_t params{};
   params.field_mask = UCP_PARAM_FIELD_FEATURES;
@@ -97,14 +111,16 @@ void Rail::connect(int peer, std::span<const uint8_t> remote) {
   if (eps[static_cast<size_t>(peer)] != nullptr) return;
   std::vector<uint8_t> addr(remote.begin(), remote.end());
   ucp_ep_params_t p{};
-  p.field_mask =
-      UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE | UCP_EP_PARAM_FIELD_ERR_HANDLER;
+  p.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE;
   p.address = reinterpret_cast<const ucp_address_t*>(addr.data());
   // A dead peer then fails this endpoint's operations instead of leaving them to a
   // deadline (or UCX aborting the process, its default).
-  p.err_mode = UCP_ERR_HANDLING_MODE_PEER;
-  p.err_handler.cb = ep_failed;
-  p.err_handler.arg = &owners[static_cast<size_t>(peer)];
+  p.err_mode = core->peer_failure ? UCP_ERR_HANDLING_MODE_PEER : UCP_ERR_HANDLING_MODE_NONE;
+  if (core->peer_failure) {
+    p.field_mask |= UCP_EP_PARAM_FIELD_ERR_HANDLER;
+    p.err_handler.cb = ep_failed;
+    p.err_handler.arg = &owners[static_cast<size_t>(peer)];
+  }
   ucp_ep_h ep = nullptr;
   const ucs_status_t st = ucp_ep_create(core->worker, &p, &ep);
   if (st != UCS_OK)

@@ -35,6 +35,7 @@ struct RailCore {
   ucp_worker_h worker = nullptr;
   std::string device;
   std::vector<uint8_t> address;
+  bool peer_failure = true;  // endpoints in UCP_ERR_HANDLING_MODE_PEER (UcxOptions)
 };
 
 // One rail's UCP context, worker and worker address, on `device` ("auto": UCX picks),

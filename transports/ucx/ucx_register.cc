@@ -25,6 +25,7 @@ std::unique_ptr<Transport> make(const TransportSpec& spec, const TransportJob& j
   o.devices = spec.rail_names;
   o.num_rails = spec.num_rails;
   o.cuda = spec.mem == MemoryKind::cuda;
+  o.peer_failure = peer_failure_from_env();
   if (spec.mem == MemoryKind::cuda_host) throw UsageError("ucx: --mem cuda_host is not supported: use --mem host");
   return make_transport(o, job.rank, job.world_size);
 }
@@ -36,6 +37,10 @@ const bool ucx_register_registered = register_transport(TransportEntry{
     .foreign_options_note = "UCX chooses these itself",
     .info = print_info,
     .make = make,
+    .details =
+        [] {
+          return nlohmann::json{{"ucx_version", ucx_version()}, {"ucx_peer_failure", peer_failure_from_env()}};
+        },
     .traits = ucx_traits,
 });
 

@@ -142,7 +142,9 @@ UcxTransport::~UcxTransport() {
       if (ep == nullptr) continue;
       ucp_request_param_t p{};
       p.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
-      p.flags = UCP_EP_CLOSE_FLAG_FORCE;  // a dead peer must not hold up teardown
+      // A dead peer must not hold up teardown. Without peer-failure handling UCX cannot
+      // force a close: it flushes, under the same deadline.
+      p.flags = rail->core->peer_failure ? UCP_EP_CLOSE_FLAG_FORCE : 0;
       wait_request(worker, ucp_ep_close_nbx(ep, &p), 2.0);
     }
     ucp_worker_destroy(worker);

@@ -19,7 +19,16 @@ struct UcxOptions {
   std::vector<std::string> devices;
   int num_rails = 1;
   bool cuda = false;  // --mem cuda: refused with one line when UCX lacks CUDA memory
+  // Endpoints with peer-failure handling (UCP_ERR_HANDLING_MODE_PEER): a dead peer fails
+  // its operations within about a second. UCX 1.13 leaves its zero-copy shared-memory
+  // transport (cma) out of such endpoints, so large messages between ranks of one host
+  // take two copies through a shared segment; off gives them cma, as Open MPI's pml ucx
+  // runs, and leaves a dead peer to the wait's --timeout. RAILBENCH_UCX_PEER_FAILURE.
+  bool peer_failure = true;
 };
+
+// RAILBENCH_UCX_PEER_FAILURE: on (or unset) or off; anything else is a UsageError.
+bool peer_failure_from_env();
 
 // Checks the TLS and devices against what this host's UCX offers (UsageError naming
 // what exists), then opens the rails. Peers connect later through connect/connect_all.
