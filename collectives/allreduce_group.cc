@@ -71,7 +71,8 @@ class HierAllReduce final : public AllReduce {
     // Scratch: the largest intra-node block for the reduce-scatter, which is also the
     // whole vector of the cross-node rhd.
     const size_t local = static_cast<size_t>(node_.size());
-    scratch_ = std::make_unique<gpu::Buffer>(memory, std::max<size_t>(max_bytes_ / local + 64, 64));
+    scratch_ = std::make_unique<gpu::Buffer>(
+        memory, std::max(max_bytes_ / local + 64, ring_scratch_bytes(max_bytes_, static_cast<int>(local), 1) + 128));
     scratch_mr_ = p_.transport().register_memory(scratch_->data(), scratch_->size(), memory);
   }
   std::string name() const override { return "hier"; }

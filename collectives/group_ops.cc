@@ -1,5 +1,7 @@
 #include "collectives/group_ops.h"
 
+#include <algorithm>
+#include <cstddef>
 #include <utility>
 #include <vector>
 
@@ -80,35 +82,126 @@ void rhd_allreduce(Progress& p, const Group& g, int rails, const Vec& v, DataTyp
   }
 }
 
-void ring_reduce_scatter_blocks(Progress& p, const Group& g, int rails, const Vec& v, DataType type, ReduceOp op,
-                                const MemoryRegion* scratch) {
-  const int n = g.size(), me = g.me;
-  if (n <= 1) return;
-  const size_t es = size_of(type);
-  const int right = g.global((me + 1) % n), left = g.global(ring_mod(me - 1, n));
-  // Step s sends the partial sum of block me-s-1 and reduces block me-s-2 into this
-  // member's copy; after n-1 steps block me is complete here.
-  for (int s = 0; s < n - 1; ++s) {
-    const int out = ring_mod(me - s - 1, n), in = ring_mod(me - s - 2, n);
-    const size_t in_first = block_first(v.count, n, in), in_len = block_len(v.count, n, in);
-    send_recv(p, rails, right, elems(v, block_first(v.count, n, out), block_len(v.count, n, out), es), left,
-              LocalSpan{scratch, 0, in_len * es}, "a reduce-scatter block from the left neighbour");
-    reduce(scratch->kind(), type, op, v.mr->at(v.offset + in_first * es), scratch->data(),
-           v.mr->at(v.offset + in_first * es), in_len);
-  }
+namespace {
+
+// Block `blk` of the ring cut into slices: slice j on rail j % rails. Every member
+// computes the same cut of a block from its length alone, so sender and receiver agree
+// and FIFO matching per (peer, rail) pairs the slices up. A slice is at most a rail's
+// share of the block (one slice per rail for slice_bytes 0), except that a block under
+// 64 KiB a rail stays whole on rail 0, as for_each_piece cuts a plain transfer.
+struct BlockSlices {
+  size_t first = 0, len = 0, slice = 1;  // in elements
+  int rails = 1;
+  size_t count() const { return len == 0 ? 0 : (len + slice - 1) / slice; }
+  size_t at(size_t j) const { return first + j * slice; }
+  size_t len_of(size_t j) const { return std::min(slice, len - j * slice); }
+  int rail(size_t j) const { return static_cast<int>(j % static_cast<size_t>(rails)); }
+};
+
+BlockSlices block_slices(const Vec& v, int n, int blk, int rails, size_t slice_bytes, size_t max_msg, size_t es) {
+  BlockSlices b;
+  b.first = block_first(v.count, n, blk);
+  b.len = block_len(v.count, n, blk);
+  b.rails = std::max(rails, 1);
+  constexpr size_t kStripeMin = 64 << 10;
+  // Never more than a rail's share: a block of at least 64 KiB a rail goes over every rail.
+  const size_t r = static_cast<size_t>(b.rails), block = b.len * es;
+  const size_t share = block < kStripeMin * r ? block : (block + r - 1) / r;
+  size_t bytes = slice_bytes == 0 ? share : std::min<size_t>(slice_bytes, share);
+  // Cache-line multiples, so every slice starts aligned; never over the transport's message.
+  bytes = std::min(std::max<size_t>((bytes + 63) & ~size_t{63}, 64), max_msg);
+  b.slice = std::max<size_t>(bytes / es, 1);
+  return b;
 }
 
-void ring_all_gather_blocks(Progress& p, const Group& g, int rails, const Vec& v, DataType type) {
+size_t max_message(Progress& p) {
+  return std::max<size_t>(p.transport().caps().max_msg_size, 64);
+}
+
+}  // namespace
+
+size_t ring_scratch_bytes(size_t count, int n, size_t es) {
+  const size_t half = ((block_len(count, n, 0) + 1) * es + 63) & ~size_t{63};
+  return 2 * half;
+}
+
+void ring_reduce_scatter_blocks(Progress& p, const Group& g, int rails, const Vec& v, DataType type, ReduceOp op,
+                                const MemoryRegion* scratch, size_t slice_bytes) {
   const int n = g.size(), me = g.me;
   if (n <= 1) return;
-  const size_t es = size_of(type);
+  const size_t es = size_of(type), max_msg = max_message(p);
   const int right = g.global((me + 1) % n), left = g.global(ring_mod(me - 1, n));
+  // Two scratch halves: step s receives into half s%2 while step s-1's half is reduced.
+  const size_t half = ring_scratch_bytes(v.count, n, es) / 2;
+  auto slices = [&](int blk) { return block_slices(v, n, blk, rails, slice_bytes, max_msg, es); };
+  // Step s sends the partial sum of block me-s-1 and reduces block me-s-2 into this
+  // member's copy; after n-1 steps block me is complete here. Each slice of step s is
+  // sent on as step s+1's as soon as it is reduced, so the steps overlap slice by slice.
+  std::vector<std::vector<uint64_t>> recvs(static_cast<size_t>(n - 1)), sends(static_cast<size_t>(n - 1));
+  auto post_recvs = [&](int s) {
+    if (s >= n - 1) return;
+    const BlockSlices in = slices(ring_mod(me - s - 2, n));
+    const size_t base = static_cast<size_t>(s % 2) * half;
+    for (size_t j = 0; j < in.count(); ++j)
+      recvs[static_cast<size_t>(s)].push_back(
+          p.recv(left, in.rail(j), LocalSpan{scratch, base + (in.at(j) - in.first) * es, in.len_of(j) * es}));
+  };
+  post_recvs(0);
+  const BlockSlices out0 = slices(ring_mod(me - 1, n));
+  for (size_t j = 0; j < out0.count(); ++j)
+    sends[0].push_back(p.send(right, out0.rail(j), elems(v, out0.at(j), out0.len_of(j), es)));
   for (int s = 0; s < n - 1; ++s) {
-    const int out = ring_mod(me - s, n), in = ring_mod(me - s - 1, n);
-    send_recv(p, rails, right, elems(v, block_first(v.count, n, out), block_len(v.count, n, out), es), left,
-              elems(v, block_first(v.count, n, in), block_len(v.count, n, in), es),
-              "an all-gather block from the left neighbour");
+    post_recvs(s + 1);  // its half was last reduced from in step s-1, which is done
+    const BlockSlices in = slices(ring_mod(me - s - 2, n));
+    const size_t base = static_cast<size_t>(s % 2) * half;
+    for (size_t j = 0; j < in.count(); ++j) {
+      p.wait(recvs[static_cast<size_t>(s)][j], "a reduce-scatter slice from the left neighbour");
+      // In the last step, this step's send of the same slice first: a reduction makes no
+      // progress on the wire, and a provider that moves a send in pieces (shm's SAR) would
+      // hold the right neighbour's last step up for the whole reduction. Earlier steps do
+      // not wait: that would chain every member's step to its right neighbour's.
+      if (s == n - 2 && j < sends[static_cast<size_t>(s)].size())
+        p.wait(sends[static_cast<size_t>(s)][j], "a reduce-scatter slice to the right neighbour");
+      std::byte* dst = v.mr->at(v.offset + in.at(j) * es);
+      reduce(scratch->kind(), type, op, dst, scratch->at(base + (in.at(j) - in.first) * es), dst, in.len_of(j));
+      // Block me-s-2 is what step s+1 sends: no send of it is in flight while it is reduced.
+      if (s + 1 < n - 1)
+        sends[static_cast<size_t>(s + 1)].push_back(p.send(right, in.rail(j), elems(v, in.at(j), in.len_of(j), es)));
+    }
   }
+  for (const auto& step : sends)
+    for (uint64_t id : step) p.wait(id, "a reduce-scatter slice to the right neighbour");
+}
+
+void ring_all_gather_blocks(Progress& p, const Group& g, int rails, const Vec& v, DataType type, size_t slice_bytes) {
+  const int n = g.size(), me = g.me;
+  if (n <= 1) return;
+  const size_t es = size_of(type), max_msg = max_message(p);
+  const int right = g.global((me + 1) % n), left = g.global(ring_mod(me - 1, n));
+  auto slices = [&](int blk) { return block_slices(v, n, blk, rails, slice_bytes, max_msg, es); };
+  // Every block lands in its own place, so each slice is sent on as step s+1's the moment
+  // it arrives. Receives go up one step ahead, which keeps the posted ones to two steps'.
+  std::vector<std::vector<uint64_t>> recvs(static_cast<size_t>(n - 1));
+  std::vector<uint64_t> sends;
+  auto post_recvs = [&](int s) {
+    if (s >= n - 1) return;
+    const BlockSlices in = slices(ring_mod(me - s - 1, n));
+    for (size_t j = 0; j < in.count(); ++j)
+      recvs[static_cast<size_t>(s)].push_back(p.recv(left, in.rail(j), elems(v, in.at(j), in.len_of(j), es)));
+  };
+  post_recvs(0);
+  const BlockSlices mine = slices(me);
+  for (size_t j = 0; j < mine.count(); ++j)
+    sends.push_back(p.send(right, mine.rail(j), elems(v, mine.at(j), mine.len_of(j), es)));
+  for (int s = 0; s < n - 1; ++s) {
+    post_recvs(s + 1);
+    const BlockSlices in = slices(ring_mod(me - s - 1, n));
+    for (size_t j = 0; j < in.count(); ++j) {
+      p.wait(recvs[static_cast<size_t>(s)][j], "an all-gather slice from the left neighbour");
+      if (s + 1 < n - 1) sends.push_back(p.send(right, in.rail(j), elems(v, in.at(j), in.len_of(j), es)));
+    }
+  }
+  for (uint64_t id : sends) p.wait(id, "an all-gather slice to the right neighbour");
 }
 
 }  // namespace railbench

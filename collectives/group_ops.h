@@ -32,12 +32,20 @@ inline size_t block_len(size_t count, int parts, int j) {
 void rhd_allreduce(Progress& p, const Group& g, int rails, const Vec& v, DataType type, ReduceOp op,
                    const MemoryRegion* scratch);
 
-// Ring reduce-scatter over g.size() blocks (block_first/len): afterwards block g.me of
-// v holds the reduction over the group. `scratch` holds the largest block.
-void ring_reduce_scatter_blocks(Progress& p, const Group& g, int rails, const Vec& v, DataType type, ReduceOp op,
-                                const MemoryRegion* scratch);
+// The scratch a ring reduce-scatter of `count` elements over n members needs: two
+// halves of the largest block, cache-line aligned.
+size_t ring_scratch_bytes(size_t count, int n, size_t es);
 
-// Ring all-gather over g.size() blocks: block j comes from member j.
-void ring_all_gather_blocks(Progress& p, const Group& g, int rails, const Vec& v, DataType type);
+// Ring reduce-scatter over g.size() blocks (block_first/len): afterwards block g.me of
+// v holds the reduction over the group. `scratch` holds ring_scratch_bytes. Blocks go in
+// slices of `slice_bytes` round-robin over the rails (0: one slice per rail), and each
+// slice is sent on to the next step as soon as it is reduced, so steps overlap.
+void ring_reduce_scatter_blocks(Progress& p, const Group& g, int rails, const Vec& v, DataType type, ReduceOp op,
+                                const MemoryRegion* scratch, size_t slice_bytes = 0);
+
+// Ring all-gather over g.size() blocks: block j comes from member j. Sliced and
+// pipelined as the reduce-scatter.
+void ring_all_gather_blocks(Progress& p, const Group& g, int rails, const Vec& v, DataType type,
+                            size_t slice_bytes = 0);
 
 }  // namespace railbench

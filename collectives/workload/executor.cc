@@ -105,7 +105,9 @@ void Executor::prepare() {
   Transport& t = p_.transport();
   buf_ = std::make_unique<gpu::Buffer>(opt_.memory, 2 * capacity_);
   mr_ = t.register_memory(buf_->data(), buf_->size(), opt_.memory);
-  scratch_ = std::make_unique<gpu::Buffer>(opt_.memory, capacity_);
+  // The ring's two scratch halves of a block, which with uneven blocks are a few
+  // elements (each rounded to a cache line) more than half of capacity_.
+  scratch_ = std::make_unique<gpu::Buffer>(opt_.memory, capacity_ + 256);
   scratch_mr_ = t.register_memory(scratch_->data(), scratch_->size(), opt_.memory);
 }
 
@@ -196,8 +198,8 @@ void Executor::collective(const Op& op, int iter) {
       if (!host) gpu::copy(data, host_.data(), count * esz);
     }
     if (op.type != OpType::all_gather)
-      ring_reduce_scatter_blocks(p_, g, opt_.rails, v, opt_.type, ReduceOp::sum, scratch_mr_.get());
-    if (op.type != OpType::reduce_scatter) ring_all_gather_blocks(p_, g, opt_.rails, v, opt_.type);
+      ring_reduce_scatter_blocks(p_, g, opt_.rails, v, opt_.type, ReduceOp::sum, scratch_mr_.get(), opt_.slice_bytes);
+    if (op.type != OpType::reduce_scatter) ring_all_gather_blocks(p_, g, opt_.rails, v, opt_.type, opt_.slice_bytes);
     if (!opt_.check) continue;
     const void* out = data;
     if (!host) {

@@ -35,6 +35,10 @@ struct ExecOptions {
   bool check = false;  // fill every op's data and verify what arrived
   uint32_t seed = 1;
   uint64_t chunk_bytes = 64u << 20;  // an op larger than this runs as several of at most this size
+  // Ring collectives cut each block into slices of this size, round-robin over the rails,
+  // and send a slice on to the next step as soon as it is in: steps overlap. 0: one slice
+  // per rail.
+  uint64_t slice_bytes = 0;
   MemoryKind memory = MemoryKind::host;
 };
 

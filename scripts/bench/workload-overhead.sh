@@ -11,6 +11,8 @@
 #   SU=1 scripts/bench/workload-overhead.sh [REPS] the same across the simulated SU that
 #       scripts/netns-su/up.sh built (NP=8: every slot of 4 nodes x 2 rails, ofi:tcp on
 #       rail0,rail1; SIZES="1M 4M" ITERS=20 by default, as its links run at 400 Mb/s)
+#   SLICE=64K scripts/bench/workload-overhead.sh   both tools with --slice-bytes 64K (each
+#       tool's own default otherwise: the workload's 1M, allreduce's 16M)
 set -euo pipefail
 reps=${1:-3}
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -29,6 +31,9 @@ else
   rails=()
   [[ $prov == tcp ]] && rails=(--rails lo)
 fi
+
+slice=()
+[[ -n ${SLICE:-} ]] && slice=(--slice-bytes "$SLICE")
 
 to_bytes() { numfmt --from=iec "$1"; }
 
@@ -55,12 +60,12 @@ for size in $sizes; do
   make_trace "$tmp/t.json" "$bytes"
   : >"$tmp/w" && : >"$tmp/x" && : >"$tmp/a"
   for ((r = 0; r < reps; r++)); do
-    "${mpi[@]}" "$rb" workload -t "ofi:$prov" "${rails[@]}" --trace "$tmp/t.json" -n "$iters" -w 5 -q --json "$tmp/w.json" >/dev/null
+    "${mpi[@]}" "$rb" workload -t "ofi:$prov" "${rails[@]}" --trace "$tmp/t.json" "${slice[@]}" -n "$iters" -w 5 -q --json "$tmp/w.json" >/dev/null
     step_p50 "$tmp/w.json" >>"$tmp/w"
-    "${mpi[@]}" "$rb" workload -t "ofi:$prov" "${rails[@]}" --trace "$tmp/t.json" -n "$iters" -w 5 -q --no-stragglers \
+    "${mpi[@]}" "$rb" workload -t "ofi:$prov" "${rails[@]}" --trace "$tmp/t.json" "${slice[@]}" -n "$iters" -w 5 -q --no-stragglers \
       --json "$tmp/x.json" >/dev/null
     step_p50 "$tmp/x.json" >>"$tmp/x"
-    "${mpi[@]}" "$rb" allreduce -t "ofi:$prov" "${rails[@]}" --algo ring -d f32 -b "$bytes" -e "$bytes" -n "$iters" -w 5 -q \
+    "${mpi[@]}" "$rb" allreduce -t "ofi:$prov" "${rails[@]}" --algo ring "${slice[@]}" -d f32 -b "$bytes" -e "$bytes" -n "$iters" -w 5 -q \
       --json "$tmp/a.json" >/dev/null
     python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['results'][0]['out_of_place']['iteration_us']['p50'])" \
       "$tmp/a.json" >>"$tmp/a"

@@ -393,6 +393,7 @@ COMMANDS["workload"] = dict(ranks=2, base=WL, cases={
     "--compute-us": case(["--compute-us", "10"], json_differs("config.spec.compute_us")),
     "--bucket": case(["--bucket", "64K"], json_differs("config.spec.bucket_bytes")),
     "--chunk": case(["--chunk", "64K"], json_differs("config.chunk_bytes")),
+    **SLICE,
     "--trace": case(["--trace", os.path.join(WL_FIXTURES, "tiny-dense-tp2-dp2.trace.json")],
                     json_differs("config.trace"), ranks=4),
     "--emit-trace": case(["--emit-trace", "{w}/t.json"], file_appears("t.json")),

@@ -192,35 +192,40 @@ TEST_CASE("workload: every op of a step delivers the right data over the loopbac
     int tp, pp, dp, ep, zero;
     bool moe;
   };
-  for (const Shape& sh : std::vector<Shape>{{2, 2, 2, 1, 0, false}, {1, 2, 4, 2, 1, true}, {2, 1, 2, 2, 3, true}}) {
-    DYNAMIC_SECTION("tp " << sh.tp << " pp " << sh.pp << " dp " << sh.dp << " ep " << sh.ep << " zero " << sh.zero) {
-      const int n = sh.tp * sh.pp * sh.dp;
-      const RankMap m = map_ranks(ParallelShape{sh.tp, sh.pp, sh.dp, sh.ep, "tp-pp-dp"}, n, 0);
-      StepSpec s = spec(sh.tp, sh.pp, sh.dp, sh.ep);
-      s.zero = sh.zero;
-      s.routing.distribution = "zipf:1.2";
-      const Trace t = make_step_trace(tiny(sh.moe), s, m);
-      std::vector<uint64_t> wrong(static_cast<size_t>(n), 1);
-      std::vector<double> ep_bytes(static_cast<size_t>(n), 0);
-      run_ranks_on(loopback_net(), n, 2, [&](Bootstrap& b, Transport& tr) {
-        Progress p(tr, 20);
-        ExecOptions o;
-        o.rails = 2;
-        o.check = true;
-        o.chunk_bytes = 8 << 10;  // small: ops run in several chunks
-        Executor ex(p, t, b.rank(), o);
-        for (int it = 0; it < 2; ++it) {
-          const StepTimes st = ex.run_step(it, {});
-          ep_bytes[static_cast<size_t>(b.rank())] += st.kind_bytes[static_cast<size_t>(GroupKind::ep)];
+  // Ring slices: one per rail (0), and slices of 256 B and 1000 B (cut to cache lines):
+  // several per block, uneven last ones, steps overlapping slice by slice.
+  for (const Shape& sh : std::vector<Shape>{{2, 2, 2, 1, 0, false}, {1, 2, 4, 2, 1, true}, {2, 1, 2, 2, 3, true}})
+    for (const uint64_t slice : {uint64_t{0}, uint64_t{256}, uint64_t{1000}}) {
+      DYNAMIC_SECTION("tp " << sh.tp << " pp " << sh.pp << " dp " << sh.dp << " ep " << sh.ep << " zero " << sh.zero
+                            << " slice " << slice) {
+        const int n = sh.tp * sh.pp * sh.dp;
+        const RankMap m = map_ranks(ParallelShape{sh.tp, sh.pp, sh.dp, sh.ep, "tp-pp-dp"}, n, 0);
+        StepSpec s = spec(sh.tp, sh.pp, sh.dp, sh.ep);
+        s.zero = sh.zero;
+        s.routing.distribution = "zipf:1.2";
+        const Trace t = make_step_trace(tiny(sh.moe), s, m);
+        std::vector<uint64_t> wrong(static_cast<size_t>(n), 1);
+        std::vector<double> ep_bytes(static_cast<size_t>(n), 0);
+        run_ranks_on(loopback_net(), n, 2, [&](Bootstrap& b, Transport& tr) {
+          Progress p(tr, 20);
+          ExecOptions o;
+          o.rails = 2;
+          o.check = true;
+          o.chunk_bytes = 8 << 10;  // small: ops run in several chunks
+          o.slice_bytes = slice;
+          Executor ex(p, t, b.rank(), o);
+          for (int it = 0; it < 2; ++it) {
+            const StepTimes st = ex.run_step(it, {});
+            ep_bytes[static_cast<size_t>(b.rank())] += st.kind_bytes[static_cast<size_t>(GroupKind::ep)];
+          }
+          wrong[static_cast<size_t>(b.rank())] = ex.wrong();
+        });
+        for (int r = 0; r < n; ++r) {
+          CHECK(wrong[static_cast<size_t>(r)] == 0);
+          if (sh.ep > 1) CHECK(ep_bytes[static_cast<size_t>(r)] > 0);
         }
-        wrong[static_cast<size_t>(b.rank())] = ex.wrong();
-      });
-      for (int r = 0; r < n; ++r) {
-        CHECK(wrong[static_cast<size_t>(r)] == 0);
-        if (sh.ep > 1) CHECK(ep_bytes[static_cast<size_t>(r)] > 0);
       }
     }
-  }
 }
 
 // A trace file's all-to-all-v carries explicit per-member byte counts (uneven, some zero,

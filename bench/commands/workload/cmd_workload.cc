@@ -182,6 +182,9 @@ void WorkloadBench::plan() {
     if (parse_size(opt_.chunk) < 4096)
       throw UsageError(
           fmt::format("--chunk {} is below 4K: give the largest piece an op moves at once, e.g. 64M", opt_.chunk));
+    if (parse_size(opt_.slice) < 4096)
+      throw UsageError(fmt::format(
+          "--slice-bytes {} is below 4K: give the ring's pipeline slice, e.g. 16M (64K on slow links)", opt_.slice));
     if (!opt_.trace.empty()) {
       trace_ = load_trace(opt_, ctx_.size());
       return;
@@ -199,6 +202,7 @@ json WorkloadBench::config_json() const {
               {"iters", iters()},
               {"warmup_iters", warmup()},
               {"chunk_bytes", parse_size(opt_.chunk)},
+              {"slice_bytes", parse_size(opt_.slice)},
               {"spec", trace_.meta},
               {"dtype", trace_.dtype},
               {"groups", groups},
@@ -345,13 +349,20 @@ void WorkloadBench::run_steps(ResultsRun& results, Executor& ex) {
 
 void WorkloadBench::setup_stragglers() {
   if (opt_.no_stragglers) return;
-  size_t comm = 0;
-  for (const Op& op : trace_.ranks[static_cast<size_t>(ctx_.rank())])
-    if (op.type != OpType::compute && op.type != OpType::wait) ++comm;
-  // Room for a stretch of steps: every op, and a generous number of messages per op (a
-  // ring of n members sends 2(n-1) per rail and chunk), capped at 4M (160 MB).
+  size_t comm = 0, msgs = 0;
+  const uint64_t chunk = parse_size(opt_.chunk), slice = parse_size(opt_.slice);
+  for (const Op& op : trace_.ranks[static_cast<size_t>(ctx_.rank())]) {
+    if (op.type == OpType::compute || op.type == OpType::wait) continue;
+    ++comm;
+    // A generous number of messages per op (a ring of n members sends 2(n-1) per rail
+    // and chunk), and a ring's slices: about 2 x its bytes / slice, chunk by chunk.
+    msgs += 64 + 2 * static_cast<size_t>((std::min(op.bytes, chunk) + slice - 1) / slice) *
+                     static_cast<size_t>((op.bytes + chunk - 1) / std::max<uint64_t>(chunk, 1));
+  }
+  // Room for a stretch of steps: every op and its messages, capped at 4M (160 MB).
   const size_t ops = std::max<size_t>(comm * kStretch, 1);
-  stragglers_ = std::make_unique<StragglerRecording>(ops, std::min<size_t>(ops * 64, size_t{4} << 20));
+  stragglers_ = std::make_unique<StragglerRecording>(
+      ops, std::min<size_t>(std::max<size_t>(msgs, 1) * kStretch, size_t{4} << 20));
   ctx_.wrap_transport([this](std::unique_ptr<Transport> t) { return stragglers_->wrap(std::move(t)); });
 }
 
@@ -443,6 +454,7 @@ int WorkloadBench::run() {
   eo.type = parse_datatype(trace_.dtype);
   eo.check = common_.check;
   eo.chunk_bytes = parse_size(opt_.chunk);
+  eo.slice_bytes = parse_size(opt_.slice);
   eo.memory = ctx_.memory_kind();
   uint64_t wrong = 0;
   std::unique_ptr<Executor> ex;
@@ -502,6 +514,10 @@ void add_workload_options(CLI::App& sub, WorkloadOptions& o) {
       ->capture_default_str();
   sub.add_option("--bucket", o.bucket, "DP gradient bucket")->capture_default_str();
   sub.add_option("--chunk", o.chunk, "Largest piece one op moves at a time (buffer size)")->capture_default_str();
+  sub.add_option("--slice-bytes", o.slice,
+                 "Pipeline slice of the ring collectives: blocks go in slices round-robin over the rails, each sent "
+                 "on as soon as it is in")
+      ->capture_default_str();
   sub.add_option("--trace", o.trace,
                  "Replay a trace instead of the spec: railbench's JSON, or per-rank Chakra ET / PARAM / PyTorch ET "
                  "files as 'DIR/name.{rank}.et'");

@@ -14,6 +14,7 @@ struct WorkloadOptions {
   uint64_t routing_seed = 1;
   std::string bucket = "25M";
   std::string chunk = "64M";
+  std::string slice = "16M";                    // --slice-bytes: the ring's pipeline slice (allreduce's default)
   std::string trace;                            // --trace FILE or 'DIR/name.{rank}.et': run this instead of the spec
   std::string emit_trace;                       // --emit-trace FILE: write the spec's (or --trace's) trace and exit
   std::string emit_trace_format = "railbench";  // railbench, chakra, param, pytorch
