@@ -201,6 +201,10 @@ void collective_figures(const json& doc, RunRows& out) {
     const std::string name = fmt::format("{} {}", command, size_text(number(r, "bytes")));
     const json& s = r.at("out_of_place");
     out.figures.push_back({"collective", name, "busbw", "GB/s", number(s, "busbw_gbps")});
+    // The rank count the figure was measured at (compare --job holds a job's collective
+    // against the same count); runs.hosts names each host once.
+    if (doc.contains("world") && doc.at("world").contains("size"))
+      out.figures.push_back({"collective", name, "ranks", "ranks", number(doc.at("world"), "size")});
     if (s.contains("iteration_us"))
       out.figures.push_back({"collective", name, "time p50", "us", number(s.at("iteration_us"), "p50")});
   }

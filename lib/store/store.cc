@@ -505,6 +505,35 @@ Store::NicValues Store::validate_nic_values(const std::string& su, const std::st
   return out;
 }
 
+std::vector<Store::CollectiveRun> Store::collective_runs(int last) const {
+  std::vector<CollectiveRun> out;
+  std::vector<int64_t> ids;
+  auto runs = db_->prepare(
+      "SELECT id, run_key, command, started_at, COALESCE(hosts, ''), COALESCE(source, '') FROM runs WHERE command IN "
+      "('allreduce', 'allgather', 'reducescatter', 'alltoall') AND status = 'complete' ORDER BY t_days DESC, id DESC "
+      "LIMIT ?");
+  runs.bind(1, static_cast<int64_t>(last));
+  while (runs.step()) {
+    ids.push_back(runs.int_at(0));
+    out.push_back(
+        CollectiveRun{runs.text_at(1), runs.text_at(2), runs.text_at(3), runs.text_at(4), runs.text_at(5), 0, {}});
+  }
+  auto st = db_->prepare(
+      "SELECT t.name, f.metric, f.value FROM figures f JOIN things t ON t.id = f.thing WHERE f.run = ? AND f.metric "
+      "IN ('busbw', 'ranks') AND t.kind = 'collective'");
+  for (size_t i = 0; i < ids.size(); ++i) {
+    st.bind(1, ids[i]);
+    while (st.step()) {
+      if (st.text_at(1) == "ranks")
+        out[i].ranks = static_cast<int>(st.double_at(2));
+      else
+        out[i].busbw.emplace_back(st.text_at(0), st.double_at(2));
+    }
+    st.reset();
+  }
+  return out;
+}
+
 std::string Store::run_started(int64_t run) const {
   auto st = db_->prepare("SELECT started_at FROM runs WHERE id = ?");
   st.bind(1, run);

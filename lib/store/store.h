@@ -160,6 +160,15 @@ class Store {
     std::vector<std::pair<std::string, double>> values;  // (NIC, value)
   };
   NicValues validate_nic_values(const std::string& su, const std::string& metric, int last_runs) const;
+  // The newest `last` complete collective sweeps (allreduce, allgather, reducescatter,
+  // alltoall), newest first: each run's hosts in rank order and its out-of-place busbw
+  // per size (the things "allreduce 4M"), for compare --job --db.
+  struct CollectiveRun {
+    std::string key, command, started_at, hosts, source;
+    int ranks = 0;                                      // 0: ingested before the store kept it
+    std::vector<std::pair<std::string, double>> busbw;  // (thing name, GB/s)
+  };
+  std::vector<CollectiveRun> collective_runs(int last) const;
   std::string run_started(int64_t run) const;
   std::string run_su(int64_t run) const;
 

@@ -558,6 +558,8 @@ COMMANDS.update({
         "--all": case(["--all"], stdout_differs),
         # Two results files and no Inspector file: --job reads them as a job's and refuses.
         "--job": case(["--job"], exit_is(2, "NCCL Inspector files")),
+        # Without --job, --db is refused by name.
+        "--db": case(["--db", "{f}/s.db"], exit_is(2, "leave --db out, or add --job")),
     }),
 })
 

@@ -77,6 +77,36 @@ job_rc 0 "$work/empty.log" "$fx/inspector-job" "$fx/allreduce-shm-4.json" "$fx/a
 job_rc 2 "$work/nosuch.log" "$fx/allreduce-shm-4.json"
 expect_grep "nosuch.log: no such file or directory" "$work/err"
 
+# The same runs from the run store (--db): ingested, the shares come out as from the files,
+# with the store's run as their source.
+"$rb" db ingest --db "$work/store.db" "$fx/allreduce-shm-4.json" "$fx/allgather-shm-4.json" >/dev/null ||
+  fail "db ingest of the fixtures failed"
+job_rc 0 "$fx/inspector-job" --db "$work/store.db" --json "$work/job-db.json"
+expect_grep "^ +1\. allreduce 256K at 4 ranks: (4[89]|5[012])% of the fabric's busbw" "$work/out" \
+  "the size at 50% of the fabric ranked first, from the store"
+expect_grep "^compare --job: 6 of 7 collective size\(s\) compared" "$work/out"
+python3 - "$work/job.json" "$work/job-db.json" <<'EOF' || fail "the store's shares are not the files' shares"
+import json, sys
+files, db = (json.load(open(p)) for p in sys.argv[1:3])
+key = lambda r: (r["collective"], r["bytes"])
+f = {key(r): r for r in files["rows"] if r["compared"]}
+d = {key(r): r for r in db["rows"] if r["compared"]}
+assert f.keys() == d.keys(), (sorted(f), sorted(d))
+for k in f:
+    assert abs(f[k]["share"] - d[k]["share"]) <= 1e-3 * f[k]["share"], (k, f[k]["share"], d[k]["share"])
+    assert d[k]["railbench"]["source"].startswith("store "), d[k]["railbench"]
+EOF
+# No store there (exit 1), a store without a collective sweep, and --db without --job:
+# said, exit 2.
+job_rc 1 "$fx/inspector-job" --db "$work/none.db"
+expect_grep "there is none: ingest runs first" "$work/err"
+"$rb" db ingest --db "$work/sendrecv.db" "$fx/sendrecv-shm.json" >/dev/null || fail "db ingest of sendrecv failed"
+job_rc 2 "$fx/inspector-job" --db "$work/sendrecv.db"
+expect_grep "holds no complete collective sweep" "$work/err"
+timeout 30 "$rb" compare "$fx/allreduce-shm-4.json" "$fx/allreduce-shm-4.json" --db "$work/store.db" \
+  >"$work/out" 2>"$work/err" && fail "compare --db without --job exited 0"
+expect_grep "leave --db out, or add --job" "$work/err"
+
 # Only results files, or compare's own options: said, exit 2.
 job_rc 2 "$fx/allreduce-shm-4.json" "$fx/allgather-shm-4.json"
 expect_grep "give the job's NCCL Inspector files" "$work/err"

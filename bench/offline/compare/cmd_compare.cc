@@ -4,6 +4,7 @@
 // The judgement lives in bench/offline/compare/; this file is the command line.
 #include <filesystem>
 #include <memory>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -15,6 +16,7 @@
 #include "bench/offline/compare/load.h"
 #include "bench/offline/compare/output.h"
 #include "lib/core/errors.h"
+#include "lib/store/store.h"
 
 namespace railbench {
 namespace {
@@ -28,6 +30,7 @@ struct CompareOptions {
   std::vector<std::string> metrics;  // --metrics: only these (busbw, tx, "lat p99", ...)
   bool all = false;
   bool job = false;
+  std::optional<std::string> db;  // --db [STORE], with --job
 };
 
 int run_compare(const CompareOptions& opt) {
@@ -62,7 +65,8 @@ int run_compare_files_of_job(const CompareOptions& opt) {
         "compare --job: --threshold, --noise-k, --metrics, --csv and --all judge two results files, not a job: "
         "leave them out (--job takes --json)");
   }
-  std::vector<std::string> files{opt.base, opt.next};
+  std::vector<std::string> files{opt.base};
+  if (!opt.next.empty()) files.push_back(opt.next);
   files.insert(files.end(), opt.more.begin(), opt.more.end());
   std::vector<std::string> inspector, results;
   for (const auto& f : files) {
@@ -75,11 +79,41 @@ int run_compare_files_of_job(const CompareOptions& opt) {
     }
     (compare::looks_like_inspector(f) ? inspector : results).push_back(f);
   }
-  return compare::run_compare_job(inspector, results, opt.json_path);
+  std::vector<compare::FabricCurve> stored;
+  if (opt.db) {
+    // The store's newest collective sweeps: enough to hold every rank count and host set
+    // a fleet measures, newest first, so the latest run on the job's nodes is the one used.
+    constexpr int kStoredRuns = 200;
+    const std::string path = store::store_path(*opt.db);
+    const store::Store s(path, store::Store::Mode::read);
+    std::vector<compare::StoredCollectiveRun> runs;
+    for (auto& r : s.collective_runs(kStoredRuns))
+      runs.push_back({std::move(r.key), std::move(r.command), std::move(r.started_at), std::move(r.hosts), r.ranks,
+                      std::move(r.busbw)});
+    stored = compare::fabric_curves_of_store(runs, store::store_name(path));
+    if (stored.empty() && results.empty()) {
+      throw UsageError(fmt::format(
+          "compare --job --db: the run store {} holds no complete collective sweep (allreduce, allgather, "
+          "reducescatter, alltoall): run one with --db, or railbench db ingest its results file, or give the "
+          "results file here",
+          store::store_name(path)));
+    }
+  }
+  return compare::run_compare_job(inspector, results, opt.json_path, stored);
 }
 
 int run_compare_command(const CompareOptions& opt) {
   if (opt.job) return run_compare_files_of_job(opt);
+  if (opt.db) {
+    throw UsageError(
+        "compare: --db takes railbench's figures from the run store for --job (a job's NCCL Inspector files); "
+        "two results files are compared as they are: leave --db out, or add --job");
+  }
+  if (opt.next.empty()) {
+    throw UsageError(
+        "compare: one file given: compare takes two results files (BASE NEW); to hold a job's NCCL Inspector "
+        "files against the run store, give --job --db");
+  }
   if (!opt.more.empty()) {
     throw UsageError(
         fmt::format("compare: {} files given: compare takes two results files (BASE NEW); to hold a "
@@ -96,8 +130,7 @@ const bool cmd_compare_registered = register_subcommand(Subcommand{
       sub.add_option("base", opt->base,
                      "The baseline's results file (--json of an accepted run); with --job, any of the files")
           ->required();
-      sub.add_option("new", opt->next, "The results file to judge against it; with --job, any of the files")
-          ->required();
+      sub.add_option("new", opt->next, "The results file to judge against it; with --job, any of the files");
       sub.add_option("more", opt->more, "With --job only: further NCCL Inspector files or results files");
       sub.add_option("--threshold", opt->threshold,
                      "Smallest change that counts, in percent (default 5%); it must also be beyond the noise");
@@ -111,6 +144,11 @@ const bool cmd_compare_registered = register_subcommand(Subcommand{
                      "Write the whole diff (with --job: the whole comparison) as JSON to this file");
       sub.add_option("--csv", opt->csv_path, "Write the whole diff as CSV (RFC 4180) to this file");
       sub.add_flag("--all", opt->all, "List the figures within the threshold too");
+      sub.add_option("--db", opt->db,
+                     "With --job: railbench's figures also from the run store's collective sweeps (this one, or the "
+                     "default: $RAILBENCH_DB, else $XDG_DATA_HOME/railbench/railbench.db), the newest on the job's "
+                     "nodes first")
+          ->expected(0, 1);
       sub.add_flag("--job", opt->job,
                    "The files are a real job's NCCL Inspector logs (files or their directory) and railbench "
                    "collective results: the job's busbw per collective and size against the fabric's");

@@ -1,6 +1,7 @@
 #include "bench/offline/compare/job.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <map>
 #include <tuple>
@@ -160,6 +161,40 @@ std::vector<FabricCurve> fabric_curves(const json& doc, const std::string& path)
   }
 }
 
+std::vector<FabricCurve> fabric_curves_of_store(const std::vector<StoredCollectiveRun>& runs,
+                                                const std::string& store_name) {
+  std::vector<FabricCurve> out;
+  for (const auto& run : runs) {
+    FabricCurve c;
+    c.collective = run.command;
+    c.source = fmt::format("store {}: run {} of {}", store_name, run.key, run.started_at);
+    std::vector<std::string> hosts;
+    for (size_t pos = 0; pos <= run.hosts.size() && !run.hosts.empty();) {
+      const size_t comma = std::min(run.hosts.find(',', pos), run.hosts.size());
+      hosts.push_back(run.hosts.substr(pos, comma - pos));
+      pos = comma + 1;
+    }
+    c.nranks = run.ranks;
+    c.hosts.insert(hosts.begin(), hosts.end());
+    const std::string prefix = run.command + " ";
+    for (const auto& [name, gbs] : run.busbw) {
+      if (name.rfind(prefix, 0) != 0) continue;
+      // The store's size names: a whole number and one of B, K, M, G, T (powers of 1024).
+      const std::string size = name.substr(prefix.size());
+      size_t digits = 0;
+      while (digits < size.size() && std::isdigit(static_cast<unsigned char>(size[digits]))) ++digits;
+      const std::string units = "BKMGT";
+      const size_t unit = size.size() == digits + 1 ? units.find(size[digits]) : std::string::npos;
+      if (digits == 0 || unit == std::string::npos) continue;
+      c.points.emplace_back(std::stoull(size.substr(0, digits)) << (10 * unit), gbs);
+    }
+    if (c.nranks < 1 || c.points.empty()) continue;
+    sort_points(c);
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
 std::optional<FabricFigure> fabric_at(const FabricCurve& curve, uint64_t bytes) {
   const auto& p = curve.points;
   if (p.empty() || bytes < p.front().first || bytes > p.back().first) return std::nullopt;
@@ -300,12 +335,12 @@ std::string reasons_not_compared(const JobComparison& c) {
 }  // namespace
 
 int run_compare_job(const std::vector<std::string>& inspector_paths, const std::vector<std::string>& results_paths,
-                    const std::string& json_path) {
-  if (inspector_paths.empty() || results_paths.empty()) {
+                    const std::string& json_path, const std::vector<FabricCurve>& stored) {
+  if (inspector_paths.empty() || (results_paths.empty() && stored.empty())) {
     throw UsageError(
         "compare --job: give the job's NCCL Inspector files (or their directory) and railbench results files "
-        "(--json of allreduce, allgather, reducescatter, alltoall or validate): e.g. compare --job "
-        "nccl-inspector-1234/ allreduce.json");
+        "(--json of allreduce, allgather, reducescatter, alltoall or validate), or --db for the run store's "
+        "collective sweeps: e.g. compare --job nccl-inspector-1234/ allreduce.json");
   }
   // Record by record: a long job's Inspector files hold tens of millions of lines.
   CallGrouper grouper;
@@ -320,6 +355,7 @@ int run_compare_job(const std::vector<std::string>& inspector_paths, const std::
     auto more = fabric_curves(load_results(p), p);
     curves.insert(curves.end(), more.begin(), more.end());
   }
+  curves.insert(curves.end(), stored.begin(), stored.end());
   const JobComparison c = compare_job(groups, curves);
   if (c.compared() == 0) {
     throw UsageError(fmt::format("compare --job: nothing of the job could be held against the results given{}",

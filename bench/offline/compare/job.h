@@ -65,6 +65,18 @@ struct FabricCurve {
 // validate's collectives. Other commands give none.
 std::vector<FabricCurve> fabric_curves(const nlohmann::json& doc, const std::string& path);
 
+// The curves of collective sweeps a run store holds (store::Store::collective_runs, newest
+// first): one per run, its rank count as stored and its hosts, its source "store
+// NAME: run KEY of STARTED_AT". Names of sizes the store writes ("4M", "512B") are read
+// back to bytes; a name that is no size is skipped.
+struct StoredCollectiveRun {
+  std::string key, command, started_at, hosts;
+  int ranks = 0;  // 0: not kept (ingested by an older railbench): the run is skipped
+  std::vector<std::pair<std::string, double>> busbw;  // ("allreduce 4M", GB/s)
+};
+std::vector<FabricCurve> fabric_curves_of_store(const std::vector<StoredCollectiveRun>& runs,
+                                                const std::string& store_name);
+
 // railbench's busbw at `bytes`: the measured size, or interpolated linearly in log(size)
 // between the two sizes that bracket it; none outside the sweep.
 struct FabricFigure {
@@ -101,8 +113,9 @@ JobComparison compare_job(const std::vector<JobGroup>& groups, const std::vector
 // The command: reads `inspector_paths` and `results_paths`, prints the table, the
 // shortfalls and the summary, writes `json_path` when given. Throws UsageError when no
 // group could be compared (each reason and fix) or an input is bad. Returns 0.
+// `stored`: curves from a run store (--db), held after the results files' ones.
 int run_compare_job(const std::vector<std::string>& inspector_paths, const std::vector<std::string>& results_paths,
-                    const std::string& json_path);
+                    const std::string& json_path, const std::vector<FabricCurve>& stored = {});
 
 // The printed report and the --json document (job_output.cc).
 std::vector<std::string> job_table_lines(const JobComparison& c);
