@@ -8,6 +8,8 @@
 # provider's limit from railbench's own overhead. Open MPI over UCX (--mca pml ucx, on
 # UCX's shared memory or its tcp on lo, as PROVIDER says) is a second MPI column where
 # this Open MPI has pml ucx (ompi_info); where it has none the script says so and skips it.
+# Open MPI over libfabric (--mca pml cm --mca mtl ofi, the same provider as railbench's:
+# shm, or tcp;ofi_rxm) is a third, where this Open MPI has mtl ofi.
 # Then send/recv bandwidth at 4M against memcpy (the one-copy limit) and libfabric's
 # fi_pingpong.
 #
@@ -63,6 +65,19 @@ else
   mpi_ucx=0
   echo "# compare-mpi: this Open MPI has no pml ucx (ompi_info lists none): the Open MPI + UCX column is skipped"
 fi
+if ompi_info 2>/dev/null | grep -E 'MCA mtl: ofi' >/dev/null; then
+  mpi_ofi=1
+else
+  mpi_ofi=0
+  echo "# compare-mpi: this Open MPI has no mtl ofi (ompi_info lists none): the Open MPI + libfabric column is skipped"
+fi
+# Open MPI over libfabric: the cm PML with the ofi MTL, held to railbench's provider.
+ofi_mpirun() {
+  local -a extra=()
+  [[ $(id -u) -eq 0 ]] && extra+=(--allow-run-as-root)
+  mpirun -np 2 "${extra[@]}" --bind-to none --mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include "$fi_provider" \
+    --mca btl self --mca oob_tcp_if_include lo -x FI_TCP_IFACE=lo "$@" </dev/null
+}
 # Open MPI over UCX: its own mpirun line, since rb_mpirun pins --mca pml ob1 and Open MPI
 # keeps the first --mca pml it is given. pml ucx takes only Mellanox devices and verbs
 # transports unless told otherwise (pml_ucx_devices mlx*): "any" lets it run on shm and tcp.
@@ -73,7 +88,7 @@ ucx_mpirun() {
     --mca osc ucx --mca btl self --mca oob_tcp_if_include lo "${ucx_env[@]}" "$@" </dev/null
 }
 
-echo "# compare-mpi: $(nproc) cores, 2 ranks, $transport${rb_env:+ (${rb_env[1]})} vs Open MPI $(mpirun --version | head -1 | awk '{print $NF}') (btl $mpi_btl$( ((mpi_ucx)) && echo "; and pml ucx, ${ucx_env[*]}")) vs libfabric $fi_provider ($fi_mode), ${iters} iterations + ${warmup} warm-up, median of ${reps} runs, load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "# compare-mpi: $(nproc) cores, 2 ranks, $transport${rb_env:+ (${rb_env[1]})} vs Open MPI $(mpirun --version | head -1 | awk '{print $NF}') (btl $mpi_btl$( ((mpi_ucx)) && echo "; and pml ucx, ${ucx_env[*]}")$( ((mpi_ofi)) && echo "; and mtl ofi, $fi_provider")) vs libfabric $fi_provider ($fi_mode), ${iters} iterations + ${warmup} warm-up, median of ${reps} runs, load $(cut -d' ' -f1-3 /proc/loadavg)"
 collectives=${COLLECTIVES:-allreduce allgather reducescatter alltoall}
 for coll in $collectives; do
   # What railbench posts with 2 ranks: the ring cuts a block into 16 MiB slices
@@ -83,7 +98,7 @@ for coll in $collectives; do
     alltoall) fi_msg=${FI_MSG:-0} ;;
     *) fi_msg= ;;
   esac
-  rm -f "$work"/fi*.txt "$work"/ucx*.txt  # a collective without the raw column must not show the last one's
+  rm -f "$work"/fi*.txt "$work"/ucx*.txt "$work"/mof*.txt  # a collective without the raw column must not show the last one's
   for ((r = 0; r < reps; ++r)); do
     rb_mpirun 2 "${rb_env[@]}" "$build/railbench" "$coll" -t "$transport" -b "$min" -e "$max" -f 2 -n "$iters" -w "$warmup" \
       --json "$work/rb$r.json" >/dev/null
@@ -91,6 +106,9 @@ for coll in $collectives; do
       >"$work/mpi$r.txt"
     if ((mpi_ucx)); then
       ucx_mpirun "$build/mpi_reference" "$coll" "$min" "$max" 2 "$iters" "$warmup" >"$work/ucx$r.txt"
+    fi
+    if ((mpi_ofi)); then
+      ofi_mpirun "$build/mpi_reference" "$coll" "$min" "$max" 2 "$iters" "$warmup" >"$work/mof$r.txt"
     fi
     if [[ -n $fi_msg ]]; then
       rb_mpirun 2 "$build/fi_reference" "$coll" "$fi_provider" "$min" "$max" 2 "$iters" "$warmup" "$fi_mode" \
@@ -104,8 +122,8 @@ for coll in $collectives; do
 import json, os, statistics, sys
 work, reps = sys.argv[1], int(sys.argv[2])
 # tool -> size -> [busbw per run], and the same at the median iteration (p50)
-mean = {"rb": {}, "mpi": {}, "fi": {}, "ucx": {}}
-p50 = {"rb": {}, "mpi": {}, "fi": {}, "ucx": {}}
+mean = {"rb": {}, "mpi": {}, "fi": {}, "ucx": {}, "mof": {}}
+p50 = {"rb": {}, "mpi": {}, "fi": {}, "ucx": {}, "mof": {}}
 def read_table(path, tool):
     for line in open(path):
         f = line.split()
@@ -121,8 +139,11 @@ for r in range(reps):
         read_table(f"{work}/fi{r}.txt", "fi")
     if os.path.exists(f"{work}/ucx{r}.txt"):
         read_table(f"{work}/ucx{r}.txt", "ucx")
+    if os.path.exists(f"{work}/mof{r}.txt"):
+        read_table(f"{work}/mof{r}.txt", "mof")
 fi = bool(mean["fi"])
 ucx = bool(mean["ucx"])
+mof = bool(mean["mof"])
 med = lambda d, s: statistics.median(d[s]) if d.get(s) else 0
 div = lambda a, b: a / b if b else 0
 def ratios(d, s):
@@ -132,10 +153,12 @@ def ratios(d, s):
         out += f" {div(f, m):>6.2f} {div(a, f):>6.2f}"
     if ucx:
         out += f" {div(a, med(d['ucx'], s)):>6.2f}"
+    if mof:
+        out += f" {div(a, med(d['mof'], s)):>6.2f}"
     return out
-names = " rb/MPI" + (" fi/MPI  rb/fi" if fi else "") + (" rb/MPIucx" if ucx else "")
+names = " rb/MPI" + (" fi/MPI  rb/fi" if fi else "") + (" rb/MPIucx" if ucx else "") + (" rb/MPIofi" if mof else "")
 print(f"{'size':>10} {'railbench':>10} {'Open MPI':>10}" + (f" {'libfabric':>10}" if fi else "") +
-      (f" {'MPI+ucx':>10}" if ucx else "") + names + "  |" + names + "  (at the median iteration)")
+      (f" {'MPI+ucx':>10}" if ucx else "") + (f" {'MPI+ofi':>10}" if mof else "") + names + "  |" + names + "  (at the median iteration)")
 low = []
 for size in sorted(mean["rb"]):
     line = f"{size:>10} {med(mean['rb'], size):>10.3f} {med(mean['mpi'], size):>10.3f}"
@@ -143,6 +166,8 @@ for size in sorted(mean["rb"]):
         line += f" {med(mean['fi'], size):>10.3f}"
     if ucx:
         line += f" {med(mean['ucx'], size):>10.3f}"
+    if mof:
+        line += f" {med(mean['mof'], size):>10.3f}"
     print(line + ratios(mean, size) + "  |" + ratios(p50, size))
     if size >= 1 << 20:
         low.append(div(med(mean["rb"], size), med(mean["mpi"], size)))
@@ -153,6 +178,10 @@ low_ucx = [div(med(mean["rb"], s), med(mean["ucx"], s)) for s in sorted(mean["rb
 if low_ucx:
     print(f"# railbench / Open MPI over pml ucx from 1M up: min {min(low_ucx):.2f}, "
           f"median {statistics.median(low_ucx):.2f}")
+low_mof = [div(med(mean["rb"], s), med(mean["mof"], s)) for s in sorted(mean["rb"]) if s >= 1 << 20 and mof]
+if low_mof:
+    print(f"# railbench / Open MPI over mtl ofi from 1M up: min {min(low_mof):.2f}, "
+          f"median {statistics.median(low_mof):.2f}")
 PY
 done
 
