@@ -188,8 +188,27 @@ TEST_CASE("workload formats: bad input is refused naming the file, the node and 
   // A dependency cycle.
   CHECK_THROWS_WITH(
       read_chakra(chakra_stream({chakra_node(1, 4, {2}), chakra_node(2, 4, {1}), chakra_node(3, 4, {})}), "c.et"),
-      "c.et: node 1: its \"data_deps\"/\"ctrl_deps\" form a cycle (1 -> 2 -> 1): a trace's dependencies "
+      "c.et: node 1: its \"data_deps\" form a cycle (1 -> 2 -> 1): a trace's dependencies "
       "must be acyclic; record the step again or drop one of the edges");
+  // A cycle that a control edge closes, as older Chakra converters wrote a CPU op (ctrl_deps:
+  // its GPU kernel) and its kernel (data_deps: the op): the control edge is dropped and
+  // counted. And the CPU-side record of a collective, without comm_size: an empty step.
+  {
+    std::string op = chakra_node(1, 4, {}), kernel = chakra_node(2, 4, {1}), launch = chakra_node(3, 7, {2});
+    wire::put_varint_field(op, 4, 2);  // ctrl_deps
+    std::string cpu;
+    wire::put_bytes_field(cpu, 1, "is_cpu_op");
+    wire::put_varint_field(cpu, 27, 1);  // bool_val
+    wire::put_bytes_field(launch, 10, cpu);
+    const RankTrace r = read_chakra(chakra_stream({op, kernel, launch}), "old.et");
+    REQUIRE(r.items.size() == 3);
+    CHECK(r.items[0].node == 1);
+    CHECK(r.items[1].node == 2);
+    CHECK(r.items[2].bytes == 0);
+    CHECK(r.skipped.at("ctrl_deps edges that closed a cycle with data_deps (dropped)") == 1);
+    CHECK(r.skipped.at("COMM_COLL_NODE on the CPU (is_cpu_op) without comm_size: its GPU kernel's node is replayed") ==
+          1);
+  }
   // A collective without the attribute that says which.
   CHECK_THROWS_WITH(read_chakra(chakra_stream({chakra_node(1, 7, {})}), "k.et"),
                     "k.et: node 1: COMM_COLL_NODE without \"comm_size\": railbench needs it to replay the node");
@@ -276,6 +295,22 @@ TEST_CASE("workload formats: PyTorch ET and PARAM records as PyTorch and PARAM w
   CHECK(r.items[2].peer == 3);  // the group's member 1 is rank 3
   CHECK(r.skipped.at("'barrier' (no such algorithm in the executor)") == 1);
   CHECK(r.dtype == "f32");
+  // PyTorch 2.1-2.2: the record names its group by the backend's object id, which the
+  // process-group config gives as "backend_id" beside "pg_name".
+  const json old_et = {
+      {"schema", "1.0.2-chakra.0.0.4"},
+      {"nodes", json::array({json{{"id", 3},
+                                  {"name", "## process_group:init ##"},
+                                  {"inputs",
+                                   {{"values", json::array({R"([{"pg_name": "0", "backend_id": 82149104, )"
+                                                            R"("ranks": [], "group_size": 2}])"})}}}},
+                             node(30, json::array({json::array({tensor}), 12, 82149104, 0, "all_gather", {}, {}, 2}),
+                                  json::array({"GenericList[Tensor(float)]", "Int", "Int"}), json::array({tensor}),
+                                  json::array({"Tensor(float)"}))})}};
+  const RankTrace o = read_pytorch(old_et, "old.json", 0);
+  REQUIRE(o.items.size() == 1);
+  CHECK(o.items[0].pg == "0");
+  CHECK(o.items[0].op == OpType::all_gather);
   // PARAM: a record without "dst_rank" for its send is refused naming the field.
   CHECK_THROWS_WITH(
       read_param(json::array({{{"comms", "send"}, {"in_msg_size", 4}, {"out_msg_size", 4}, {"dtype", "half"}}}),

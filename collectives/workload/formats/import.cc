@@ -134,44 +134,79 @@ std::vector<Item> place_waits(std::vector<Item> order, const std::vector<std::se
 
 }  // namespace
 
-std::vector<Item> issue_order(const std::vector<GraphNode>& nodes, const std::string& file) {
+std::vector<Item> issue_order(const std::vector<GraphNode>& nodes, const std::string& file, size_t* dropped_ctrl) {
   std::map<uint64_t, size_t> at;
   for (size_t i = 0; i < nodes.size(); ++i)
     if (!at.emplace(nodes[i].item.node, i).second)
       throw UsageError(
           fmt::format("{}: node {}: \"id\" appears twice: every node needs its own id", file, nodes[i].item.node));
+  // Edges (dependency -> user), each once; a control edge that also is a data edge is a
+  // data edge.
+  struct Edge {
+    size_t user;
+    bool ctrl;
+  };
   std::vector<int> left(nodes.size(), 0);
-  std::vector<std::vector<size_t>> users(nodes.size());
-  for (size_t i = 0; i < nodes.size(); ++i)
-    for (uint64_t d : std::set<uint64_t>(nodes[i].deps.begin(), nodes[i].deps.end())) {
+  std::vector<std::vector<Edge>> users(nodes.size());
+  std::vector<std::set<size_t>> ctrl_of(nodes.size());  // the control dependencies still kept, by index
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    const std::set<uint64_t> data(nodes[i].deps.begin(), nodes[i].deps.end());
+    auto add = [&](uint64_t d, bool ctrl) {
       const auto it = at.find(d);
-      if (it == at.end()) continue;  // a node the reader skipped, or one outside the file: done
+      if (it == at.end()) return;  // a node the reader skipped, or one outside the file: done
       ++left[i];
-      users[it->second].push_back(i);
-    }
+      users[it->second].push_back({i, ctrl});
+      if (ctrl) ctrl_of[i].insert(it->second);
+    };
+    for (uint64_t d : data) add(d, false);
+    for (uint64_t d : std::set<uint64_t>(nodes[i].ctrl.begin(), nodes[i].ctrl.end()))
+      if (!data.count(d)) add(d, true);
+  }
   std::priority_queue<size_t, std::vector<size_t>, std::greater<>> ready;
   for (size_t i = 0; i < nodes.size(); ++i)
     if (left[i] == 0) ready.push(i);
   std::vector<Item> order;
   std::vector<std::set<uint64_t>> deps;
-  while (!ready.empty()) {
-    const size_t i = ready.top();
-    ready.pop();
-    Item it = nodes[i].item;
-    deps.emplace_back(nodes[i].deps.begin(), nodes[i].deps.end());
-    it.after_prev = !order.empty() && deps.back().count(order.back().node);
-    order.push_back(std::move(it));
-    for (size_t u : users[i])
-      if (--left[u] == 0) ready.push(u);
-    left[i] = -1;
+  size_t dropped = 0;
+  for (;;) {
+    while (!ready.empty()) {
+      const size_t i = ready.top();
+      ready.pop();
+      Item it = nodes[i].item;
+      deps.emplace_back(nodes[i].deps.begin(), nodes[i].deps.end());
+      for (size_t c : ctrl_of[i]) deps.back().insert(nodes[c].item.node);
+      it.after_prev = !order.empty() && deps.back().count(order.back().node);
+      order.push_back(std::move(it));
+      for (const Edge& e : users[i])
+        if ((!e.ctrl || ctrl_of[e.user].count(i)) && --left[e.user] == 0) ready.push(e.user);
+      left[i] = -1;
+    }
+    if (order.size() == nodes.size()) break;
+    // Stuck: a cycle. The nodes still waiting give up their control edges to nodes not
+    // yet issued; if that frees none, the data edges alone make the cycle.
+    size_t freed = 0;
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      if (left[i] <= 0) continue;
+      for (auto c = ctrl_of[i].begin(); c != ctrl_of[i].end();) {
+        if (left[*c] == -1) {
+          ++c;
+          continue;
+        }
+        c = ctrl_of[i].erase(c);
+        ++dropped;
+        ++freed;
+        if (--left[i] == 0) ready.push(i);
+      }
+    }
+    if (freed == 0) {
+      const std::string cycle = cycle_text(nodes, at, left);
+      throw UsageError(
+          fmt::format("{}: node {}: its \"data_deps\" form a cycle ({}): a trace's dependencies must be acyclic; "
+                      "record the step again or drop one of the edges",
+                      file, cycle.substr(0, cycle.find(' ')), cycle));
+    }
   }
-  if (order.size() != nodes.size()) {
-    const std::string cycle = cycle_text(nodes, at, left);
-    throw UsageError(
-        fmt::format("{}: node {}: its \"data_deps\"/\"ctrl_deps\" form a cycle ({}): a trace's "
-                    "dependencies must be acyclic; record the step again or drop one of the edges",
-                    file, cycle.substr(0, cycle.find(' ')), cycle));
-  }
+  if (dropped_ctrl) *dropped_ctrl = dropped;
   return place_waits(std::move(order), deps);
 }
 

@@ -43,6 +43,9 @@ struct Item {
 struct ProcessGroup {
   std::string name, desc;
   std::vector<int> ranks;
+  // The backend's object id (pg_config's "backend_id"), by which older PyTorch execution
+  // traces' record_param_comms name the group instead of its pg_name. "" when not given.
+  std::string backend_id;
 };
 
 // The format's own names of the fields a refusal points at.
@@ -76,13 +79,18 @@ Trace to_trace(const std::vector<RankTrace>& ranks, const ImportOptions& o);
 // dependencies (node ids; ids not in the graph are taken as done).
 struct GraphNode {
   Item item;
-  std::vector<uint64_t> deps;
+  std::vector<uint64_t> deps;  // data dependencies (Chakra's data_deps)
+  std::vector<uint64_t> ctrl;  // control dependencies (ctrl_deps)
 };
 // The issue order: a topological order that keeps the file's order where the
 // dependencies allow. A collective that the next item does not depend on is issued
-// async, with a wait before its first dependent (or at the end). Throws UsageError
-// naming a node of a cycle.
-std::vector<Item> issue_order(const std::vector<GraphNode>& nodes, const std::string& file);
+// async, with a wait before its first dependent (or at the end). Where control edges
+// close a cycle with the data edges (older Chakra converters made a CPU op's GPU kernel
+// its ctrl_dep while the kernel's data_deps name the op), the control edges of the
+// nodes caught in it are dropped and counted in `dropped_ctrl`. Throws UsageError naming
+// a node of a cycle that the data edges alone make.
+std::vector<Item> issue_order(const std::vector<GraphNode>& nodes, const std::string& file,
+                              size_t* dropped_ctrl = nullptr);
 
 // --fold K: a trace of world W = K x N replayed on N ranks, job rank j playing trace rank
 // j*K. Groups keep their replayed members; a collective left with one member, and a

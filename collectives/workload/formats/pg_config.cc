@@ -59,6 +59,9 @@ std::vector<ProcessGroup> parse_pg_config(std::string_view text, const std::stri
     ProcessGroup pg;
     pg.name = g.at("pg_name").is_string() ? g.at("pg_name").get<std::string>() : g.at("pg_name").dump();
     pg.desc = g.value("pg_desc", "");
+    if (g.contains("backend_id"))
+      pg.backend_id =
+          g.at("backend_id").is_string() ? g.at("backend_id").get<std::string>() : g.at("backend_id").dump();
     if (g.contains("ranks") && g.at("ranks").is_array())
       for (const auto& r : g.at("ranks"))
         if (r.is_number_integer()) pg.ranks.push_back(r.get<int>());

@@ -37,7 +37,7 @@ struct Attr {
 struct Node {
   uint64_t id = 0, type = 0, duration = 0;
   std::string name, input_values;
-  std::vector<uint64_t> deps;
+  std::vector<uint64_t> deps, ctrl;  // data_deps, ctrl_deps
   std::map<std::string, Attr> attrs;
 };
 
@@ -79,7 +79,7 @@ Node read_node(std::string_view bytes, const std::string& where, std::map<std::s
       case 1: n.id = f.value; break;
       case 2: n.name = std::string(f.bytes); break;
       case 3: n.type = f.value; break;
-      case 4:
+      case 4: wire::repeated_varints(f, n.ctrl, where); break;
       case 5: wire::repeated_varints(f, n.deps, where); break;
       case 7: n.duration = f.value; break;
       case 8: {  // IOInfo: values
@@ -152,6 +152,7 @@ bool comm_item(const Node& n, Item& it, RankTrace& out) {
 std::optional<GraphNode> graph_node(const Node& n, RankTrace& out) {
   GraphNode g;
   g.deps = n.deps;
+  g.ctrl = n.ctrl;
   g.item.node = n.id;
   g.item.label = n.name;
   if (n.type == kMetadata) {
@@ -174,6 +175,15 @@ std::optional<GraphNode> graph_node(const Node& n, RankTrace& out) {
     return g;
   }
   if (n.type == kSend || n.type == kRecv || n.type == kColl) {
+    // PyTorch's CPU-side record of a collective (c10d::broadcast_ and the like, is_cpu_op)
+    // carries no comm_size: the node of its GPU kernel (ncclKernel_..., is_cpu_op 0) holds
+    // the type and size, and that one is replayed. Kept as an empty step for the order.
+    const auto cpu = n.attrs.find("is_cpu_op");
+    if (cpu != n.attrs.end() && cpu->second.i && n.attrs.find("comm_size") == n.attrs.end()) {
+      ++out.skipped[node_type_name(n.type) +
+                    " on the CPU (is_cpu_op) without comm_size: its GPU kernel's node is replayed"];
+      return g;
+    }
     if (!comm_item(n, g.item, out)) {
       g.item = Item{};  // an empty step
       g.item.node = n.id;
@@ -200,7 +210,9 @@ RankTrace read_chakra(std::string_view bytes, const std::string& file) {
     const Node n = read_node(msg, fmt::format("{}: node at byte {}", file, at), out.skipped);
     if (auto g = graph_node(n, out)) nodes.push_back(std::move(*g));
   }
-  out.items = issue_order(nodes, file);
+  size_t dropped = 0;
+  out.items = issue_order(nodes, file, &dropped);
+  if (dropped > 0) out.skipped["ctrl_deps edges that closed a cycle with data_deps (dropped)"] += dropped;
   add_default_group(out, "world", "world");  // collectives without "pg_name"
   return out;
 }

@@ -184,6 +184,15 @@ RankTrace read_pytorch(const json& j, const std::string& file, int rank) {
     if (comms ? comm_item(*n, comm_of(*n), waited, out, it) : compute_item(*n, timed, it))
       out.items.push_back(std::move(it));
   }
+  // Older traces (PyTorch 2.1-2.2) name a collective's group by its backend's object id:
+  // pg_config's "backend_id", not its "pg_name".
+  for (Item& it : out.items) {
+    if (it.pg.empty() || std::any_of(out.pgs.begin(), out.pgs.end(), [&](const auto& p) { return p.name == it.pg; }))
+      continue;
+    const auto by_id =
+        std::find_if(out.pgs.begin(), out.pgs.end(), [&](const ProcessGroup& p) { return p.backend_id == it.pg; });
+    if (by_id != out.pgs.end()) it.pg = by_id->name;
+  }
   resolve_peers(out);
   (void)rank;
   return out;
