@@ -31,13 +31,18 @@ struct Group {
 // every piece starts aligned) and into messages of at most `max_msg` bytes, calling
 // fn(rail, offset, length) per piece. Both sides compute the same pieces in the same
 // order, so FIFO matching per (peer, rail) pairs them up.
+// One rail's share of a transfer of `bytes` over `rails` rails: a cache-line multiple, or
+// the whole transfer when it is under 64 KiB a rail (splitting that buys only overhead).
+inline size_t rail_share(size_t bytes, int rails) {
+  const size_t r = static_cast<size_t>(std::max(rails, 1));
+  constexpr size_t kStripeMin = 64 << 10;
+  return bytes < kStripeMin * r ? bytes : ((bytes + r - 1) / r + 63) & ~size_t{63};
+}
+
 template <class Fn>
 void for_each_piece(size_t bytes, int rails, size_t max_msg, Fn&& fn) {
   if (bytes == 0) return;
-  const size_t r = static_cast<size_t>(std::max(rails, 1));
-  // Small transfers stay whole on rail 0: splitting them buys nothing but overhead.
-  constexpr size_t kStripeMin = 64 << 10;
-  const size_t share = bytes < kStripeMin * r ? bytes : ((bytes + r - 1) / r + 63) & ~size_t{63};
+  const size_t share = rail_share(bytes, rails);
   int rail = 0;
   for (size_t off = 0; off < bytes; off += share, ++rail) {
     const size_t len = std::min(share, bytes - off);

@@ -103,10 +103,8 @@ BlockSlices block_slices(const Vec& v, int n, int blk, int rails, size_t slice_b
   b.first = block_first(v.count, n, blk);
   b.len = block_len(v.count, n, blk);
   b.rails = std::max(rails, 1);
-  constexpr size_t kStripeMin = 64 << 10;
   // Never more than a rail's share: a block of at least 64 KiB a rail goes over every rail.
-  const size_t r = static_cast<size_t>(b.rails), block = b.len * es;
-  const size_t share = block < kStripeMin * r ? block : (block + r - 1) / r;
+  const size_t share = rail_share(b.len * es, b.rails);
   size_t bytes = slice_bytes == 0 ? share : std::min<size_t>(slice_bytes, share);
   // Cache-line multiples, so every slice starts aligned; never over the transport's message.
   bytes = std::min(std::max<size_t>((bytes + 63) & ~size_t{63}, 64), max_msg);

@@ -86,11 +86,7 @@ int run_compare_files_of_job(const CompareOptions& opt) {
     constexpr int kStoredRuns = 200;
     const std::string path = store::store_path(*opt.db);
     const store::Store s(path, store::Store::Mode::read);
-    std::vector<compare::StoredCollectiveRun> runs;
-    for (auto& r : s.collective_runs(kStoredRuns))
-      runs.push_back({std::move(r.key), std::move(r.command), std::move(r.started_at), std::move(r.hosts), r.ranks,
-                      std::move(r.busbw)});
-    stored = compare::fabric_curves_of_store(runs, store::store_name(path));
+    stored = compare::fabric_curves_of_store(s.collective_runs(kStoredRuns), store::store_name(path));
     if (stored.empty() && results.empty()) {
       throw UsageError(fmt::format(
           "compare --job --db: the run store {} holds no complete collective sweep (allreduce, allgather, "

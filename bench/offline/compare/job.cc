@@ -1,7 +1,6 @@
 #include "bench/offline/compare/job.h"
 
 #include <algorithm>
-#include <cctype>
 #include <cmath>
 #include <map>
 #include <tuple>
@@ -161,32 +160,27 @@ std::vector<FabricCurve> fabric_curves(const json& doc, const std::string& path)
   }
 }
 
-std::vector<FabricCurve> fabric_curves_of_store(const std::vector<StoredCollectiveRun>& runs,
+std::vector<FabricCurve> fabric_curves_of_store(const std::vector<store::Store::CollectiveRun>& runs,
                                                 const std::string& store_name) {
   std::vector<FabricCurve> out;
   for (const auto& run : runs) {
     FabricCurve c;
     c.collective = run.command;
     c.source = fmt::format("store {}: run {} of {}", store_name, run.key, run.started_at);
-    std::vector<std::string> hosts;
-    for (size_t pos = 0; pos <= run.hosts.size() && !run.hosts.empty();) {
+    for (size_t pos = 0; pos < run.hosts.size();) {  // comma-separated
       const size_t comma = std::min(run.hosts.find(',', pos), run.hosts.size());
-      hosts.push_back(run.hosts.substr(pos, comma - pos));
+      c.hosts.insert(run.hosts.substr(pos, comma - pos));
       pos = comma + 1;
     }
     c.nranks = run.ranks;
-    c.hosts.insert(hosts.begin(), hosts.end());
     const std::string prefix = run.command + " ";
     for (const auto& [name, gbs] : run.busbw) {
       if (name.rfind(prefix, 0) != 0) continue;
-      // The store's size names: a whole number and one of B, K, M, G, T (powers of 1024).
-      const std::string size = name.substr(prefix.size());
-      size_t digits = 0;
-      while (digits < size.size() && std::isdigit(static_cast<unsigned char>(size[digits]))) ++digits;
-      const std::string units = "BKMGT";
-      const size_t unit = size.size() == digits + 1 ? units.find(size[digits]) : std::string::npos;
-      if (digits == 0 || unit == std::string::npos) continue;
-      c.points.emplace_back(std::stoull(size.substr(0, digits)) << (10 * unit), gbs);
+      try {
+        c.points.emplace_back(parse_size(std::string_view(name).substr(prefix.size())), gbs);  // "4M", "512B"
+      } catch (const UsageError&) {
+        continue;  // a thing of that name that is no size
+      }
     }
     if (c.nranks < 1 || c.points.empty()) continue;
     sort_points(c);

@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "bench/offline/compare/inspector.h"
+#include "lib/store/store.h"
 
 namespace railbench::compare {
 
@@ -68,13 +69,9 @@ std::vector<FabricCurve> fabric_curves(const nlohmann::json& doc, const std::str
 // The curves of collective sweeps a run store holds (store::Store::collective_runs, newest
 // first): one per run, its rank count as stored and its hosts, its source "store
 // NAME: run KEY of STARTED_AT". Names of sizes the store writes ("4M", "512B") are read
-// back to bytes; a name that is no size is skipped.
-struct StoredCollectiveRun {
-  std::string key, command, started_at, hosts;
-  int ranks = 0;  // 0: not kept (ingested by an older railbench): the run is skipped
-  std::vector<std::pair<std::string, double>> busbw;  // ("allreduce 4M", GB/s)
-};
-std::vector<FabricCurve> fabric_curves_of_store(const std::vector<StoredCollectiveRun>& runs,
+// back to bytes; a name that is no size is skipped, and so is a run without its rank
+// count (ingested by an older railbench).
+std::vector<FabricCurve> fabric_curves_of_store(const std::vector<store::Store::CollectiveRun>& runs,
                                                 const std::string& store_name);
 
 // railbench's busbw at `bytes`: the measured size, or interpolated linearly in log(size)
