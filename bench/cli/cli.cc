@@ -117,6 +117,17 @@ void add_timeline_option(CLI::App& app, CommonOptions& o) {
                  "(format in README)");
 }
 
+void add_paths_option(CLI::App& app, CommonOptions& o) {
+  app.add_option("--paths", o.paths,
+                 "Before measuring, trace the switch path of each RoCE v2 queue pair to the next N ranks (TTL-limited "
+                 "UDP probes with the queue pair's own ports; -t verbs): printed, and in the results' \"paths\"")
+      ->check(at_least(1));
+  app.add_option("--probe-rate", o.probe_rate,
+                 "--paths: ICMP answers a second to ask of any one switch (its CPU polices them); each rank probes "
+                 "at this rate / (ranks / 3)")
+      ->check(CLI::Range(0.1, 100000.0));
+}
+
 void add_burn_in_options(CLI::App& app, CommonOptions& o) {
   app.add_option("--duration", o.duration, "Burn-in: repeat the measurement in windows for this long (90s, 10m, 1h)")
       ->check(CLI::Validator(

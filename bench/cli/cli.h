@@ -68,6 +68,8 @@ struct OutputOptions {
 void add_output_options(CLI::App& sub, CommonOptions& options, OutputOptions which = {});
 // --timeline: the 1 ms traffic timeline (bench/runner/timeline_run.h).
 void add_timeline_option(CLI::App& sub, CommonOptions& options);
+// --paths N and --probe-rate (bench/runner/paths_run.h).
+void add_paths_option(CLI::App& sub, CommonOptions& options);
 // --duration and --cycles (burn-in, bench/runner/burn_in.h): one or the other, checked as parsed;
 // for the commands that repeat their measurement in windows (sendrecv, collectives, validate).
 void add_burn_in_options(CLI::App& sub, CommonOptions& options);

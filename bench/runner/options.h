@@ -38,6 +38,8 @@ struct CommonOptions {
   std::string gpu_map;            // --gpu-map: GPU per local rank ("0,1,2,3"); empty: local rank i -> GPU i
   std::string duration;           // --duration: burn-in by time ("10m"; bench/runner/burn_in.h); empty: off
   int cycles = 0;                 // --cycles: burn-in by count of windows; 0: off
+  int paths = 0;                  // --paths N: trace the transport's flows to the next N ranks (paths_run.h); 0: off
+  double probe_rate = 100;        // --probe-rate: ICMP answers a second asked of any one switch
   std::vector<std::string> argv;  // the command line, recorded in the results
 };
 

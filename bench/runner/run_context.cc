@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "bench/kinds/result_kind.h"
+#include "bench/runner/paths_run.h"
 #include "bench/runner/results_csv.h"
 #include "lib/results/results.h"
 #include "lib/runtime/signals.h"
@@ -291,6 +292,18 @@ void RunContext::open_transport() {
     if (counters_->enabled()) rails.back()["counters"] = counters_->sources_json(i);
   }
   for (const auto& s : bootstrap_.gather_strings(rails.dump())) rank_rails_.push_back(json::parse(s));
+  if (options_.paths > 0) trace_paths();
+}
+
+void RunContext::trace_paths() {
+  agree([&] { check_paths_supported(*transport_); });
+  print(paths_plan_line(paths_flows(*transport_, options_.paths).size(),
+                        paths_probe_rate(options_.probe_rate, transport_->world_size())));
+  std::vector<std::string> names;
+  for (int i = 0; i < transport_->num_rails(); ++i) names.push_back(transport_->rail_info(i).name);
+  PathsResult r = trace_transport_paths(*transport_, bootstrap_, options_.paths, options_.probe_rate, names);
+  for (const auto& line : r.lines) print(line);
+  paths_ = std::move(r.flows);
 }
 
 json RunContext::results_header(json config) const {
@@ -336,7 +349,7 @@ json RunContext::results_header(json config) const {
   config["check"] = options_.check;
   config["mem"] = to_string(placement_.kind);
   config["gpu_map"] = options_.gpu_map;
-  return json{{"command", command_},
+  json header{{"command", command_},
               {"argv", options_.argv},
               {"config", std::move(config)},
               {"world",
@@ -347,6 +360,8 @@ json RunContext::results_header(json config) const {
                 {"launcher", bootstrap_.place().launcher},
                 {"ranks", ranks}}},
               {"transport", std::move(transport)}};
+  if (!paths_.is_null()) header["paths"] = paths_;
+  return header;
 }
 
 json RunContext::gather_channels() {

@@ -117,6 +117,7 @@ class RunContext {
   // No more ranks on this machine than CPUs they may run on together.
   bool has_own_core() const;
   void find_own_cores();  // sets own_core_ from the gathered boot ids and affinities
+  void trace_paths();     // --paths: every rank's flows traced, into paths_ (rank 0)
 
   CommonOptions options_;
   std::string command_;
@@ -126,6 +127,7 @@ class RunContext {
   std::vector<std::string> boot_ids_;    // per rank: its kernel's boot id, "" if unreadable
   std::vector<std::string> affinities_;  // per rank: the CPUs it may run on, "0-3,8"; "" if unreadable
   std::vector<bool> own_core_;           // per rank: has_own_core() as that rank sees it
+  nlohmann::json paths_;                 // --paths: the traced flows (rank 0), the results' "paths"; null: not traced
   std::vector<long> pids_;               // per rank: its process id on its host
   std::vector<int> launcher_local_ranks_;
   std::unique_ptr<Liveness> liveness_;  // names a stopped or dead rank when a wait times out

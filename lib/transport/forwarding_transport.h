@@ -63,6 +63,7 @@ class ForwardingTransport : public Transport {
   size_t poll(std::span<Completion> out) noexcept override { return inner_->poll(out); }
   std::string last_error() const override { return inner_->last_error(); }
   std::vector<ChannelCounters> channel_counters() const override { return inner_->channel_counters(); }
+  std::vector<NetworkFlow> network_flows() const override { return inner_->network_flows(); }
   double device_time_us() const override { return inner_->device_time_us(); }
 
  protected:

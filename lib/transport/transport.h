@@ -188,6 +188,21 @@ struct ChannelCounters {
   uint64_t bytes = 0;        // payload bytes posted
 };
 
+// One IP flow under a channel, as the fabric's switches see it: a RoCE v2 queue pair is
+// UDP from its own source port to 4791. ECMP hashes these header fields, so they decide
+// which spine the channel's packets cross; --paths traces each with probes that carry
+// the same fields (lib/observe/flow_trace.h).
+struct NetworkFlow {
+  int peer = -1;
+  int rail = 0;
+  int channel = 0;
+  std::string role;  // which of the channel's flows: "data" (sends), "rma" (writes, reads)
+  uint32_t qpn = 0, dest_qpn = 0;
+  std::string src_ip, dst_ip;  // dotted IPv4
+  uint16_t src_port = 0, dst_port = 0;
+  std::string protocol = "udp";
+};
+
 // A send/recv ping-pong run by Transport::ping_pong: `iters` round trips of src.length
 // bytes with `peer` on `rail`. The leader sends first; the other rank answers each
 // message it receives. Messages are tagged sends as post_send's, so no receive of this
@@ -285,6 +300,11 @@ class Transport {
   // Per-channel traffic counters since the transport opened; empty when the transport
   // keeps none. Control path: call it between measurements, not inside them.
   virtual std::vector<ChannelCounters> channel_counters() const { return {}; }
+
+  // The IP flows under this rank's channels, where the transport puts the header fields
+  // on the wire itself and knows them (verbs over RoCE v2 with IPv4 GIDs); empty
+  // otherwise (a provider's sockets, InfiniBand, shared memory). Control path.
+  virtual std::vector<NetworkFlow> network_flows() const { return {}; }
 
   // Microseconds the most recently completed batch of operations took on the device,
   // timed with CUDA events on the transport's stream; < 0 when the transport does not

@@ -292,6 +292,12 @@ MEMORY = {
     "--gpu-map": case(["--gpu-map", "x"], exit_is(2, "--gpu-map")),
 }
 TIMELINE = {"--timeline": case(["--timeline", "{w}/t.bin"], all_of(file_appears("t.bin"), json_has("timeline")))}
+# Over shm there are no IP flows to trace: refused by name (tests/rxe/roce_paths.sh traces
+# RoCE v2 queue pairs through a fabric in the soft-RoCE VM); a rate out of range likewise.
+PATHS = {
+    "--paths": case(["--paths", "1"], exit_is(2, "--paths: transport ofi .shm. does not say which IP flows")),
+    "--probe-rate": case(["--paths", "1", "--probe-rate", "0"], exit_is(2, "--probe-rate")),
+}
 TIMEOUT = {"--timeout": case(["--timeout", "7"], json_differs("config.timeout_s"))}
 # The commands whose results have metrics (bench/offline/export).
 METRICS = {"--prometheus": case(["--prometheus", "{w}/r.prom"], file_appears("r.prom"))}
@@ -307,7 +313,7 @@ STRAGGLERS = {
 
 
 def sweep_command(extra):
-    cases = {**TRANSPORT, **SWEEP, **OUTPUT, **METRICS, **TIMELINE, **TIMEOUT, **MEMORY, **BURN_IN}
+    cases = {**TRANSPORT, **SWEEP, **OUTPUT, **METRICS, **TIMELINE, **PATHS, **TIMEOUT, **MEMORY, **BURN_IN}
     cases.update({
         "--iters": case(["-n", "3"], json_differs("config.iters")),
         "--warmup-iters": case(["-w", "2"], json_differs("config.warmup_iters")),
@@ -415,7 +421,7 @@ CUSTOM = ["--layers", "2", "--kv-heads", "2", "--head-dim", "16"]
 KV_PROBE = ["--probe-warmup", "0.1", "--probe-duration", "0.2", "--probe-requests", "100"]
 COMMANDS.update({
     "kvcache": dict(ranks=2, base=KV, cases={
-        **TRANSPORT, **OUTPUT, **TIMELINE, **TIMEOUT,
+        **TRANSPORT, **OUTPUT, **TIMELINE, **PATHS, **TIMEOUT,
         "--mem": case(["--mem", "cuda"], exit_is(1, "host memory only")),
         "--warmup-iters": case(["-w", "2"], json_differs("config.warmup_requests")),
         "--check": case(["-c"], stdout_has(r"^# Wrong bytes : 0 OK")),
@@ -476,7 +482,7 @@ COMMANDS.update({
                                             "--aggressor-bytes", "1K", "--aggressor-window", "1", "--lead", "0",
                                             "--json", "{w}/r.json"],
                        cases={
-                           **TRANSPORT, **TIMELINE, **TIMEOUT,
+                           **TRANSPORT, **TIMELINE, **PATHS, **TIMEOUT,
                            "--json": OUTPUT["--json"], "--csv": OUTPUT["--csv"], "--db": OUTPUT["--db"],
                            # Its progress is a live line only: seen on a terminal.
                            "--quiet": case(["-q"], stderr_quiet),

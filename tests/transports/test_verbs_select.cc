@@ -333,3 +333,17 @@ TEST_CASE("verbs: a receive queue completes each WR with its delivered length", 
   CHECK(q.pop() == nullptr);
   CHECK(q.can_post());
 }
+
+TEST_CASE("verbs: a RoCE v2 queue pair's UDP source port from its flow label", "[unit][verbs]") {
+  // Small QP numbers: the product is the label (17 * 18 = 0x132), and a label under
+  // 0x4000 is the port's low 14 bits.
+  CHECK(roce_flow_label(17, 18) == 0x132);
+  CHECK(roce_udp_source_port(0x132) == 0xC132);
+  // Bits past the 20th fold back in: 0x123456 * 0xABCDEF = 0xC379A59BA4A, XORed with
+  // itself shifted by 20 and then by 40, low 20 bits kept.
+  CHECK(roce_flow_label(0x123456, 0xABCDEF) == 0xAC3E3);
+  // 0xAC3E3: low 14 bits 0x03E3 XOR the high 6 (0x2B) = 0x03C8, in the 0xC000 range.
+  CHECK(roce_udp_source_port(0xAC3E3) == 0xC3C8);
+  CHECK(roce_udp_source_port(0) == 0xC000);
+  CHECK(roce_udp_source_port(0xFFFFF) == 0xFFC0);  // 0x3FFF XOR 0x3F
+}

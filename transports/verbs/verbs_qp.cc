@@ -197,7 +197,7 @@ void qp_to_rtr(ibv_qp* qp, const PathToPeer& path, const std::string& what, cons
     attr.ah_attr.grh.sgid_index = static_cast<uint8_t>(path.sgid_index);
     attr.ah_attr.grh.hop_limit = kHopLimit;
     attr.ah_attr.grh.traffic_class = 0;
-    attr.ah_attr.grh.flow_label = 0;
+    attr.ah_attr.grh.flow_label = path.flow_label;
   }
   modify(qp, attr,
          IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |

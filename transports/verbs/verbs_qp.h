@@ -72,6 +72,7 @@ struct PathToPeer {
   uint32_t dest_qpn = 0;
   uint32_t rq_psn = 0;
   int max_dest_rd_atomic = 1;
+  uint32_t flow_label = 0;  // GRH flow label (RoCE v2: picks the UDP source port); 0: the driver's
 };
 // `hint` ends the error message (e.g. the GID table for RoCE).
 void qp_to_rtr(ibv_qp* qp, const PathToPeer& path, const std::string& what, const std::string& hint);

@@ -8,6 +8,9 @@
 #include <random>
 
 #include <fmt/format.h>
+#ifdef RAILBENCH_VERBS_HAVE_MLX5DV
+#include <infiniband/mlx5dv.h>
+#endif
 
 #include "lib/core/errors.h"
 #include "lib/transport/gpu.h"
@@ -25,6 +28,17 @@ constexpr size_t kMaxMsgCap = size_t{1} << 30;
 uint32_t random_psn() {
   thread_local std::mt19937 gen{std::random_device{}()};
   return gen() & 0xffffffu;  // PSNs are 24 bits
+}
+
+// A QP in RTS whose RoCE v2 UDP source port should be `port` (the one its flow label
+// gives). mlx5 takes the port through its direct verbs, whatever its firmware would
+// derive; other drivers take it from the flow label already. False when the device
+// refused: the port is then the driver's own and unknown to railbench.
+bool pin_udp_source_port([[maybe_unused]] ibv_qp* qp, [[maybe_unused]] uint16_t port) {
+#ifdef RAILBENCH_VERBS_HAVE_MLX5DV
+  if (mlx5dv_is_supported(qp->context->device)) return mlx5dv_modify_qp_udp_sport(qp, port) == 0;
+#endif
+  return true;
 }
 
 }  // namespace
@@ -313,15 +327,31 @@ void Rail::connect(int peer, std::span<const uint8_t> bytes) {
     path.max_dest_rd_atomic = responder_depth;
     const std::string what = fmt::format("to peer {} on rail {} (channel {})", peer, name, c);
 
+    // RoCE v2: the flow label the driver would derive, given explicitly, so that the
+    // UDP source port is the same on every driver that takes it from the label.
+    const bool roce_v2 = use_grh && gid_type == GidType::roce_v2;
+    const auto label = [&](ibv_qp* qp, uint32_t dest_qpn) {
+      return roce_v2 ? roce_flow_label(qp->qp_num, dest_qpn) : 0;
+    };
+
     path.dest_qpn = e.data_qpn;
     path.rq_psn = e.data_psn;
+    path.flow_label = label(ch.data_qp.get(), e.data_qpn);
     qp_to_rtr(ch.data_qp.get(), path, what, hint);
     qp_to_rts(ch.data_qp.get(), ch.data_psn, initiator_depth, what);
+    ch.data_dest_qpn = e.data_qpn;
+    if (roce_v2) ch.data_sport = roce_udp_source_port(path.flow_label);
 
     path.dest_qpn = e.rma_qpn;
     path.rq_psn = e.rma_psn;
+    path.flow_label = label(ch.rma_qp.get(), e.rma_qpn);
+    ch.rma_dest_qpn = e.rma_qpn;
+    if (roce_v2) ch.rma_sport = roce_udp_source_port(path.flow_label);
+    if (roce_v2) ch.peer_ip = ipv4_of(a.gid).value_or("");
     qp_to_rtr(ch.rma_qp.get(), path, what, hint);
+    if (roce_v2 && !pin_udp_source_port(ch.data_qp.get(), ch.data_sport)) ch.data_sport = 0;
     qp_to_rts(ch.rma_qp.get(), ch.rma_psn, initiator_depth, what);
+    if (roce_v2 && !pin_udp_source_port(ch.rma_qp.get(), ch.rma_sport)) ch.rma_sport = 0;
 
     ch.remote_flush_addr = a.flush_addr;
     ch.remote_flush_rkey = a.flush_rkey;

@@ -79,6 +79,11 @@ struct Channel {
   uint64_t remote_flush_addr = 0;
   uint32_t remote_flush_rkey = 0;
   ChannelCounters counters;
+  // RoCE v2 with IPv4 GIDs: the peer's address and each QP's far end and UDP source
+  // port, for Transport::network_flows (0 / "": not known).
+  std::string peer_ip;
+  uint32_t data_dest_qpn = 0, rma_dest_qpn = 0;
+  uint16_t data_sport = 0, rma_sport = 0;
 
   QueueSlot& data_sq() { return queues[0]; }
   QueueSlot& data_rq() { return queues[1]; }

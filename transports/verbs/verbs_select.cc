@@ -179,6 +179,18 @@ std::optional<std::string> ipv4_of(const Gid& gid) {
   return fmt::format("{}.{}.{}.{}", gid[12], gid[13], gid[14], gid[15]);
 }
 
+uint32_t roce_flow_label(uint32_t local_qpn, uint32_t remote_qpn) {
+  uint64_t v = static_cast<uint64_t>(local_qpn) * remote_qpn;
+  v ^= v >> 20;
+  v ^= v >> 40;
+  return static_cast<uint32_t>(v & 0xFFFFF);
+}
+
+uint16_t roce_udp_source_port(uint32_t flow_label) {
+  const uint32_t low = (flow_label & 0x3FFF) ^ ((flow_label & 0xFC000) >> 14);
+  return static_cast<uint16_t>(low | 0xC000);
+}
+
 std::optional<Gid> parse_gid(std::string_view text) {
   std::string s(text);
   Gid gid{};

@@ -93,6 +93,22 @@ std::string ipv4_subnet(const std::string& ipv4, int prefix_len);
 // "fe80::/64" style: the first 64 bits of an IPv6 GID (RoCE) or IB subnet prefix.
 std::string gid_prefix64(const Gid& gid);
 
+// ---- RoCE v2 flows: the UDP source port of a queue pair ----
+// A RoCE v2 packet is UDP to port 4791; the switches' ECMP hashes its source port, so a
+// QP's port decides its path through the fabric. Drivers that honour the address
+// vector's GRH flow label (rxe from Linux 5.18, mlx5 from 5.9, irdma) take the port from
+// it, and without one derive the label from the two QP numbers; the verbs transport
+// gives the derived label explicitly, so the port is the same on every such driver and
+// known to railbench (--paths traces it).
+
+// The label derived from the QP numbers when none is given: their product folded to
+// 20 bits (the kernel's rdma_calc_flow_label, include/rdma/ib_verbs.h).
+uint32_t roce_flow_label(uint32_t local_qpn, uint32_t remote_qpn);
+// The UDP source port of a flow label: its low 14 bits XOR its high 6, in 0xC000..0xFFFF
+// (rdma_flow_label_to_udp_sport). A label below 0x4000 gives 0xC000 | label.
+uint16_t roce_udp_source_port(uint32_t flow_label);
+inline constexpr uint16_t kRoceV2Port = 4791;
+
 // ---- port attributes ----
 
 // ibv_mtu code (1..5) to bytes (256..4096); 0 for anything else.

@@ -86,6 +86,35 @@ std::vector<ChannelCounters> VerbsTransport::channel_counters() const {
   return out;
 }
 
+std::vector<NetworkFlow> VerbsTransport::network_flows() const {
+  std::vector<NetworkFlow> out;
+  for (size_t i = 0; i < rails_.size(); ++i) {
+    const Rail& r = *rails_[i];
+    const std::string own_ip = ipv4_of(r.gid).value_or("");
+    for (int peer = 0; peer < world_size_; ++peer) {
+      for (int c = 0; c < channels_; ++c) {
+        const Channel& ch = r.channel(peer, c);
+        if (!ch.connected || own_ip.empty() || ch.peer_ip.empty()) continue;
+        const auto flow = [&](const char* role, const ibv_qp* qp, uint32_t dest_qpn, uint16_t sport) {
+          out.push_back(NetworkFlow{.peer = peer,
+                                    .rail = static_cast<int>(i),
+                                    .channel = c,
+                                    .role = role,
+                                    .qpn = qp->qp_num,
+                                    .dest_qpn = dest_qpn,
+                                    .src_ip = own_ip,
+                                    .dst_ip = ch.peer_ip,
+                                    .src_port = sport,
+                                    .dst_port = kRoceV2Port});
+        };
+        flow("data", ch.data_qp.get(), ch.data_dest_qpn, ch.data_sport);
+        flow("rma", ch.rma_qp.get(), ch.rma_dest_qpn, ch.rma_sport);
+      }
+    }
+  }
+  return out;
+}
+
 std::unique_ptr<Transport> make_transport(const VerbsOptions& options, int rank, int world_size) {
   if (world_size < 1 || rank < 0 || rank >= world_size) {
     throw UsageError(fmt::format("invalid rank {} for a world of {} rank(s)", rank, world_size));

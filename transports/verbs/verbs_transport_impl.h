@@ -42,6 +42,7 @@ class VerbsTransport final : public RailTransport<std::unique_ptr<Rail>> {
                           uint64_t wr_id) noexcept override;
   size_t poll(std::span<Completion> out) noexcept override;
   std::vector<ChannelCounters> channel_counters() const override;
+  std::vector<NetworkFlow> network_flows() const override;
 
  private:
   // A checked post: the rail, the channel the round robin picked and the buffers.

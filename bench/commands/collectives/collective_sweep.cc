@@ -450,6 +450,7 @@ bool register_collective(const CollectiveSpec& spec) {
         add_check_option(sub, common);
         add_output_options(sub, common, {.metrics = true});
         add_timeline_option(sub, common);
+        add_paths_option(sub, common);
         add_link_options(sub, common);
         add_memory_options(sub, common);
         add_burn_in_options(sub, common);

@@ -481,6 +481,7 @@ const bool cmd_congestion_registered = register_subcommand(Subcommand{
       add_iteration_options(sub, common);
       add_output_options(sub, common, {.json = true, .counters = false});
       add_timeline_option(sub, common);
+      add_paths_option(sub, common);
       add_link_options(sub, common);
       sub.add_option("--victims", opt->victims,
                      "Victim pair placement: same-leaf, cross-spine or both (auto: both with 2+ ranks per node)")

@@ -334,6 +334,7 @@ const bool cmd_kvcache_registered = register_subcommand(Subcommand{
       add_check_option(sub, common);
       add_output_options(sub, common);
       add_timeline_option(sub, common);
+      add_paths_option(sub, common);
       add_link_options(sub, common);
       // --mem only to refuse GPU memory with a clear message: the block pools are host memory.
       add_memory_options(sub, common, false);

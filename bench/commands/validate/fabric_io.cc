@@ -8,7 +8,7 @@
 #include <atomic>
 #include <thread>
 
-#include "bench/commands/validate/fabric/flow_socket.h"
+#include "lib/observe/flow_socket.h"
 
 namespace railbench {
 

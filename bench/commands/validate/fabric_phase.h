@@ -1,7 +1,7 @@
 // Phase 1c, after the cabling check and before the pair tests, when the config has a
 // fabric: validate looks inside the leaf-spine fabric. For every pair of leaves it
 // opens TCP flows between their NICs with chosen source ports, learns each flow's
-// switch path by the flow's own TTL-limited SYNs (fabric/flow_probe.h), adds flows
+// switch path by the flow's own TTL-limited SYNs (lib/observe/flow_trace.h), adds flows
 // until every spine is seen from every leaf (or says which cannot be reached), measures
 // each flow alone on its path (rounds of flows that share no NIC and no fabric link),
 // and names the leaf-spine links that explain the bad flows (fabric/localize.h). A NIC

@@ -6,8 +6,8 @@
 
 #include <fmt/format.h>
 
-#include "bench/commands/validate/fabric/flow_socket.h"
 #include "lib/core/errors.h"
+#include "lib/observe/flow_socket.h"
 
 namespace railbench {
 

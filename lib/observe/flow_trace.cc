@@ -1,4 +1,4 @@
-#include "bench/commands/validate/fabric/flow_probe.h"
+#include "lib/observe/flow_trace.h"
 
 #include <arpa/inet.h>
 #include <linux/errqueue.h>
@@ -19,9 +19,9 @@
 
 #include <fmt/format.h>
 
-#include "bench/commands/validate/fabric/flow_socket.h"
 #include "lib/core/clock.h"
 #include "lib/core/errno_text.h"
+#include "lib/observe/flow_socket.h"
 
 namespace railbench {
 namespace {

@@ -1,5 +1,5 @@
-// Socket helpers shared by the flow probes (flow_probe.cc) and the measured flows
-// (flow_measure.cc); internal to this folder.
+// Socket helpers shared by the flow probes (flow_trace.cc) and validate's measured flows
+// (bench/commands/validate/fabric/flow_measure.cc).
 #pragma once
 
 #include <arpa/inet.h>
