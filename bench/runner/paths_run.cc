@@ -60,6 +60,34 @@ std::string path_text(const json& flow) {
   return out.empty() ? "(no hop answered)" : out;
 }
 
+// ECMP balance at each first switch (a leaf): how its traced flows spread over the next
+// switches (the spines). An even hash gives max / mean near 1 once there are several
+// flows a next hop; a polarized or port-blind hash piles them onto a few.
+std::vector<std::string> next_hop_balance(const json& flows) {
+  std::map<std::string, std::map<std::string, int>> by_first;
+  for (const auto& f : flows) {
+    const auto& hops = f.at("hops");
+    if (hops.size() < 2) continue;
+    const std::string first = hops[0].at("address").get<std::string>();
+    const std::string next = hops[1].at("address").get<std::string>();
+    if (!first.empty() && !next.empty()) by_first[first][next]++;
+  }
+  std::vector<std::string> lines;
+  for (const auto& [first, nexts] : by_first) {
+    int total = 0, most = 0;
+    std::string parts;
+    for (const auto& [next, n] : nexts) {
+      total += n;
+      most = std::max(most, n);
+      parts += fmt::format("{}{} {}", parts.empty() ? "" : ", ", n, next);
+    }
+    const double mean = static_cast<double>(total) / static_cast<double>(nexts.size());
+    lines.push_back(fmt::format("#   at {}: {} flow(s) over {} next switch(es): {} (max / mean {:.2f})", first, total,
+                                nexts.size(), parts, most / mean));
+  }
+  return lines;
+}
+
 std::vector<std::string> describe(const json& flows, int ranks, double rate) {
   std::vector<std::string> lines;
   lines.push_back(fmt::format(
@@ -95,6 +123,7 @@ std::vector<std::string> describe(const json& flows, int ranks, double rate) {
     lines.push_back(fmt::format("#   rank {} -> {} {}: {} flow(s) over {} path(s): {}", rank, peer, rail, total,
                                 paths.size(), parts));
   }
+  for (const auto& line : next_hop_balance(flows)) lines.push_back(line);
   if (silent > 0) {
     lines.push_back(fmt::format(
         "# paths: {} flow(s) without one answering hop: ICMP time-exceeded is filtered or rate-limited on the "

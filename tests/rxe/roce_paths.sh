@@ -93,7 +93,12 @@ RANK
 chmod +x "$work/rank.sh"
 rb_mpirun_deadline 240 2 "$work/rank.sh" >"$work/out" 2>"$work/err" ||
   { cat "$work/out" "$work/err"; fail "sendrecv -t verbs --paths 1 across the fabric failed"; }
-grep '^# paths\|^#   rank' "$work/out"
+grep '^# paths\|^#   rank\|^#   at' "$work/out"
+# The ECMP balance line of each leaf: its 16 queue pairs over both spines.
+for leaf in 10.1.0.1 10.2.0.1; do
+  grep -q "^#   at $leaf: 16 flow(s) over 2 next switch(es): " "$work/out" ||
+    fail "no balance line for the queue pairs leaving $leaf over both spines"
+done
 for n in spine0 spine1; do ns "$n" nft -j list set ip rb sports >"$work/$n.json" || fail "no counters from $n"; done
 
 # traceroute's view of three of rank 0's queue pairs (the oracle for the spine).
