@@ -15,8 +15,8 @@
 #  - each queue pair's packets crossed the spine its trace named and no other (so the
 #    source port railbench reports is the one rxe puts on the wire, and the probes took
 #    the queue pair's path);
-#  - traceroute (-U, the same ports) agrees on the spine for a few of them;
-#  - --paths on a transport that knows no flows is refused by name.
+#  - traceroute (-U, the same ports) agrees on the spine for a few of them.
+# (--paths over a transport that knows no flows is refused by name: the options walk.)
 source "$(dirname "$0")/../support/case.sh"
 rb=$1
 case_work
@@ -87,7 +87,7 @@ fabric_up || fail "could not build the 2-leaf, 2-spine fabric"
 cat >"$work/rank.sh" <<RANK
 #!/bin/sh
 [ "\$OMPI_COMM_WORLD_RANK" = 0 ] && nic=rxeA || nic=rxeB
-exec "$rb" sendrecv -t verbs --rails \$nic --qps-per-peer 8 --paths 1 -b 64K -e 64K -n 100 -w 5 --window 8 \
+exec "$rb" sendrecv -t verbs --rails \$nic --qps-per-peer 8 --paths 1 -b 64K -e 64K -n 40 -w 2 --window 8 \
   --bw-iters 2 -c --json "$work/r.json"
 RANK
 chmod +x "$work/rank.sh"
@@ -101,21 +101,7 @@ for leaf in 10.1.0.1 10.2.0.1; do
 done
 for n in spine0 spine1; do ns "$n" nft -j list set ip rb sports >"$work/$n.json" || fail "no counters from $n"; done
 
-# traceroute's view of three of rank 0's queue pairs (the oracle for the spine).
-python3 -c '
-import json, sys
-flows = [f for f in json.load(open(sys.argv[1]))["paths"] if f["rank"] == 0]
-for f in flows[:3]: print(f["src_port"])' "$work/r.json" >"$work/sample" || fail "no paths in the results"
-while read -r port; do
-  traceroute -U -p 4791 --sport="$port" -s 10.1.0.2 -n -q 1 -m 3 -w 1 10.2.0.2 >"$work/traceroute.$port" 2>&1
-done <"$work/sample"
-
+# The verdict, with traceroute's view of three of rank 0's queue pairs (the oracle for
+# the spine) taken by the checker itself: one Python start, which costs seconds here.
 python3 "$here/roce_paths_check.py" "$work" || fail "the traced paths do not match where the queue pairs' packets went"
-
-# A transport that does not know its flows' headers: refused by name, not run.
-rb_mpirun_deadline 120 2 "$rb" sendrecv -t ofi:tcp -b 8 -e 8 -n 2 --paths 1 >"$work/out2" 2>"$work/err2"
-rc=$?
-((rc != 0)) || fail "--paths over ofi:tcp must be refused"
-grep -q -- "--paths: transport ofi (tcp.*) does not say which IP flows" "$work/err2" "$work/out2" ||
-  { cat "$work/err2"; fail "--paths over ofi:tcp: no line naming the problem"; }
 echo "ok: RoCE v2 paths"

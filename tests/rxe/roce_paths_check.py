@@ -5,12 +5,14 @@ packets went?
   roce_paths_check.py WORK
 
 WORK holds r.json (sendrecv -t verbs --paths 1, rank 0 on rxeA behind leaf0, rank 1 on
-rxeB behind leaf1), spine0.json and spine1.json (each spine's nftables set: bytes per UDP
-source port of A's RoCE packets it forwarded) and traceroute.PORT files (traceroute -U
-with the queue pair's ports). Exit 0 when everything matches, 1 with every mismatch."""
+rxeB behind leaf1) and spine0.json and spine1.json (each spine's nftables set: bytes per
+UDP source port of A's RoCE packets it forwarded). The checker runs traceroute -U with
+three of rank 0's queue pairs' ports itself. Exit 0 when everything matches, 1 with
+every mismatch."""
 import json
 import os
 import re
+import subprocess
 import sys
 
 SPINE_OF = {"10.10.0.2": "spine0", "10.11.0.2": "spine1", "10.20.0.2": "spine0", "10.21.0.2": "spine1"}
@@ -18,8 +20,9 @@ FIRST_HOP = {0: "10.1.0.1", 1: "10.2.0.1"}
 FAR_LEAF = {("spine0", 0): "10.20.0.1", ("spine1", 0): "10.21.0.1",
             ("spine0", 1): "10.10.0.1", ("spine1", 1): "10.11.0.1"}
 QPS = 8  # --qps-per-peer
-# A queue pair that carried sends moved 100 x 64 KiB / 8 over its port; the probes of
-# TTL 3 and more cross a spine too, with the same port, a few hundred bytes each.
+# A data queue pair that carried sends moved at least two 64 KiB messages (2 bandwidth
+# windows of 8, round-robin over the 8 queue pairs) over its port; the probes of TTL 3
+# and more cross a spine too, with the same port, a few hundred bytes each.
 CARRIED = 64 * 1024
 
 
@@ -71,17 +74,15 @@ def check_counters(ports, counted, bad):
     return carried
 
 
-def check_traceroute(work, ports, bad):
-    for name in sorted(os.listdir(work)):
-        if not name.startswith("traceroute."):
-            continue
-        port = int(name.split(".")[1])
-        with open(os.path.join(work, name)) as fh:
-            text = fh.read()
-        m = re.search(r"^ 2  (\S+)", text, re.M)
+def check_traceroute(ports, bad):
+    """traceroute -U with the same ports names the same spine at hop 2 (three queue pairs)."""
+    for port in sorted(ports)[:3]:
+        run = subprocess.run(["traceroute", "-U", "-p", "4791", f"--sport={port}", "-s", "10.1.0.2", "-n", "-q", "1",
+                              "-m", "3", "-w", "1", "10.2.0.2"], capture_output=True, text=True, timeout=30)
+        m = re.search(r"^ 2  (\S+)", run.stdout, re.M)
         said = SPINE_OF.get(m.group(1)) if m else None
         if said != ports[port]["spine"]:
-            bad.append(f"traceroute for port {port} says {text!r}, railbench {ports[port]['spine']}")
+            bad.append(f"traceroute for port {port} says {run.stdout + run.stderr!r}, railbench {ports[port]['spine']}")
 
 
 def main():
@@ -99,7 +100,7 @@ def main():
     if seen != {"spine0", "spine1"}:
         bad.append(f"rank 0's {2 * QPS} queue pairs crossed only {sorted(s for s in seen if s)}")
     carried = check_counters(ports, counted_bytes(work), bad)
-    check_traceroute(work, ports, bad)
+    check_traceroute(ports, bad)
     print(f"{len(paths)} flows traced; {carried} source ports carried traffic; "
           f"rank 0's queue pairs crossed {sorted(s for s in seen if s)}; {len(bad)} mismatch(es)")
     for b in bad:
