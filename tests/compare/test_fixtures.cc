@@ -185,31 +185,6 @@ TEST_CASE("compare: on the simulated multi-spine fabric, the degraded link and t
         std::set<std::string>{"su1-leaf1-spine3 | flow retransmits"});
 }
 
-TEST_CASE("compare: the ECMP sweep's spread and predicted fraction per flow count, a hash change the regression",
-          "[compare][fabric]") {
-  // A fabric-only run with a sweep at 1 and 4 flows a connection (the fields validate
-  // writes, fabric_ecmp.cc); its flows and links left out.
-  const auto run = [](double spread4, double fraction4) {
-    json steps = json::array();
-    steps.push_back({{"flows_per_connection", 1}, {"max_over_mean", 2.0}, {"predicted_fraction", 0.5}});
-    steps.push_back({{"flows_per_connection", 4}, {"max_over_mean", spread4}, {"predicted_fraction", fraction4}});
-    return json{{"command", "validate"},
-                {"fabric", {{"flows", json::array()}, {"links", json::array()}, {"ecmp_sweep", {{"steps", steps}}}}}};
-  };
-  const auto healthy = figures_of(run(1.25, 0.8), "a");
-  REQUIRE(healthy.size() == 4);
-  CHECK(healthy[2].subject == "ECMP 4 flow(s) a connection");
-  CHECK(healthy[2].metric == "flows per uplink max / mean");
-  CHECK_FALSE(healthy[2].higher_better);
-  CHECK(healthy[3].value == Approx(0.8));
-  // The same paths again: nothing moved.
-  CHECK(regressions(diff(healthy, figures_of(run(1.25, 0.8), "b"), 0.05)).empty());
-  // A leaf that stopped hashing the ports piles the 4 flows onto one spine.
-  CHECK(regressions(diff(healthy, figures_of(run(4.0, 0.25), "c"), 0.05)) ==
-        std::set<std::string>{"ECMP 4 flow(s) a connection | flows per uplink max / mean",
-                              "ECMP 4 flow(s) a connection | predicted fraction of ideal"});
-}
-
 TEST_CASE("validate --baseline: the slowed link is found against its accepted figure, a healthy run is not",
           "[compare]") {
   const SuConfig c = netns_config();

@@ -99,30 +99,10 @@ void fabric_figures(const json& fabric, double k, std::vector<Figure>& out) {
   }
 }
 
-// The ECMP sweep's figures, per flow count: how evenly the traced paths put the flows on
-// the uplinks (max / mean flows per uplink) and the fraction of the ideal aggregate that
-// spread allows. Both follow from the paths alone, which the switches' hash and the
-// sweep's fixed source ports decide: the same fabric gives the same figures, so the
-// band is the value itself, and a change beyond the threshold is a change in the
-// hashing (a leaf that stopped hashing the ports, a spine gone). The measured fraction
-// is one sample a run, with no noise of its own to judge it by: left out.
-void ecmp_figures(const json& sweep, std::vector<Figure>& out) {
-  if (!sweep.is_object() || !sweep.contains("steps")) return;
-  for (const auto& step : sweep.at("steps")) {
-    const std::string subject = fmt::format("ECMP {} flow(s) a connection", step.at("flows_per_connection").get<int>());
-    const double spread = num(step, "max_over_mean"), fraction = num(step, "predicted_fraction");
-    out.push_back(Figure{subject, "flows per uplink max / mean", "ratio", false, spread, spread, spread});
-    out.push_back(Figure{subject, "predicted fraction of ideal", "fraction", true, fraction, fraction, fraction});
-  }
-}
-
 }  // namespace
 
 void validate_figures(const json& doc, double k, std::vector<Figure>& out) {
-  if (doc.contains("fabric")) {
-    fabric_figures(doc.at("fabric"), k, out);
-    if (doc.at("fabric").contains("ecmp_sweep")) ecmp_figures(doc.at("fabric").at("ecmp_sweep"), out);
-  }
+  if (doc.contains("fabric")) fabric_figures(doc.at("fabric"), k, out);
   if (!doc.contains("rails")) return;  // --inventory-only, --fabric-only, or no traffic ran
   std::map<LinkKey, Bound> bounds;
   if (doc.contains("rail_pairs"))
