@@ -60,6 +60,17 @@ std::string path_text(const json& flow) {
   return out.empty() ? "(no hop answered)" : out;
 }
 
+// "9 via A, 7 via B" (infix " via "): each key with its count, and their total in `total`.
+std::string counts_text(const std::map<std::string, int>& counts, const char* infix, int& total) {
+  std::string out;
+  total = 0;
+  for (const auto& [key, n] : counts) {
+    total += n;
+    out += fmt::format("{}{}{}{}", out.empty() ? "" : ", ", n, infix, key);
+  }
+  return out;
+}
+
 // ECMP balance at each first switch (a leaf): how its traced flows spread over the next
 // switches (the spines). An even hash gives max / mean near 1 once there are several
 // flows a next hop; a polarized or port-blind hash piles them onto a few.
@@ -75,12 +86,8 @@ std::vector<std::string> next_hop_balance(const json& flows) {
   std::vector<std::string> lines;
   for (const auto& [first, nexts] : by_first) {
     int total = 0, most = 0;
-    std::string parts;
-    for (const auto& [next, n] : nexts) {
-      total += n;
-      most = std::max(most, n);
-      parts += fmt::format("{}{} {}", parts.empty() ? "" : ", ", n, next);
-    }
+    const std::string parts = counts_text(nexts, " ", total);
+    for (const auto& [next, n] : nexts) most = std::max(most, n);
     const double mean = static_cast<double>(total) / static_cast<double>(nexts.size());
     lines.push_back(fmt::format("#   at {}: {} flow(s) over {} next switch(es): {} (max / mean {:.2f})", first, total,
                                 nexts.size(), parts, most / mean));
@@ -91,9 +98,9 @@ std::vector<std::string> next_hop_balance(const json& flows) {
 std::vector<std::string> describe(const json& flows, int ranks, double rate) {
   std::vector<std::string> lines;
   lines.push_back(fmt::format(
-      "# paths: {} flows of {} ranks, each traced by TTL-limited {} probes with its own addresses and ports "
+      "# paths: {} flows of {} ranks, each traced by TTL-limited udp probes with its own addresses and ports "
       "({:.1f} probes/s a rank); hops by the address that answered",
-      flows.size(), ranks, flows.empty() ? "UDP" : flows[0].at("protocol").get<std::string>(), rate));
+      flows.size(), ranks, rate));
   if (flows.size() <= kMaxFlowLines) {
     for (const auto& f : flows) {
       lines.push_back(fmt::format("#   rank {} -> {} {} ch {} {:<4} {}:{} > {}:{}  {}", f.at("rank").get<int>(),
@@ -115,11 +122,7 @@ std::vector<std::string> describe(const json& flows, int ranks, double rate) {
   for (const auto& [key, paths] : by_pair) {
     const auto& [rank, peer, rail] = key;
     int total = 0;
-    std::string parts;
-    for (const auto& [p, n] : paths) {
-      total += n;
-      parts += fmt::format("{}{} via {}", parts.empty() ? "" : ", ", n, p);
-    }
+    const std::string parts = counts_text(paths, " via ", total);
     lines.push_back(fmt::format("#   rank {} -> {} {}: {} flow(s) over {} path(s): {}", rank, peer, rail, total,
                                 paths.size(), parts));
   }
@@ -174,11 +177,8 @@ void check_paths_supported(const Transport& t) {
   }
 }
 
-PathsResult trace_transport_paths(const Transport& t, Bootstrap& b, int n, double switch_rate,
+PathsResult trace_transport_paths(const Transport& t, Bootstrap& b, const std::vector<NetworkFlow>& flows, double rate,
                                   const std::vector<std::string>& rail_names) {
-  const std::vector<NetworkFlow> flows = paths_flows(t, n);
-
-  const double rate = paths_probe_rate(switch_rate, t.world_size());
   ProbePacer pacer(rate);
   const TraceOptions options = paths_trace_options();
   std::vector<FlowTrace> traces(flows.size());

@@ -38,9 +38,9 @@ struct PathsResult {
 // InfiniBand, shared memory): run it under RunContext::agree, before the trace.
 void check_paths_supported(const Transport& t);
 
-// Collective: every rank calls it after the transport connected. `rail_names` names each
-// rail in the lines.
-PathsResult trace_transport_paths(const Transport& t, Bootstrap& b, int n, double switch_rate,
+// Collective: every rank calls it after the transport connected, with its paths_flows()
+// and the paths_probe_rate() a rank. `rail_names` names each rail in the lines.
+PathsResult trace_transport_paths(const Transport& t, Bootstrap& b, const std::vector<NetworkFlow>& flows, double rate,
                                   const std::vector<std::string>& rail_names);
 
 }  // namespace railbench

@@ -297,11 +297,12 @@ void RunContext::open_transport() {
 
 void RunContext::trace_paths() {
   agree([&] { check_paths_supported(*transport_); });
-  print(paths_plan_line(paths_flows(*transport_, options_.paths).size(),
-                        paths_probe_rate(options_.probe_rate, transport_->world_size())));
+  const std::vector<NetworkFlow> flows = paths_flows(*transport_, options_.paths);
+  const double rate = paths_probe_rate(options_.probe_rate, transport_->world_size());
+  print(paths_plan_line(flows.size(), rate));
   std::vector<std::string> names;
   for (int i = 0; i < transport_->num_rails(); ++i) names.push_back(transport_->rail_info(i).name);
-  PathsResult r = trace_transport_paths(*transport_, bootstrap_, options_.paths, options_.probe_rate, names);
+  PathsResult r = trace_transport_paths(*transport_, bootstrap_, flows, rate, names);
   for (const auto& line : r.lines) print(line);
   paths_ = std::move(r.flows);
 }

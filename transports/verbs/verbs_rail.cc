@@ -328,30 +328,24 @@ void Rail::connect(int peer, std::span<const uint8_t> bytes) {
     const std::string what = fmt::format("to peer {} on rail {} (channel {})", peer, name, c);
 
     // RoCE v2: the flow label the driver would derive, given explicitly, so that the
-    // UDP source port is the same on every driver that takes it from the label.
+    // UDP source port is the same on every driver that takes it from the label (and
+    // set on mlx5). Returns that port; 0: not RoCE v2, or the device refused it.
     const bool roce_v2 = use_grh && gid_type == GidType::roce_v2;
-    const auto label = [&](ibv_qp* qp, uint32_t dest_qpn) {
-      return roce_v2 ? roce_flow_label(qp->qp_num, dest_qpn) : 0;
+    const auto connect_qp = [&](ibv_qp* qp, uint32_t dest_qpn, uint32_t rq_psn, uint32_t sq_psn) -> uint16_t {
+      path.dest_qpn = dest_qpn;
+      path.rq_psn = rq_psn;
+      path.flow_label = roce_v2 ? roce_flow_label(qp->qp_num, dest_qpn) : 0;
+      qp_to_rtr(qp, path, what, hint);
+      qp_to_rts(qp, sq_psn, initiator_depth, what);
+      if (!roce_v2) return 0;
+      const uint16_t sport = roce_udp_source_port(path.flow_label);
+      return pin_udp_source_port(qp, sport) ? sport : 0;
     };
-
-    path.dest_qpn = e.data_qpn;
-    path.rq_psn = e.data_psn;
-    path.flow_label = label(ch.data_qp.get(), e.data_qpn);
-    qp_to_rtr(ch.data_qp.get(), path, what, hint);
-    qp_to_rts(ch.data_qp.get(), ch.data_psn, initiator_depth, what);
+    ch.data_sport = connect_qp(ch.data_qp.get(), e.data_qpn, e.data_psn, ch.data_psn);
+    ch.rma_sport = connect_qp(ch.rma_qp.get(), e.rma_qpn, e.rma_psn, ch.rma_psn);
     ch.data_dest_qpn = e.data_qpn;
-    if (roce_v2) ch.data_sport = roce_udp_source_port(path.flow_label);
-
-    path.dest_qpn = e.rma_qpn;
-    path.rq_psn = e.rma_psn;
-    path.flow_label = label(ch.rma_qp.get(), e.rma_qpn);
     ch.rma_dest_qpn = e.rma_qpn;
-    if (roce_v2) ch.rma_sport = roce_udp_source_port(path.flow_label);
     if (roce_v2) ch.peer_ip = ipv4_of(a.gid).value_or("");
-    qp_to_rtr(ch.rma_qp.get(), path, what, hint);
-    if (roce_v2 && !pin_udp_source_port(ch.data_qp.get(), ch.data_sport)) ch.data_sport = 0;
-    qp_to_rts(ch.rma_qp.get(), ch.rma_psn, initiator_depth, what);
-    if (roce_v2 && !pin_udp_source_port(ch.rma_qp.get(), ch.rma_sport)) ch.rma_sport = 0;
 
     ch.remote_flush_addr = a.flush_addr;
     ch.remote_flush_rkey = a.flush_rkey;
